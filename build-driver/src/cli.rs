@@ -1,0 +1,116 @@
+//! The command line (binding names: see DESIGN.md, "The build driver").
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", about = "Build upstream Slurm for macOS compute nodes, and prove Linux unchanged")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Regenerate shim/include/slurm_shim.h from the shim's sources and export table.
+    Codegen(CodegenArgs),
+    /// Download (or take a local) Slurm source, verify it against its pin, unpack it under slurm-src/.
+    Fetch(FetchArgs),
+    /// Copy the pristine source, apply patches/<line>/, regenerate autotools files, build the
+    /// shim, configure, make and install Slurm.
+    BuildSlurm(BuildArgs),
+    /// Everything CI runs: shim tests, codegen --check, Linux non-regression, darwin personality.
+    Ci(CiArgs),
+    /// A local Slurm cluster on loopback from an installed prefix.
+    Cluster(ClusterArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CodegenArgs {
+    /// Fail if the committed header differs from what would be generated.
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// Where a Slurm source comes from.
+#[derive(Debug, Args, Clone)]
+pub struct SourceArgs {
+    /// A pinned version (see slurm-src/pins.toml), e.g. 24.11.5 or 26.11-snapshot.
+    #[arg(long, conflicts_with = "source")]
+    pub version: Option<String>,
+    /// A local source: an unpacked tree, a .tar.gz, or a git directory (checked against the pin).
+    #[arg(long)]
+    pub source: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Origin {
+    /// Debian's source package slurm-wlm, through a private apt state directory.
+    Debian,
+}
+
+#[derive(Debug, Args)]
+pub struct FetchArgs {
+    #[command(flatten)]
+    pub src: SourceArgs,
+    /// Get the tarball from a distribution's source package instead of the pin's URLs.
+    #[arg(long, value_enum)]
+    pub from: Option<Origin>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Personality {
+    /// Plain upstream behaviour: the shim header is inert and the shim is not linked.
+    Native,
+    /// Linux only: the shim replaces glibc's functions and configure sees macOS's answers.
+    Darwin,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct BuildArgs {
+    #[command(flatten)]
+    pub src: SourceArgs,
+    #[arg(long, value_enum, default_value = "native")]
+    pub personality: Personality,
+    /// Build the pristine tree without patches/<line>/.
+    #[arg(long)]
+    pub no_patches: bool,
+    /// Rust target triple to build for (default: this machine).
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Installation prefix (default: a staging directory under target/).
+    #[arg(long)]
+    pub prefix: Option<PathBuf>,
+    /// Parallel make jobs (default: the number of CPUs).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct CiArgs {
+    /// Pinned version to build (default: 24.11.5).
+    #[arg(long, default_value = "24.11.5")]
+    pub version: String,
+    /// A local Slurm source instead of the pinned version.
+    #[arg(long)]
+    pub source: Option<PathBuf>,
+    /// Only the shim lane (tests, codegen --check, cross builds); no Slurm builds.
+    #[arg(long)]
+    pub shim_only: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ClusterArgs {
+    #[command(subcommand)]
+    pub action: ClusterAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClusterAction {
+    /// Start slurmctld + slurmd on loopback, run the smoke jobs, stop everything.
+    Test {
+        /// The installed Slurm prefix.
+        #[arg(long)]
+        prefix: PathBuf,
+    },
+}

@@ -1,0 +1,60 @@
+//! The driver's one error type. Every message names the step, the program or file, and a fix.
+
+use std::path::PathBuf;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("could not start a shell: {0}")]
+    Shell(String),
+    #[error("{step}: `{program}` failed: {detail}")]
+    Command { step: String, program: String, detail: String },
+    #[error("{program} not found (needed for {step}): {fix}")]
+    MissingTool { program: String, step: String, fix: String },
+    #[error("{path}: {detail}")]
+    Io { path: PathBuf, detail: String },
+    #[error("codegen: {0}")]
+    Codegen(String),
+    #[error("slurm_shim.h is stale: run `cargo xtask codegen` and commit the result")]
+    StaleHeader,
+    #[error("unknown Slurm version `{version}`; pinned versions: {known}")]
+    UnknownVersion { version: String, known: String },
+    #[error("pins file {path}: {detail}")]
+    Pins { path: PathBuf, detail: String },
+    #[error("{what}: sha256 mismatch: expected {expected}, got {actual}; the file is corrupt or not the pinned release (delete it and fetch again)")]
+    HashMismatch { what: String, expected: String, actual: String },
+    #[error("{what}: git commit mismatch: expected {expected}, got {actual}")]
+    CommitMismatch { what: String, expected: String, actual: String },
+    #[error("{what}: cannot unpack: {detail}")]
+    Unpack { what: String, detail: String },
+    #[error("no source given: pass --version V (pinned) or --source PATH")]
+    NoSource,
+    #[error("source {path} is not fetched: run `cargo xtask fetch --version {version}` first")]
+    NotFetched { path: PathBuf, version: String },
+    #[error("patch {patch} failed to apply ({file}): {detail}")]
+    Patch { patch: String, file: String, detail: String },
+    #[error("unknown target triple `{triple}`; known: {known}")]
+    UnknownTarget { triple: String, known: String },
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("{step} failed; see {log}:\n{tail}")]
+    Build { step: String, log: PathBuf, tail: String },
+    #[error("non-regression: test results differ between the pristine and the patched tree:\n{0}")]
+    Regression(String),
+    #[error("cluster: {0}")]
+    Cluster(String),
+}
+
+impl Error {
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>, e: std::io::Error) -> Error {
+        Error::Io { path: path.into(), detail: e.to_string() }
+    }
+}
+
+impl From<xshell::Error> for Error {
+    fn from(e: xshell::Error) -> Error {
+        Error::Command { step: "command".into(), program: String::new(), detail: e.to_string() }
+    }
+}

@@ -1,0 +1,49 @@
+//! `cargo xtask`: the build driver. One file per subcommand; `main` builds the shell, moves
+//! to the project root and dispatches.
+
+mod build_slurm;
+mod ci;
+mod cli;
+mod cluster;
+mod codegen;
+mod error;
+mod fetch;
+mod patches;
+mod pins;
+mod targets;
+
+use clap::Parser;
+use error::{Error, Result};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use xshell::Shell;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: cli::Cli) -> Result<()> {
+    let sh = Shell::new().map_err(|e| Error::Shell(e.to_string()))?;
+    let root = project_root();
+    sh.change_dir(&root);
+    match cli.command {
+        cli::Command::Codegen(args) => codegen::run(&sh, &root, args),
+        cli::Command::Fetch(args) => fetch::run(&sh, &root, args).map(|_| ()),
+        cli::Command::BuildSlurm(args) => build_slurm::run(&sh, &root, args).map(|_| ()),
+        cli::Command::Ci(args) => ci::run(&sh, &root, args),
+        cli::Command::Cluster(args) => cluster::run(&sh, &root, args),
+    }
+}
+
+/// The workspace root: the parent of this crate's manifest directory.
+pub fn project_root() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    dir.parent().map(PathBuf::from).unwrap_or(dir)
+}

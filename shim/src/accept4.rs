@@ -1,0 +1,5 @@
+//! PLACEHOLDER (being implemented).
+#![allow(unused_variables, clippy::missing_safety_doc)]
+use libc::*;
+fn enosys() -> c_int { crate::errno::set(ENOSYS); -1 }
+#[unsafe(no_mangle)] pub unsafe extern "C" fn slurm_shim_accept4(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: c_int) -> c_int { enosys() }

@@ -1,0 +1,107 @@
+//! The one table that drives both what the library exports and what `slurm_shim.h` maps.
+//!
+//! Every row names an exported `extern "C"` function (its Rust path, so the table cannot
+//! name a function that does not exist) and how the generated header maps the Linux name
+//! onto it:
+//!
+//! * [`Map::Both`]: under `__APPLE__` the header says `#define <linux> slurm_shim_<linux>`
+//!   (after including the system header that declares any SDK function of that name); on
+//!   Linux with `SLURM_SHIM_EMULATE_DARWIN` it says
+//!   `#pragma redefine_extname <linux> slurm_shim_<linux>`, which keeps glibc's prototype
+//!   (so no system header has to be included before the translation unit's own
+//!   `_GNU_SOURCE`) and only changes the symbol the call links against.
+//! * [`Map::Apple`]: mapped under `__APPLE__` only.
+//! * [`Map::Helper`]: exported for the header's own macros (`CPU_COUNT`, `CPU_ALLOC`, ...);
+//!   no Linux name is mapped onto it.
+//!
+//! `cargo xtask codegen` reads [`ENTRIES`]; a test checks that the staticlib defines exactly
+//! these `slurm_shim_*` symbols and that every row follows the naming rule.
+
+/// How the generated header maps a row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Map {
+    /// Mapped on macOS and in the Linux darwin-emulation mode.
+    Both,
+    /// Mapped on macOS only.
+    Apple,
+    /// Called by the header's macros; not mapped from a Linux name.
+    Helper,
+}
+
+/// One exported function.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    /// The exported symbol, `slurm_shim_<name>`.
+    pub symbol: &'static str,
+    /// The module (source file) that implements it.
+    pub module: &'static str,
+    /// How the header maps it.
+    pub map: Map,
+}
+
+impl Entry {
+    /// The Linux (or glibc-internal) name this row replaces: the symbol without its prefix.
+    pub fn linux_name(&self) -> &'static str {
+        self.symbol.strip_prefix(PREFIX).unwrap_or(self.symbol)
+    }
+}
+
+/// Prefix of every exported symbol.
+pub const PREFIX: &str = "slurm_shim_";
+
+macro_rules! table {
+    ($( $module:ident :: $func:ident => $map:ident ),* $(,)?) => {
+        /// Every exported function, in header order.
+        pub const ENTRIES: &[Entry] = &[
+            $( Entry { symbol: stringify!($func), module: stringify!($module), map: Map::$map } ),*
+        ];
+        // Each row must name a real function of its module.
+        const _: () = { $( let _ = crate::$module::$func; )* };
+    };
+}
+
+table! {
+    pipe2::slurm_shim_pipe2 => Both,
+    accept4::slurm_shim_accept4 => Both,
+    socket::slurm_shim_socket => Both,
+    socket::slurm_shim_socketpair => Both,
+    eventfd::slurm_shim_eventfd => Both,
+    eventfd::slurm_shim_eventfd_read => Both,
+    eventfd::slurm_shim_eventfd_write => Both,
+    timer::slurm_shim_timer_create => Both,
+    timer::slurm_shim_timer_settime => Both,
+    timer::slurm_shim_timer_gettime => Both,
+    timer::slurm_shim_timer_getoverrun => Both,
+    timer::slurm_shim_timer_delete => Both,
+    cpuset::slurm_shim_sched_getaffinity => Both,
+    cpuset::slurm_shim_sched_setaffinity => Both,
+    cpuset::slurm_shim_sched_cpucount => Helper,
+    cpuset::slurm_shim_sched_cpualloc => Helper,
+    cpuset::slurm_shim_sched_cpufree => Helper,
+    setresuid::slurm_shim_setresuid => Both,
+    setresuid::slurm_shim_setresgid => Both,
+    setresuid::slurm_shim_getresuid => Both,
+    setresuid::slurm_shim_getresgid => Both,
+    fexecve::slurm_shim_fexecve => Both,
+    qsort_r::slurm_shim_qsort_r => Both,
+    cwd::slurm_shim_get_current_dir_name => Both,
+    getgrouplist::slurm_shim_getgrouplist => Both,
+    rwlock::slurm_shim_pthread_rwlock_init => Apple,
+    peercred::slurm_shim_getsockopt => Both,
+    uptime::slurm_shim_sysinfo => Both,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table__every_symbol_has_the_prefix_and_is_unique() {
+        let mut seen = std::collections::BTreeSet::new();
+        for e in ENTRIES {
+            assert!(e.symbol.starts_with(PREFIX), "{} lacks {PREFIX}", e.symbol);
+            assert!(!e.linux_name().is_empty());
+            assert!(seen.insert(e.symbol), "{} listed twice", e.symbol);
+        }
+    }
+}
