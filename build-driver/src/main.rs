@@ -2,6 +2,7 @@
 //! to the project root and dispatches.
 
 mod build_slurm;
+mod check;
 mod ci;
 mod cli;
 mod cluster;
