@@ -35,11 +35,16 @@ pub struct CodegenArgs {
 /// Where a Slurm source comes from.
 #[derive(Debug, Args, Clone)]
 pub struct SourceArgs {
-    /// A pinned version (see slurm-src/pins.toml), e.g. 24.11.5 or 26.11-snapshot.
-    #[arg(long, conflicts_with = "source")]
-    pub version: Option<String>,
-    /// A local source: an unpacked tree, a .tar.gz, or a git directory (checked against the pin).
+    /// A pinned version (see slurm-src/pins.toml), e.g. 24.11.5 or 26.11-snapshot. With
+    /// --source it names the pin the local source is checked against.
     #[arg(long)]
+    pub version: Option<String>,
+    /// A local source, instead of downloading. A .tar.gz: checked against --version's pin, or
+    /// else against the pin with the same sha256 (no such pin: error). A git directory (bare
+    /// repository or checkout): the commit of --version's git pin, or else of the one git pin
+    /// whose commit it contains, is exported with `git archive`. An unpacked tree (configure.ac
+    /// and META): copied as unverified version `<META version>-local`, without --version.
+    #[arg(long, value_name = "DIR|TARBALL|GIT_DIR")]
     pub source: Option<PathBuf>,
 }
 

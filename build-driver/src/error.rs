@@ -44,6 +44,16 @@ pub enum Error {
     Regression(String),
     #[error("cluster: {0}")]
     Cluster(String),
+    #[error("pin `{version}` in {path} has no verified sha256 yet (sha256 = \"\"): verify the release tarball and fill in its hash first")]
+    UnverifiedPin { version: String, path: PathBuf },
+    #[error("{path}: sha256 {actual} matches no pinned tarball (pinned: {known}); pass --version V to check it against one pin, or add a pin")]
+    UnknownTarball { path: PathBuf, actual: String, known: String },
+    #[error("{path} is not a Slurm source: {detail}")]
+    NotASource { path: PathBuf, detail: String },
+    #[error("{repo}: commit {commit} pinned for `{version}` is not in this repository; fetch it there (`git --git-dir {repo} fetch <remote> {commit}`) or pass a repository that has it")]
+    MissingCommit { repo: PathBuf, commit: String, version: String },
+    #[error("patch {patch} touches the generated file {file}: patch its source of truth (configure.ac, *.m4, Makefile.am) instead; the driver regenerates generated files")]
+    GeneratedFile { patch: String, file: String },
 }
 
 impl Error {

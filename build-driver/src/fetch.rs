@@ -1,5 +1,596 @@
-//! PLACEHOLDER (being implemented).
-use crate::{cli::FetchArgs, error::Result};
+//! `cargo xtask fetch`: get a Slurm source, verify it against its pin, and unpack it to
+//! `slurm-src/<version>/` (the contents of the archive's single top directory).
+//!
+//! Sources:
+//! - `--version V`: download the pin's tarball (curl, each URL in turn; `.part` file renamed
+//!   after the sha256 check) or, for a git pin, fetch the pinned commit into a bare cache
+//!   repository and `git archive` it.
+//! - `--version V --from debian`: the orig tarball of the pin's Debian source package.
+//! - `--source TARBALL`: checked against `--version`'s pin, or the pin with its sha256.
+//! - `--source GIT_DIR`: the pinned commit (of `--version`'s git pin, or of the one git
+//!   pin the repository contains) must exist (`git cat-file`); exported with `git archive`.
+//! - `--source DIR`: an unpacked tree with configure.ac and META, copied as the unverified
+//!   version `<META version>-local` (always re-copied).
+//!
+//! Downloads live in `slurm-src/downloads/`. Unpacking happens in `slurm-src/.tmp-*`, the
+//! tree is renamed into place, and `slurm-src/.<version>.complete` (the pin identity) is
+//! written last; a complete tree is reused. Unpacked trees are never modified.
+
+mod archive;
+mod debian;
+
+use crate::cli::{FetchArgs, Origin, SourceArgs};
+use crate::error::{Error, Result};
+use crate::pins::{Pin, PinSource, Pins};
+use archive::{Layout, Staging};
+use std::fs;
 use std::path::{Path, PathBuf};
-use xshell::Shell;
-pub fn run(_sh: &Shell, _root: &Path, _args: FetchArgs) -> Result<PathBuf> { Err(crate::error::Error::Unsupported("fetch: not implemented yet".into())) }
+use std::time::{Duration, Instant};
+use xshell::{Shell, cmd};
+
+/// A pristine, verified source tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceTree {
+    /// `slurm-src/<version>/`, containing configure.ac. Never modified.
+    pub path: PathBuf,
+    pub version: String,
+    /// Release line, naming `patches/<line>/series`.
+    pub line: String,
+}
+
+/// The `fetch` command.
+pub fn run(sh: &Shell, root: &Path, args: FetchArgs) -> Result<SourceTree> {
+    let tree = match (args.from, &args.src.source) {
+        (Some(_), Some(_)) => {
+            return Err(Error::Unsupported(
+                "--from and --source exclude each other: --from downloads, --source takes a local file".into(),
+            ));
+        }
+        (Some(Origin::Debian), None) => {
+            let version = args.src.version.as_deref().ok_or(Error::NoSource)?;
+            fetch_debian(sh, root, version)?
+        }
+        (None, Some(path)) => from_source(sh, root, path, args.src.version.as_deref())?,
+        (None, None) => {
+            let version = args.src.version.as_deref().ok_or(Error::NoSource)?;
+            fetch_download(sh, root, version)?
+        }
+    };
+    println!("{} (line {}): {}", tree.version, tree.line, tree.path.display());
+    Ok(tree)
+}
+
+/// The source tree for a build: `--version V` must already be fetched (else `NotFetched`);
+/// `--source P` is fetched as by `fetch --source P [--version V]`.
+pub fn resolve(sh: &Shell, root: &Path, args: &SourceArgs) -> Result<SourceTree> {
+    if let Some(path) = &args.source {
+        return from_source(sh, root, path, args.version.as_deref());
+    }
+    let version = args.version.as_deref().ok_or(Error::NoSource)?;
+    let pins = Pins::load(root)?;
+    let pin = pins.get(version)?;
+    if matches!(pin.source, PinSource::Tarball { .. }) {
+        pin.require_sha256(&pins.path)?;
+    }
+    let layout = Layout::new(root);
+    if layout.is_complete(version, &pin.identity()) {
+        Ok(tree_of(&layout, pin))
+    } else {
+        Err(Error::NotFetched { path: layout.tree(version), version: version.to_string() })
+    }
+}
+
+fn tree_of(layout: &Layout, pin: &Pin) -> SourceTree {
+    SourceTree { path: layout.tree(&pin.version), version: pin.version.clone(), line: pin.line.clone() }
+}
+
+fn already(layout: &Layout, pin: &Pin) -> Option<SourceTree> {
+    if layout.is_complete(&pin.version, &pin.identity()) {
+        eprintln!("fetch: {} already fetched ({})", pin.version, layout.tree(&pin.version).display());
+        Some(tree_of(layout, pin))
+    } else {
+        None
+    }
+}
+
+/// Fails with `MissingTool` unless `program` is an executable file on the shell's PATH.
+pub(crate) fn require_tool(sh: &Shell, program: &str, step: &str, fix: &str) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = sh.var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path).any(|d| {
+        fs::metadata(d.join(program)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    });
+    if found {
+        Ok(())
+    } else {
+        Err(Error::MissingTool { program: program.into(), step: step.into(), fix: fix.into() })
+    }
+}
+
+/// Runs a long step with a spinner (on a terminal) and start/end lines on stderr.
+pub(crate) fn step<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    eprintln!("fetch: {what} ...");
+    let start = Instant::now();
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_message(what.to_string());
+    bar.enable_steady_tick(Duration::from_millis(120));
+    let r = f();
+    bar.finish_and_clear();
+    let secs = start.elapsed().as_secs_f64();
+    match &r {
+        Ok(_) => eprintln!("fetch: {what}: done in {secs:.1}s"),
+        Err(_) => eprintln!("fetch: {what}: failed after {secs:.1}s"),
+    }
+    r
+}
+
+fn tarball_parts<'p>(pin: &'p Pin, pins: &Pins) -> Result<(&'p str, &'p str, &'p [String])> {
+    let sha = pin.require_sha256(&pins.path)?;
+    match &pin.source {
+        PinSource::Tarball { top_dir, urls, .. } => Ok((sha, top_dir, urls)),
+        PinSource::Git { .. } => unreachable_git(pin),
+    }
+}
+
+fn unreachable_git<T>(pin: &Pin) -> Result<T> {
+    Err(Error::Unsupported(format!("`{}` is a git pin, not a tarball pin", pin.version)))
+}
+
+/// Unpacks a verified tarball of `pin` and installs it.
+fn install_tarball(layout: &Layout, pin: &Pin, tarball: &Path, top_dir: &str) -> Result<SourceTree> {
+    step(&format!("unpacking {}", tarball.display()), || {
+        archive::unpack_and_install(layout, &pin.version, tarball, Some(top_dir), &pin.identity())
+    })?;
+    Ok(tree_of(layout, pin))
+}
+
+/// A previously downloaded tarball of `pin` in `downloads/` with the right hash.
+fn cached_tarball(layout: &Layout, pin: &Pin, sha: &str) -> Option<PathBuf> {
+    let mut names = vec![format!("{}.tar.gz", pin.version)];
+    if let Some(d) = &pin.debian {
+        names.push(d.orig.clone());
+    }
+    names
+        .into_iter()
+        .map(|n| layout.downloads().join(n))
+        .find(|p| p.is_file() && archive::sha256_file(p).is_ok_and(|h| h == sha))
+}
+
+/// `fetch --version V`: from the pin's URLs (tarball) or repository (git).
+fn fetch_download(sh: &Shell, root: &Path, version: &str) -> Result<SourceTree> {
+    let pins = Pins::load(root)?;
+    let pin = pins.get(version)?;
+    let layout = Layout::new(root);
+    if let PinSource::Git { repo, commit } = &pin.source {
+        if let Some(t) = already(&layout, pin) {
+            return Ok(t);
+        }
+        require_tool(sh, "git", "fetch of a git pin", "install git")?;
+        let bare = layout.downloads().join(format!("{version}.git"));
+        if !bare.join("HEAD").is_file() {
+            fs::create_dir_all(&bare).map_err(|e| Error::io(&bare, e))?;
+            cmd!(sh, "git init -q --bare {bare}").quiet().run()?;
+        }
+        step(&format!("git fetch {repo} {commit}"), || {
+            let out = cmd!(sh, "git --git-dir {bare} fetch -q --depth 1 {repo} {commit}").quiet().ignore_status().output()?;
+            if !out.status.success() {
+                return Err(Error::Command {
+                    step: format!("fetch {version}"),
+                    program: "git fetch".into(),
+                    detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                });
+            }
+            Ok(())
+        })?;
+        return export_git(sh, &layout, pin, &bare);
+    }
+    let (sha, top_dir, urls) = tarball_parts(pin, &pins)?;
+    if let Some(t) = already(&layout, pin) {
+        return Ok(t);
+    }
+    if let Some(cached) = cached_tarball(&layout, pin, sha) {
+        eprintln!("fetch: using verified download {}", cached.display());
+        return install_tarball(&layout, pin, &cached, top_dir);
+    }
+    if urls.is_empty() {
+        return Err(Error::Unsupported(format!(
+            "pin `{version}` has no download URL; use --from debian or --source TARBALL"
+        )));
+    }
+    require_tool(sh, "curl", "downloading a pinned tarball", "install curl, or pass --source TARBALL")?;
+    let downloads = layout.downloads();
+    fs::create_dir_all(&downloads).map_err(|e| Error::io(&downloads, e))?;
+    let dest = downloads.join(format!("{version}.tar.gz"));
+    let part = downloads.join(format!("{version}.tar.gz.part"));
+    let mut last_err = None;
+    for url in urls {
+        let got = step(&format!("downloading {url}"), || {
+            let out = cmd!(sh, "curl -fsSL --retry 2 --connect-timeout 30 -o {part} {url}")
+                .quiet()
+                .ignore_status()
+                .output()?;
+            if !out.status.success() {
+                return Err(Error::Command {
+                    step: format!("fetch {version}"),
+                    program: "curl".into(),
+                    detail: format!("{url}: {}", String::from_utf8_lossy(&out.stderr).trim()),
+                });
+            }
+            archive::verify_sha256(&part, sha)
+        });
+        match got {
+            Ok(()) => {
+                fs::rename(&part, &dest).map_err(|e| Error::io(&dest, e))?;
+                return install_tarball(&layout, pin, &dest, top_dir);
+            }
+            Err(e) => {
+                let _ = fs::remove_file(&part);
+                eprintln!("fetch: {e}");
+                last_err = Some(e);
+            }
+        }
+    }
+    Err(last_err.unwrap_or(Error::NoSource))
+}
+
+/// `fetch --version V --from debian`.
+fn fetch_debian(sh: &Shell, root: &Path, version: &str) -> Result<SourceTree> {
+    let pins = Pins::load(root)?;
+    let pin = pins.get(version)?;
+    let (sha, top_dir, _) = tarball_parts(pin, &pins)?;
+    let deb = pin.debian.as_ref().ok_or_else(|| {
+        Error::Unsupported(format!("pin `{version}` names no Debian source package; drop --from debian"))
+    })?;
+    let layout = Layout::new(root);
+    if let Some(t) = already(&layout, pin) {
+        return Ok(t);
+    }
+    let tarball = match cached_tarball(&layout, pin, sha) {
+        Some(c) => {
+            eprintln!("fetch: using verified download {}", c.display());
+            c
+        }
+        None => debian::fetch_orig(sh, deb, sha, &layout.downloads())?,
+    };
+    install_tarball(&layout, pin, &tarball, top_dir)
+}
+
+/// The git directory of `path`: a bare repository (or a `.git` directory), or a checkout.
+fn git_dir_of(path: &Path) -> Option<PathBuf> {
+    if path.join(".git").exists() {
+        Some(path.join(".git"))
+    } else if path.join("HEAD").is_file() && path.join("objects").is_dir() {
+        Some(path.to_path_buf())
+    } else {
+        None
+    }
+}
+
+fn has_commit(sh: &Shell, git_dir: &Path, commit: &str) -> Result<bool> {
+    let obj = format!("{commit}^{{commit}}");
+    let out = cmd!(sh, "git --git-dir {git_dir} cat-file -e {obj}").quiet().ignore_status().output()?;
+    Ok(out.status.success())
+}
+
+/// `git archive`s the pinned commit of a git pin from `git_dir` and installs it.
+fn export_git(sh: &Shell, layout: &Layout, pin: &Pin, git_dir: &Path) -> Result<SourceTree> {
+    let PinSource::Git { commit, .. } = &pin.source else { return unreachable_git(pin) };
+    if !has_commit(sh, git_dir, commit)? {
+        return Err(Error::MissingCommit {
+            repo: git_dir.to_path_buf(),
+            commit: commit.clone(),
+            version: pin.version.clone(),
+        });
+    }
+    if let Some(t) = already(layout, pin) {
+        return Ok(t);
+    }
+    let staging = Staging::new(&layout.dir, &pin.version)?;
+    let tar = staging.dir.join("export.tar");
+    let top = format!("slurm-{}", &commit[..12]);
+    let prefix = format!("{top}/");
+    step(&format!("git archive {commit}"), || {
+        let out = cmd!(sh, "git --git-dir {git_dir} archive --format=tar --prefix={prefix} -o {tar} {commit}")
+            .quiet()
+            .ignore_status()
+            .output()?;
+        if !out.status.success() {
+            return Err(Error::Command {
+                step: format!("fetch {}", pin.version),
+                program: "git archive".into(),
+                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(())
+    })?;
+    let unpacked = staging.dir.join("tree");
+    fs::create_dir(&unpacked).map_err(|e| Error::io(&unpacked, e))?;
+    step("unpacking the export", || {
+        let t = archive::unpack_single_top(&tar, Some(&top), &unpacked)?;
+        archive::install(layout, &pin.version, &t, &pin.identity())
+    })?;
+    Ok(tree_of(layout, pin))
+}
+
+/// `Version` and `Major`.`Minor` from a Slurm META file.
+fn parse_meta(text: &str) -> Option<(String, String)> {
+    let field = |name: &str| {
+        text.lines().find_map(|l| {
+            let (k, v) = l.trim().split_once(':')?;
+            (k.trim() == name).then(|| v.trim().to_string())
+        })
+    };
+    let version = field("Version").filter(|v| !v.is_empty())?;
+    let (major, minor) = (field("Major")?, field("Minor")?);
+    Some((version, format!("{major}.{minor}")))
+}
+
+/// `--source PATH [--version V]` (see the module docs).
+fn from_source(sh: &Shell, root: &Path, path: &Path, version: Option<&str>) -> Result<SourceTree> {
+    let not_source = |detail: &str| Error::NotASource { path: path.to_path_buf(), detail: detail.into() };
+    let meta = fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    let pins = Pins::load(root)?;
+    let layout = Layout::new(root);
+    if meta.is_file() {
+        let actual = step(&format!("sha256 of {}", path.display()), || archive::sha256_file(path))?;
+        let pin = match version {
+            Some(v) => {
+                let pin = pins.get(v)?;
+                let expected = pin.require_sha256(&pins.path)?;
+                if actual != expected {
+                    return Err(Error::HashMismatch { what: path.display().to_string(), expected: expected.into(), actual });
+                }
+                pin
+            }
+            None => pins.by_sha256(&actual).ok_or_else(|| Error::UnknownTarball {
+                path: path.to_path_buf(),
+                actual: actual.clone(),
+                known: pins.known(),
+            })?,
+        };
+        let (_, top_dir, _) = tarball_parts(pin, &pins)?;
+        if let Some(t) = already(&layout, pin) {
+            return Ok(t);
+        }
+        return install_tarball(&layout, pin, path, top_dir);
+    }
+    if !meta.is_dir() {
+        return Err(not_source("neither a file nor a directory"));
+    }
+    let git = git_dir_of(path);
+    let is_tree = path.join("configure.ac").is_file() && path.join("META").is_file();
+    if let Some(v) = version {
+        let pin = pins.get(v)?;
+        return match (&pin.source, git) {
+            (PinSource::Git { .. }, Some(g)) => {
+                require_tool(sh, "git", "fetch --source GIT_DIR", "install git")?;
+                export_git(sh, &layout, pin, &g)
+            }
+            (PinSource::Git { .. }, None) => {
+                Err(not_source(&format!("`{v}` is pinned by git commit: pass a git directory (bare or checkout)")))
+            }
+            (PinSource::Tarball { .. }, _) => Err(not_source(&format!(
+                "`{v}` is pinned by tarball sha256: pass the tarball; a directory cannot be verified against it{}",
+                if is_tree { " (or drop --version to copy the tree as an unverified local version)" } else { "" }
+            ))),
+        };
+    }
+    if is_tree {
+        return copy_local_tree(&layout, path);
+    }
+    let Some(g) = git else {
+        return Err(not_source(
+            "not a tarball, not a git directory, and not an unpacked tree (configure.ac and META)",
+        ));
+    };
+    require_tool(sh, "git", "fetch --source GIT_DIR", "install git")?;
+    let mut found = Vec::new();
+    for pin in pins.git_pins() {
+        if let PinSource::Git { commit, .. } = &pin.source {
+            if has_commit(sh, &g, commit)? {
+                found.push(pin);
+            }
+        }
+    }
+    match found.as_slice() {
+        [pin] => export_git(sh, &layout, pin, &g),
+        [] => Err(not_source(&format!(
+            "the repository contains none of the pinned commits ({})",
+            pins.git_pins().map(|p| format!("{} {}", p.version, p.identity())).collect::<Vec<_>>().join(", ")
+        ))),
+        several => Err(Error::Unsupported(format!(
+            "{} contains the commits of several git pins ({}): pass --version",
+            path.display(),
+            several.iter().map(|p| p.version.as_str()).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// Copies an unpacked tree as the unverified version `<META version>-local`.
+fn copy_local_tree(layout: &Layout, path: &Path) -> Result<SourceTree> {
+    let meta_path = path.join("META");
+    let text = fs::read_to_string(&meta_path).map_err(|e| Error::io(&meta_path, e))?;
+    let (meta_version, line) = parse_meta(&text).ok_or_else(|| Error::NotASource {
+        path: path.to_path_buf(),
+        detail: "META has no Version/Major/Minor fields".into(),
+    })?;
+    let version = format!("{meta_version}-local");
+    let dest = layout.tree(&version);
+    let src_c = path.canonicalize().map_err(|e| Error::io(path, e))?;
+    if dest.canonicalize().is_ok_and(|d| d == src_c) {
+        return Err(Error::Unsupported(format!(
+            "{} is already the local copy; use --version {version} is not a pin: pass the original tree",
+            dest.display()
+        )));
+    }
+    eprintln!("fetch: {} is an unpacked tree (META {meta_version}): unverified, copied as `{version}`", path.display());
+    let staging = Staging::new(&layout.dir, &version)?;
+    let copy = staging.dir.join("tree");
+    step(&format!("copying {}", path.display()), || crate::patches::copy_tree_excluding(&src_c, &copy, &[".git"]))?;
+    archive::install(layout, &version, &copy, &format!("local {}", src_c.display()))?;
+    Ok(SourceTree { path: dest, version, line })
+}
+
+#[cfg(test)]
+#[allow(non_snake_case)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A project root in a temp dir with the committed pins file plus a test pin whose
+    /// tarball we make ourselves.
+    fn project(extra_pins: &str) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir_all(d.path().join("slurm-src")).unwrap();
+        let committed = fs::read_to_string(crate::project_root().join(crate::pins::PINS_FILE)).unwrap();
+        fs::write(d.path().join(crate::pins::PINS_FILE), format!("{committed}\n{extra_pins}")).unwrap();
+        d
+    }
+
+    fn fake_tgz(path: &Path, top: &str) {
+        let gz = flate2::write::GzEncoder::new(fs::File::create(path).unwrap(), flate2::Compression::fast());
+        let mut b = tar::Builder::new(gz);
+        for (name, body) in [("configure.ac", "AC_INIT\n"), ("META", "  Major:\t1\n  Minor:\t2\n  Version:\t1.2.3\n")] {
+            let mut h = tar::Header::new_gnu();
+            h.set_mode(0o644);
+            h.set_size(body.len() as u64);
+            b.append_data(&mut h, format!("{top}/{name}"), body.as_bytes()).unwrap();
+        }
+        b.into_inner().unwrap().finish().unwrap().flush().unwrap();
+    }
+
+    fn args(version: Option<&str>, source: Option<&Path>) -> SourceArgs {
+        SourceArgs { version: version.map(str::to_string), source: source.map(Path::to_path_buf) }
+    }
+
+    #[test]
+    fn from_source__tarball_found_by_hash_then_reused_and_resolvable() {
+        let d = tempfile::tempdir().unwrap();
+        let tgz = d.path().join("t.tar.gz");
+        fake_tgz(&tgz, "top-1");
+        let sha = archive::sha256_file(&tgz).unwrap();
+        let p = project(&format!("[pin.\"1.2.3\"]\nline = \"1.2\"\nkind = \"tarball\"\nsha256 = \"{sha}\"\ntop_dir = \"top-1\"\n"));
+        let sh = Shell::new().unwrap();
+        let e = resolve(&sh, p.path(), &args(Some("1.2.3"), None)).unwrap_err();
+        assert!(matches!(e, Error::NotFetched { .. }), "{e}");
+        let t = resolve(&sh, p.path(), &args(None, Some(&tgz))).unwrap();
+        assert_eq!((t.version.as_str(), t.line.as_str()), ("1.2.3", "1.2"));
+        assert_eq!(t.path, p.path().join("slurm-src/1.2.3"));
+        assert!(t.path.join("configure.ac").is_file());
+        assert_eq!(resolve(&sh, p.path(), &args(Some("1.2.3"), None)).unwrap(), t);
+        // Reuse: the tree is not rebuilt (a file we drop in survives).
+        fs::write(t.path.join("probe"), "x").unwrap();
+        assert_eq!(resolve(&sh, p.path(), &args(Some("1.2.3"), Some(&tgz))).unwrap(), t);
+        assert!(t.path.join("probe").exists());
+    }
+
+    #[test]
+    fn from_source__unknown_or_mismatching_tarball_is_an_error() {
+        let d = tempfile::tempdir().unwrap();
+        let tgz = d.path().join("t.tar.gz");
+        fake_tgz(&tgz, "top-1");
+        let p = project("");
+        let sh = Shell::new().unwrap();
+        let e = resolve(&sh, p.path(), &args(None, Some(&tgz))).unwrap_err();
+        assert!(matches!(e, Error::UnknownTarball { .. }), "{e}");
+        let e = resolve(&sh, p.path(), &args(Some("24.11.5"), Some(&tgz))).unwrap_err();
+        assert!(matches!(e, Error::HashMismatch { ref expected, .. } if expected.starts_with("e1a5547e")), "{e}");
+        let e = resolve(&sh, p.path(), &args(Some("26.11.0"), Some(&tgz))).unwrap_err();
+        assert!(matches!(e, Error::UnverifiedPin { .. }), "{e}");
+        let e = resolve(&sh, p.path(), &args(Some("0.0.0"), Some(&tgz))).unwrap_err();
+        assert!(matches!(e, Error::UnknownVersion { .. }), "{e}");
+        let e = resolve(&sh, p.path(), &args(None, None)).unwrap_err();
+        assert!(matches!(e, Error::NoSource), "{e}");
+        let left: Vec<_> = fs::read_dir(p.path().join("slurm-src")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("pins.toml")]);
+    }
+
+    #[test]
+    fn resolve__unverified_pin_is_an_error_not_not_fetched() {
+        let p = project("");
+        let sh = Shell::new().unwrap();
+        let e = resolve(&sh, p.path(), &args(Some("26.11.0"), None)).unwrap_err();
+        assert!(matches!(e, Error::UnverifiedPin { .. }), "{e}");
+        let e = fetch_download(&sh, p.path(), "26.11.0").unwrap_err();
+        assert!(matches!(e, Error::UnverifiedPin { .. }), "{e}");
+    }
+
+    #[test]
+    fn from_source__unpacked_tree_is_copied_as_local_version_without_git() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("tree");
+        fs::create_dir_all(src.join(".git")).unwrap();
+        fs::write(src.join(".git/HEAD"), "x").unwrap();
+        fs::write(src.join("configure.ac"), "AC_INIT\n").unwrap();
+        fs::write(src.join("META"), "  Major:\t25\n  Minor:\t05\n  Micro:\t1\n  Version:\t25.05.1\n").unwrap();
+        let p = project("");
+        let sh = Shell::new().unwrap();
+        let t = resolve(&sh, p.path(), &args(None, Some(&src))).unwrap();
+        assert_eq!((t.version.as_str(), t.line.as_str()), ("25.05.1-local", "25.05"));
+        assert!(t.path.join("META").is_file() && !t.path.join(".git").exists());
+        // A tree cannot be verified against a tarball pin.
+        let e = resolve(&sh, p.path(), &args(Some("24.11.5"), Some(&src))).unwrap_err();
+        assert!(matches!(e, Error::NotASource { .. }), "{e}");
+        let e = resolve(&sh, p.path(), &args(None, Some(d.path()))).unwrap_err();
+        assert!(matches!(e, Error::NotASource { .. }), "{e}");
+    }
+
+    #[test]
+    fn from_source__git_dir_exports_pinned_commit_or_names_missing_one() {
+        let sh = Shell::new().unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let repo = d.path().join("repo");
+        fs::create_dir_all(&repo).unwrap();
+        fs::write(repo.join("configure.ac"), "AC_INIT\n").unwrap();
+        fs::write(repo.join("META"), "  Major:\t9\n  Minor:\t1\n  Version:\t9.1.0\n").unwrap();
+        let git = |args: &[&str]| {
+            cmd!(sh, "git -C {repo} {args...}")
+                .env("GIT_AUTHOR_NAME", "t")
+                .env("GIT_AUTHOR_EMAIL", "t@example.org")
+                .env("GIT_COMMITTER_NAME", "t")
+                .env("GIT_COMMITTER_EMAIL", "t@example.org")
+                .quiet()
+                .read()
+                .unwrap()
+        };
+        git(&["init", "-q"]);
+        git(&["add", "."]);
+        git(&["commit", "-q", "-m", "one"]);
+        let commit = git(&["rev-parse", "HEAD"]);
+        fs::write(repo.join("later"), "x").unwrap();
+        git(&["add", "."]);
+        git(&["commit", "-q", "-m", "two"]);
+        let p = project(&format!(
+            "[pin.\"9.1-snap\"]\nline = \"9.1\"\nkind = \"git\"\nrepo = \"https://example.org/r.git\"\ncommit = \"{commit}\"\n"
+        ));
+        // A checkout with configure.ac: --version picks git mode; the export is the pinned commit.
+        let t = resolve(&sh, p.path(), &args(Some("9.1-snap"), Some(&repo))).unwrap();
+        assert_eq!((t.version.as_str(), t.line.as_str()), ("9.1-snap", "9.1"));
+        assert!(t.path.join("configure.ac").is_file() && !t.path.join("later").exists());
+        // A bare clone without --version: the one git pin it contains is chosen.
+        let bare = d.path().join("bare.git");
+        cmd!(sh, "git clone -q --bare {repo} {bare}").quiet().run().unwrap();
+        fs::remove_dir_all(&t.path).unwrap();
+        let t2 = resolve(&sh, p.path(), &args(None, Some(&bare))).unwrap();
+        assert_eq!(t2, t);
+        // The committed 26.11-snapshot commit is not in this repository.
+        let e = resolve(&sh, p.path(), &args(Some("26.11-snapshot"), Some(&bare))).unwrap_err();
+        assert!(matches!(e, Error::MissingCommit { ref commit, .. } if commit.starts_with("284c3b95")), "{e}");
+        assert!(!p.path().join("slurm-src/26.11-snapshot").exists());
+    }
+
+    #[test]
+    fn parse_meta__reads_version_and_line() {
+        let text = "##\n  Meta:\t\t1\n  Name:\t\tslurm\n  Major:\t24\n  Minor:\t11\n  Micro:\t5\n  Version:\t24.11.5\n";
+        assert_eq!(parse_meta(text), Some(("24.11.5".into(), "24.11".into())));
+        assert_eq!(parse_meta("  Version:\t1\n"), None);
+    }
+
+    #[test]
+    fn require_tool__missing_program_is_missing_tool() {
+        let sh = Shell::new().unwrap();
+        let e = require_tool(&sh, "no-such-program-xyz", "testing", "install it").unwrap_err();
+        assert!(matches!(e, Error::MissingTool { ref program, .. } if program == "no-such-program-xyz"), "{e}");
+        require_tool(&sh, "sh", "testing", "").unwrap();
+    }
+}

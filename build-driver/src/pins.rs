@@ -1,1 +1,290 @@
-//! PLACEHOLDER (being implemented).
+//! Source pins: `slurm-src/pins.toml`, one table per version name.
+//!
+//! A pin says where a Slurm source comes from and how it is verified: a release tarball by
+//! sha256 (with the single top directory the archive must have), or a development snapshot
+//! by git commit. A tarball pin may also name the Debian source package that carries the
+//! same file as its `.orig.tar.gz`. A tarball pin whose `sha256` is `""` is a placeholder
+//! for a release whose hash has not been verified yet: using it is an error, never a pass.
+
+use crate::error::{Error, Result};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Location of the pins file, relative to the project root.
+pub const PINS_FILE: &str = "slurm-src/pins.toml";
+
+/// One pinned source, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pin {
+    /// The version name, the key in pins.toml (e.g. `24.11.5`, `26.11-snapshot`).
+    pub version: String,
+    /// The release line, naming the patch series `patches/<line>/series` (e.g. `24.11`).
+    pub line: String,
+    pub source: PinSource,
+    /// The Debian source package carrying this tarball as its orig file, if any.
+    pub debian: Option<DebianPin>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PinSource {
+    Tarball {
+        /// Lower-case hex sha256, or `None` while the release's hash is not yet verified.
+        sha256: Option<String>,
+        /// The archive's single top directory.
+        top_dir: String,
+        /// Download URLs, tried in order.
+        urls: Vec<String>,
+    },
+    Git {
+        /// Clone URL of the repository.
+        repo: String,
+        /// Full 40-hex commit id.
+        commit: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DebianPin {
+    /// Source package name (`apt-get source <package>`).
+    pub package: String,
+    /// File name of the orig tarball, e.g. `slurm-wlm_24.11.5.orig.tar.gz`.
+    pub orig: String,
+    /// Debian suite whose `deb-src` index lists the package, e.g. `trixie`.
+    pub suite: String,
+}
+
+/// All pins, in version-name order, and the file they came from (for error messages).
+#[derive(Debug, Clone)]
+pub struct Pins {
+    pub path: PathBuf,
+    pub pins: BTreeMap<String, Pin>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    pin: BTreeMap<String, RawPin>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPin {
+    line: String,
+    kind: String,
+    sha256: Option<String>,
+    top_dir: Option<String>,
+    #[serde(default)]
+    urls: Vec<String>,
+    repo: Option<String>,
+    commit: Option<String>,
+    debian: Option<DebianPin>,
+}
+
+fn is_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+impl Pins {
+    /// Reads `slurm-src/pins.toml` below `root`.
+    pub fn load(root: &Path) -> Result<Pins> {
+        let path = root.join(PINS_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        Pins::parse(&path, &text)
+    }
+
+    /// Parses and validates the text of a pins file.
+    pub fn parse(path: &Path, text: &str) -> Result<Pins> {
+        let bad = |detail: String| Error::Pins { path: path.to_path_buf(), detail };
+        let raw: RawFile = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        let mut pins = BTreeMap::new();
+        for (version, r) in raw.pin {
+            if version.is_empty() || version.contains(['/', '\\']) || version.starts_with('.') {
+                return Err(bad(format!("`{version}` is not usable as a directory name")));
+            }
+            if r.line.is_empty() || r.line.contains(['/', '\\']) || r.line.starts_with('.') {
+                return Err(bad(format!("pin `{version}`: line `{}` is not a directory name", r.line)));
+            }
+            let source = match r.kind.as_str() {
+                "tarball" => {
+                    if r.repo.is_some() || r.commit.is_some() {
+                        return Err(bad(format!("pin `{version}`: a tarball pin has no repo/commit")));
+                    }
+                    let sha256 = match r.sha256.as_deref() {
+                        None => {
+                            return Err(bad(format!(
+                                "pin `{version}`: missing sha256 (write sha256 = \"\" while it is not verified)"
+                            )));
+                        }
+                        Some("") => None,
+                        Some(h) if is_hex(h, 64) => Some(h.to_string()),
+                        Some(h) => {
+                            return Err(bad(format!("pin `{version}`: sha256 `{h}` is not 64 lower-case hex digits")));
+                        }
+                    };
+                    let top_dir = r.top_dir.filter(|t| !t.is_empty() && !t.contains('/')).ok_or_else(|| {
+                        bad(format!("pin `{version}`: a tarball pin needs top_dir (the archive's top directory)"))
+                    })?;
+                    PinSource::Tarball { sha256, top_dir, urls: r.urls }
+                }
+                "git" => {
+                    if r.sha256.is_some() || r.top_dir.is_some() || !r.urls.is_empty() || r.debian.is_some() {
+                        return Err(bad(format!(
+                            "pin `{version}`: a git pin has only repo and commit (no sha256/top_dir/urls/debian)"
+                        )));
+                    }
+                    let repo = r.repo.ok_or_else(|| bad(format!("pin `{version}`: a git pin needs repo")))?;
+                    let commit = r.commit.ok_or_else(|| bad(format!("pin `{version}`: a git pin needs commit")))?;
+                    if !is_hex(&commit, 40) {
+                        return Err(bad(format!("pin `{version}`: commit `{commit}` is not a full 40-hex commit id")));
+                    }
+                    PinSource::Git { repo, commit }
+                }
+                other => return Err(bad(format!("pin `{version}`: kind `{other}` is not `tarball` or `git`"))),
+            };
+            pins.insert(version.clone(), Pin { version, line: r.line, source, debian: r.debian });
+        }
+        Ok(Pins { path: path.to_path_buf(), pins })
+    }
+
+    /// The pin named `version`, or `UnknownVersion` listing the known names.
+    pub fn get(&self, version: &str) -> Result<&Pin> {
+        self.pins.get(version).ok_or_else(|| Error::UnknownVersion {
+            version: version.to_string(),
+            known: self.known(),
+        })
+    }
+
+    /// Comma-separated version names, for messages.
+    pub fn known(&self) -> String {
+        self.pins.keys().cloned().collect::<Vec<_>>().join(", ")
+    }
+
+    /// The tarball pin whose (verified) sha256 is `sha256`.
+    pub fn by_sha256(&self, sha256: &str) -> Option<&Pin> {
+        self.pins.values().find(|p| p.verified_sha256() == Some(sha256))
+    }
+
+    /// All git pins, in version-name order.
+    pub fn git_pins(&self) -> impl Iterator<Item = &Pin> {
+        self.pins.values().filter(|p| matches!(p.source, PinSource::Git { .. }))
+    }
+}
+
+impl Pin {
+    /// The verified sha256 of a tarball pin (None for git pins and unverified tarballs).
+    pub fn verified_sha256(&self) -> Option<&str> {
+        match &self.source {
+            PinSource::Tarball { sha256: Some(h), .. } => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The sha256 a tarball pin requires; `UnverifiedPin` if it is still a placeholder, and an
+    /// `Unsupported` error for a git pin.
+    pub fn require_sha256(&self, pins_path: &Path) -> Result<&str> {
+        match &self.source {
+            PinSource::Tarball { sha256: Some(h), .. } => Ok(h),
+            PinSource::Tarball { sha256: None, .. } => Err(Error::UnverifiedPin {
+                version: self.version.clone(),
+                path: pins_path.to_path_buf(),
+            }),
+            PinSource::Git { .. } => Err(Error::Unsupported(format!(
+                "`{}` is pinned by git commit, not by a tarball hash: pass its git directory with --source, \
+                 or fetch it without --source",
+                self.version
+            ))),
+        }
+    }
+
+    /// What identifies the pinned content; written into the completion marker so that a
+    /// changed pin makes an old unpacked tree stale.
+    pub fn identity(&self) -> String {
+        match &self.source {
+            PinSource::Tarball { sha256, .. } => format!("sha256 {}", sha256.as_deref().unwrap_or("")),
+            PinSource::Git { commit, .. } => format!("commit {commit}"),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(non_snake_case)]
+mod tests {
+    use super::*;
+
+    fn committed() -> Pins {
+        let root = crate::project_root();
+        Pins::load(&root).unwrap()
+    }
+
+    #[test]
+    fn load__committed_pins_file_is_valid() {
+        let pins = committed();
+        let p = pins.get("24.11.5").unwrap();
+        assert_eq!(p.line, "24.11");
+        assert_eq!(
+            p.verified_sha256(),
+            Some("e1a5547edd212c38b5e3230a284133f777b32746551f094aaa81cc4af375e332")
+        );
+        match &p.source {
+            PinSource::Tarball { top_dir, urls, .. } => {
+                assert_eq!(top_dir, "slurm-slurm-24-11-5-1");
+                assert!(urls.iter().any(|u| u.ends_with("slurm-24-11-5-1.tar.gz")), "{urls:?}");
+            }
+            other => panic!("24.11.5 should be a tarball pin: {other:?}"),
+        }
+        let d = p.debian.as_ref().unwrap();
+        assert_eq!((d.package.as_str(), d.orig.as_str(), d.suite.as_str()),
+                   ("slurm-wlm", "slurm-wlm_24.11.5.orig.tar.gz", "trixie"));
+        let s = pins.get("26.11-snapshot").unwrap();
+        assert_eq!(s.line, "26.11");
+        assert_eq!(s.identity(), "commit 284c3b95f08a2dc2478499837b03355e1b9c5c75");
+    }
+
+    #[test]
+    fn require_sha256__unverified_release_is_a_clear_error() {
+        let pins = committed();
+        let p = pins.get("26.11.0").unwrap();
+        assert_eq!(p.verified_sha256(), None);
+        let e = p.require_sha256(&pins.path).unwrap_err();
+        assert!(matches!(e, Error::UnverifiedPin { ref version, .. } if version == "26.11.0"), "{e}");
+        assert!(e.to_string().contains("no verified sha256"), "{e}");
+    }
+
+    #[test]
+    fn get__unknown_version_lists_known_ones() {
+        let pins = committed();
+        let e = pins.get("9.9.9").unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("9.9.9") && msg.contains("24.11.5") && msg.contains("26.11-snapshot"), "{msg}");
+    }
+
+    #[test]
+    fn by_sha256__matches_only_verified_tarballs() {
+        let pins = committed();
+        let p = pins.by_sha256("e1a5547edd212c38b5e3230a284133f777b32746551f094aaa81cc4af375e332").unwrap();
+        assert_eq!(p.version, "24.11.5");
+        assert!(pins.by_sha256("").is_none());
+        assert!(pins.by_sha256(&"0".repeat(64)).is_none());
+    }
+
+    #[test]
+    fn parse__rejects_bad_hash_commit_and_kind() {
+        let p = Path::new("pins.toml");
+        for text in [
+            "[pin.\"1\"]\nline='1'\nkind='tarball'\nsha256='ABC'\ntop_dir='x'\n",
+            "[pin.\"1\"]\nline='1'\nkind='tarball'\ntop_dir='x'\n",
+            "[pin.\"1\"]\nline='1'\nkind='tarball'\nsha256=''\n",
+            "[pin.\"1\"]\nline='1'\nkind='git'\nrepo='r'\ncommit='abc'\n",
+            "[pin.\"1\"]\nline='1'\nkind='svn'\n",
+            "[pin.\"1\"]\nline='1'\nkind='git'\nrepo='r'\ncommit='284c3b95f08a2dc2478499837b03355e1b9c5c75'\nsha256=''\n",
+            "[pin.\"../x\"]\nline='1'\nkind='tarball'\nsha256=''\ntop_dir='x'\n",
+            "[pin.\"1\"]\nline='1'\nkind='tarball'\nsha256=''\ntop_dir='x'\nmirror='y'\n",
+        ] {
+            let e = Pins::parse(p, text).unwrap_err();
+            assert!(matches!(e, Error::Pins { .. }), "{text}: {e}");
+        }
+    }
+}
