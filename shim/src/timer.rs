@@ -284,7 +284,8 @@ fn ns_to_duration(ns: i128) -> Duration {
 }
 
 fn clamp_overrun(n: u64) -> c_int {
-    c_int::try_from(n).unwrap_or(DELAYTIMER_MAX).min(DELAYTIMER_MAX)
+    // DELAYTIMER_MAX is INT_MAX: every value that does not fit is capped to it.
+    c_int::try_from(n).unwrap_or(DELAYTIMER_MAX)
 }
 
 // ---------------------------------------------------------------------------------------

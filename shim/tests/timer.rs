@@ -7,6 +7,9 @@
 //! Tests that need a process in which every thread blocks a signal run in a `fork()` child
 //! (single-threaded), which also exercises the shim's fork handling.
 #![allow(non_snake_case)]
+// Every unsafe block here is a direct call of a C timer or signal function with pointers to
+// locals built on the line before; a SAFETY line on each would repeat that.
+#![allow(clippy::undocumented_unsafe_blocks)]
 #![cfg(target_os = "linux")]
 
 use std::ffi::c_void;
