@@ -42,7 +42,7 @@ use libc::{c_int, c_ulong, c_void, pid_t, size_t};
 use crate::errno::{self, Errno};
 
 /// Bits per mask word (`__NCPUBITS`).
-const WORD_BITS: usize = 8 * size_of::<c_ulong>();
+const WORD_BITS: usize = c_ulong::BITS as usize;
 
 /// `cpu_set_t`: 1024 bits, the same layout as glibc's.
 #[repr(C)]

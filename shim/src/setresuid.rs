@@ -335,7 +335,7 @@ pub fn setres_impl(os: &impl IdOs, kind: Kind, r: u32, e: u32, s: u32) -> Result
     // the process holds now (the plan may pass through states XNU allows and Linux would
     // not accept as a request, e.g. seteuid back to a real uid of 0).
     let held = |v: u32| v == NONE || v == orig.r || v == orig.e || v == orig.s;
-    if !kind.privileged(orig) && !(held(r) && held(e) && held(s)) {
+    if !kind.privileged(orig) && (!held(r) || !held(e) || !held(s)) {
         return Err(Errno(libc::EPERM));
     }
     let p = plan(orig, target, kind).ok_or(Errno(libc::EPERM))?;

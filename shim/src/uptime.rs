@@ -163,8 +163,10 @@ impl UptimeOs for RealUptimeOs {
 
 /// Whole seconds from `boot` to `now`, rounded up like Linux; `EINVAL` for an invalid or
 /// future boot time.
+// suseconds_t is i64 on Linux, i32 on Darwin: the conversion is needed there.
+#[allow(clippy::useless_conversion)]
 pub fn uptime_seconds(now: timeval, boot: timeval) -> Result<c_long, Errno> {
-    let valid_usec = |t: &timeval| (0..1_000_000).contains(&(t.tv_usec as i64));
+    let valid_usec = |t: &timeval| (0..1_000_000).contains(&i64::from(t.tv_usec));
     if boot.tv_sec <= 0 || !valid_usec(&boot) || !valid_usec(&now) {
         return Err(Errno(libc::EINVAL));
     }

@@ -143,7 +143,8 @@ fn sched_setaffinity__full_mask_succeeds_partial_is_enotsup() {
     // SAFETY: zeroed cpu_set_t is valid.
     let mut full: cpu_set_t = unsafe { core::mem::zeroed() };
     for i in 0..n {
-        unsafe { libc::CPU_SET(i, &mut full) }; // SAFETY: index < 1024.
+        // SAFETY: index < 1024.
+        unsafe { libc::CPU_SET(i, &mut full) };
     }
     let fullp = (&raw const full).cast::<slurm_shim_cpu_set_t>();
     // SAFETY: valid mask of the stated size.
@@ -151,7 +152,8 @@ fn sched_setaffinity__full_mask_succeeds_partial_is_enotsup() {
     if n >= 2 {
         // SAFETY: zeroed cpu_set_t is valid.
         let mut one: cpu_set_t = unsafe { core::mem::zeroed() };
-        unsafe { libc::CPU_SET(0, &mut one) }; // SAFETY: index < 1024.
+        // SAFETY: index < 1024.
+        unsafe { libc::CPU_SET(0, &mut one) };
         errno::set(0);
         // SAFETY: valid mask.
         let rc = unsafe { slurm_shim_sched_setaffinity(0, 128, (&raw const one).cast()) };
@@ -174,7 +176,8 @@ fn sched_setaffinity__errors_match_glibc() {
     let empty: cpu_set_t = unsafe { core::mem::zeroed() };
     // SAFETY: zeroed cpu_set_t is valid.
     let mut cpu0: cpu_set_t = unsafe { core::mem::zeroed() };
-    unsafe { libc::CPU_SET(0, &mut cpu0) }; // SAFETY: index < 1024.
+    // SAFETY: index < 1024.
+    unsafe { libc::CPU_SET(0, &mut cpu0) };
     let cases: &[(pid_t, usize, *const cpu_set_t, i32)] = &[
         (0, 128, core::ptr::null(), libc::EFAULT),
         (0, 128, &empty, libc::EINVAL),
@@ -202,7 +205,8 @@ fn sched_cpucount__matches_glibc_CPU_COUNT_S() {
     // SAFETY: zeroed cpu_set_t is valid.
     let mut set: cpu_set_t = unsafe { core::mem::zeroed() };
     for i in [0usize, 1, 2, 63, 64, 65, 500, 1023] {
-        unsafe { libc::CPU_SET(i, &mut set) }; // SAFETY: index < 1024.
+        // SAFETY: index < 1024.
+        unsafe { libc::CPU_SET(i, &mut set) };
     }
     let p = (&raw const set).cast::<slurm_shim_cpu_set_t>();
     for size in [0usize, 7, 8, 9, 16, 64, 128] {
@@ -223,7 +227,7 @@ fn sched_cpualloc__sizes_match_CPU_ALLOC_SIZE_and_memory_is_zeroed() {
     for count in [0usize, 1, 63, 64, 65, 1024, 1025, 4096] {
         // glibc's <bits/cpu-set.h>: ((count + __NCPUBITS - 1) / __NCPUBITS) * sizeof(__cpu_mask).
         // (The libc crate's CPU_ALLOC_SIZE computes (count + 63) / 8, which is not glibc's.)
-        let want = ((count + 63) / 64) * 8;
+        let want = count.div_ceil(64) * 8;
         assert_eq!(alloc_size(count), Some(want), "count {count}");
         let p = slurm_shim_sched_cpualloc(count);
         if want > 0 {

@@ -60,7 +60,8 @@ fn get_current_dir_name__same_as_glibc_for_right_wrong_unset_and_symlinked_pwd()
     let canon = std::fs::canonicalize(&real).expect("canon").as_os_str().as_bytes().to_vec();
     let link_b = link.as_os_str().as_bytes().to_vec();
 
-    let cases: Vec<(&str, Option<Vec<u8>>, Vec<u8>)> = vec![
+    type Case = (&'static str, Option<Vec<u8>>, Vec<u8>);
+    let cases: Vec<Case> = vec![
         ("PWD through the symlink", Some(link_b.clone()), link_b.clone()),
         ("PWD canonical", Some(canon.clone()), canon.clone()),
         ("PWD names another directory", Some(other.as_os_str().as_bytes().to_vec()), canon.clone()),
