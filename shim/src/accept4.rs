@@ -2,8 +2,8 @@
 //!
 //! # Linux behaviour emulated
 //! `int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)` (accept(2)):
-//! `flags` may hold `SOCK_CLOEXEC` and `SOCK_NONBLOCK`, any other bit gives `EINVAL` before
-//! the descriptor is looked at. The new socket's file status flags are exactly `O_NONBLOCK`
+//! `flags` may hold `SOCK_CLOEXEC` and `SOCK_NONBLOCK`, any other bit gives `EINVAL` (after
+//! `EBADF` for a descriptor that is not open, before `ENOTSOCK`). The new socket's file status flags are exactly `O_NONBLOCK`
 //! when `SOCK_NONBLOCK` was given and empty otherwise: on Linux an accepted socket never
 //! inherits the listener's `O_NONBLOCK` (accept(2), NOTES). The peer address is copied
 //! after the connection was taken: with `addr` non-NULL, a NULL `addrlen` gives `EFAULT`
@@ -75,9 +75,24 @@ fn plain_accept(fd: c_int) -> Result<(OwnedFd, sockaddr_storage, socklen_t), Err
     Ok((unsafe { OwnedFd::from_raw_fd(raw) }, addr, len))
 }
 
+/// Whether `fd` is a socket in the listening state (`SO_ACCEPTCONN`); `false` on any error.
+fn is_listening(fd: c_int) -> bool {
+    let mut v: c_int = 0;
+    let mut len = std::mem::size_of::<c_int>() as socklen_t;
+    // SAFETY: `v` is writable for `len` bytes.
+    let r = unsafe {
+        libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_ACCEPTCONN, (&raw mut v).cast(), &mut len)
+    };
+    r == 0 && v != 0
+}
+
 /// The safe core: takes one connection from the listener `fd` and applies `flags`.
 pub fn accept4_impl(fd: c_int, flags: c_int) -> Result<Accepted, Errno> {
-    let f = parse_flags(flags)?;
+    let f = parse_flags(flags).map_err(|einval| {
+        // Linux looks the descriptor up before it checks the flags: EBADF wins.
+        // SAFETY: F_GETFD takes no argument and touches no memory.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 { Errno(libc::EBADF) } else { einval }
+    })?;
     let finish = |(new, addr, len): (OwnedFd, sockaddr_storage, socklen_t)| {
         cloexec::apply(new.as_fd(), f.cloexec, false)?;
         // Always: BSD accept() inherits the listener's O_NONBLOCK.
@@ -87,8 +102,9 @@ pub fn accept4_impl(fd: c_int, flags: c_int) -> Result<Accepted, Errno> {
     if !f.cloexec {
         return plain_accept(fd).and_then(finish);
     }
-    // A bad descriptor fails here with EBADF, as accept() would.
-    let blocking = !cloexec::is_nonblocking(fd)?;
+    // Only a blocking, listening socket is waited for outside the lock; for anything else
+    // (EBADF, ENOTSOCK, a socket that does not listen) accept() fails at once by itself.
+    let blocking = is_listening(fd) && !cloexec::is_nonblocking(fd)?;
     loop {
         if blocking {
             // Wait for a client without holding the fork lock. An error event (POLLHUP of a
@@ -121,7 +137,7 @@ pub unsafe extern "C" fn slurm_shim_accept4(
 ) -> c_int {
     // The address pointers are only looked at after the connection was taken, as Linux
     // does (a bad descriptor gives EBADF whatever the pointers are).
-    let accepted = match accept4_impl(fd, flags) {
+    let accepted = match errno::preserve(|| accept4_impl(fd, flags)) {
         Ok(a) => a,
         Err(e) => return errno::to_c(Err(e)),
     };
