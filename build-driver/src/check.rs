@@ -84,7 +84,10 @@ pub fn make_check_in(sh: &Shell, build_dir: &Path, jobs: usize) -> Result<Result
     let jobs = format!("-j{}", jobs.max(1));
     let start = Instant::now();
     let _dir = sh.push_dir(build_dir);
-    let output = cmd!(sh, "make -k check {jobs}").ignore_status().quiet().output()?;
+    let output = cmd!(sh, "make -k check {jobs}")
+        .ignore_status()
+        .quiet()
+        .output()?;
     let mut text = output.stdout;
     text.extend_from_slice(&output.stderr);
     std::fs::write(&log, &text).map_err(|e| Error::io(&log, e))?;
@@ -96,16 +99,27 @@ pub fn make_check_in(sh: &Shell, build_dir: &Path, jobs: usize) -> Result<Result
         if make_ok { "succeeded" } else { "failed" },
         start.elapsed(),
         results.keys().filter(|k| !k.contains("::")).count(),
-        results.iter().filter(|(k, o)| !k.contains("::") && o.is_failure()).count(),
+        results
+            .iter()
+            .filter(|(k, o)| !k.contains("::") && o.is_failure())
+            .count(),
         log.display()
     );
     if !make_ok && !results.values().any(|o| o.is_failure()) {
         // Nothing in the results explains the failure: do not let it pass silently.
         results.insert(MAKE_FAILED.to_string(), Outcome::Error);
-        eprintln!("make check failed without a failing test result; tail of {}:\n{}", log.display(), tail(&text, 30));
+        eprintln!(
+            "make check failed without a failing test result; tail of {}:\n{}",
+            log.display(),
+            tail(&text, 30)
+        );
     }
     if results.is_empty() {
-        return Err(Error::Build { step: "make check (no test results found)".into(), log, tail: tail(&text, 30) });
+        return Err(Error::Build {
+            step: "make check (no test results found)".into(),
+            log,
+            tail: tail(&text, 30),
+        });
     }
     Ok(results)
 }
@@ -119,7 +133,9 @@ pub fn tail(text: &[u8], n: usize) -> String {
 
 /// Parallel jobs for `make check`: the number of CPUs (CI machines have 2).
 pub fn default_jobs() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 /// All `.trs` files below `dir` (none if `dir` does not exist), sorted.
@@ -147,7 +163,10 @@ fn trs_files(dir: &Path) -> Result<Vec<PathBuf>> {
 pub fn collect(testsuite: &Path) -> Result<Results> {
     let mut results = Results::new();
     for trs in trs_files(testsuite)? {
-        let rel = trs.strip_prefix(testsuite).unwrap_or(&trs).with_extension("");
+        let rel = trs
+            .strip_prefix(testsuite)
+            .unwrap_or(&trs)
+            .with_extension("");
         let name = rel.to_string_lossy().replace('\\', "/");
         let text = std::fs::read_to_string(&trs).map_err(|e| Error::io(&trs, e))?;
         let outcome = parse_trs(&text).ok_or_else(|| Error::Io {
@@ -198,12 +217,20 @@ pub fn parse_check_log(text: &str) -> Vec<(String, Outcome)> {
     for line in text.lines() {
         // The path may itself contain ':' only on exotic systems; split from the left.
         let mut parts = line.splitn(7, ':');
-        let (Some(_path), Some(lineno), Some(r), Some(tcase), Some(test), Some(iter)) =
-            (parts.next(), parts.next(), parts.next(), parts.next(), parts.next(), parts.next())
-        else {
+        let (Some(_path), Some(lineno), Some(r), Some(tcase), Some(test), Some(iter)) = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        ) else {
             continue;
         };
-        if lineno.is_empty() || !lineno.bytes().all(|b| b.is_ascii_digit()) || iter.parse::<u32>().is_err() {
+        if lineno.is_empty()
+            || !lineno.bytes().all(|b| b.is_ascii_digit())
+            || iter.parse::<u32>().is_err()
+        {
             continue;
         }
         let outcome = match r {
@@ -212,7 +239,11 @@ pub fn parse_check_log(text: &str) -> Vec<(String, Outcome)> {
             "E" => Outcome::Error,
             _ => continue,
         };
-        let key = if iter == "0" { format!("{tcase}:{test}") } else { format!("{tcase}:{test}#{iter}") };
+        let key = if iter == "0" {
+            format!("{tcase}:{test}")
+        } else {
+            format!("{tcase}:{test}#{iter}")
+        };
         cases.push((key, outcome));
     }
     cases
@@ -242,7 +273,11 @@ pub fn differences(a: &Results, b: &Results) -> Vec<Difference> {
         .into_iter()
         .filter_map(|name| {
             let (x, y) = (a.get(name).copied(), b.get(name).copied());
-            (x != y).then(|| Difference { test: name.clone(), a: x, b: y })
+            (x != y).then(|| Difference {
+                test: name.clone(),
+                a: x,
+                b: y,
+            })
         })
         .collect()
 }
@@ -288,8 +323,14 @@ mod tests {
 
     #[test]
     fn parse_trs__keeps_the_worst_of_several_results() {
-        assert_eq!(parse_trs(":test-result: PASS\n:test-result: FAIL\n:test-result: SKIP\n"), Some(Outcome::Fail));
-        assert_eq!(parse_trs(":test-result: ERROR\n:test-result: PASS\n"), Some(Outcome::Error));
+        assert_eq!(
+            parse_trs(":test-result: PASS\n:test-result: FAIL\n:test-result: SKIP\n"),
+            Some(Outcome::Fail)
+        );
+        assert_eq!(
+            parse_trs(":test-result: ERROR\n:test-result: PASS\n"),
+            Some(Outcome::Error)
+        );
     }
 
     #[test]
@@ -323,7 +364,11 @@ mod tests {
         let sub = dir.path().join("slurm_unit/common");
         std::fs::create_dir_all(&sub).unwrap();
         std::fs::write(sub.join("pack-test.trs"), ":test-result: PASS\n").unwrap();
-        std::fs::write(sub.join("pack-test.log"), "x.c:1:P:core:pack_u8:0: Passed\n").unwrap();
+        std::fs::write(
+            sub.join("pack-test.log"),
+            "x.c:1:P:core:pack_u8:0: Passed\n",
+        )
+        .unwrap();
         std::fs::write(sub.join("log-test.trs"), ":test-result: FAIL\n").unwrap();
         let r = collect(dir.path()).unwrap();
         assert_eq!(
@@ -357,27 +402,50 @@ mod tests {
 
     #[test]
     fn compare__lists_changed_and_one_sided_tests_in_order() {
-        let a = results(&[("a", Outcome::Pass), ("b", Outcome::Pass), ("c", Outcome::Skip)]);
-        let b = results(&[("b", Outcome::Fail), ("c", Outcome::Skip), ("d", Outcome::Pass)]);
-        assert_eq!(compare(&a, &b), vec!["a: PASS -> absent", "b: PASS -> FAIL", "d: absent -> PASS"]);
+        let a = results(&[
+            ("a", Outcome::Pass),
+            ("b", Outcome::Pass),
+            ("c", Outcome::Skip),
+        ]);
+        let b = results(&[
+            ("b", Outcome::Fail),
+            ("c", Outcome::Skip),
+            ("d", Outcome::Pass),
+        ]);
+        assert_eq!(
+            compare(&a, &b),
+            vec!["a: PASS -> absent", "b: PASS -> FAIL", "d: absent -> PASS"]
+        );
     }
 
     #[test]
     fn summary__counts_programs_and_names_failures() {
-        let r = results(&[("x", Outcome::Pass), ("y", Outcome::Fail), ("y::c:t", Outcome::Fail), ("z", Outcome::Pass)]);
+        let r = results(&[
+            ("x", Outcome::Pass),
+            ("y", Outcome::Fail),
+            ("y::c:t", Outcome::Fail),
+            ("z", Outcome::Pass),
+        ]);
         assert_eq!(summary(&r), "PASS 2, FAIL 1; failing: y");
     }
 
     fn have_make() -> bool {
         let sh = Shell::new().unwrap();
-        cmd!(sh, "make --version").quiet().ignore_stdout().run().is_ok()
+        cmd!(sh, "make --version")
+            .quiet()
+            .ignore_stdout()
+            .run()
+            .is_ok()
     }
 
     #[test]
     fn make_check_in__refuses_an_unconfigured_directory() {
         let dir = tempfile::tempdir().unwrap();
         let sh = Shell::new().unwrap();
-        assert!(matches!(make_check_in(&sh, dir.path(), 1), Err(Error::Io { .. })));
+        assert!(matches!(
+            make_check_in(&sh, dir.path(), 1),
+            Err(Error::Io { .. })
+        ));
     }
 
     /// A fake automake tree: `make -k check` writes one passing and one failing `.trs` and
@@ -396,10 +464,17 @@ mod tests {
              \tprintf ':test-result: FAIL\\n' > testsuite/u/b-test.trs\n\tfalse\n",
         )
         .unwrap();
-        std::fs::write(dir.path().join("testsuite/u/stale-test.trs"), ":test-result: PASS\n").unwrap();
+        std::fs::write(
+            dir.path().join("testsuite/u/stale-test.trs"),
+            ":test-result: PASS\n",
+        )
+        .unwrap();
         let sh = Shell::new().unwrap();
         let r = make_check_in(&sh, dir.path(), 1).unwrap();
-        assert_eq!(r, results(&[("u/a-test", Outcome::Pass), ("u/b-test", Outcome::Fail)]));
+        assert_eq!(
+            r,
+            results(&[("u/a-test", Outcome::Pass), ("u/b-test", Outcome::Fail)])
+        );
         assert!(dir.path().join("xtask-make-check.log").is_file());
     }
 
@@ -418,6 +493,9 @@ mod tests {
         .unwrap();
         let sh = Shell::new().unwrap();
         let r = make_check_in(&sh, dir.path(), 1).unwrap();
-        assert_eq!(r, results(&[("a-test", Outcome::Pass), (MAKE_FAILED, Outcome::Error)]));
+        assert_eq!(
+            r,
+            results(&[("a-test", Outcome::Pass), (MAKE_FAILED, Outcome::Error)])
+        );
     }
 }

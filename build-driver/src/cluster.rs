@@ -54,9 +54,15 @@ pub fn smoke(sh: &Shell, _root: &Path, prefix: &Path) -> Result<()> {
         println!("note: not root: SlurmUser and SlurmdUser are `{user}`; jobs run as `{user}`");
     }
     let sack_created = prepare_sack_dirs(uid)?;
-    let layout = Layout { root: unique_temp_dir()? };
+    let layout = Layout {
+        root: unique_temp_dir()?,
+    };
     layout.create()?;
-    println!("cluster: prefix {}, directory {}", prefix.display(), layout.root.display());
+    println!(
+        "cluster: prefix {}, directory {}",
+        prefix.display(),
+        layout.root.display()
+    );
 
     let result = run_cluster(sh, &prefix, &layout, &user);
     cleanup_sack(&sack_created);
@@ -67,7 +73,11 @@ pub fn smoke(sh: &Shell, _root: &Path, prefix: &Path) -> Result<()> {
             Ok(())
         }
         Err(e) => {
-            eprintln!("cluster: smoke test FAILED after {:.1?}; files kept in {}", start.elapsed(), layout.root.display());
+            eprintln!(
+                "cluster: smoke test FAILED after {:.1?}; files kept in {}",
+                start.elapsed(),
+                layout.root.display()
+            );
             Err(e)
         }
     }
@@ -77,8 +87,13 @@ fn run_cluster(sh: &Shell, prefix: &Path, layout: &Layout, user: &str) -> Result
     let t = Instant::now();
     let slurmd_bin = prefix.join("sbin/slurmd");
     let slurmctld_bin = prefix.join("sbin/slurmctld");
-    let hw = config::parse_slurmd_c(&read_bounded(cmd!(sh, "{slurmd_bin} -C"), Duration::from_secs(30))?)?;
-    let hostname = read_bounded(cmd!(sh, "hostname -s"), Duration::from_secs(10))?.trim().to_string();
+    let hw = config::parse_slurmd_c(&read_bounded(
+        cmd!(sh, "{slurmd_bin} -C"),
+        Duration::from_secs(30),
+    )?)?;
+    let hostname = read_bounded(cmd!(sh, "hostname -s"), Duration::from_secs(10))?
+        .trim()
+        .to_string();
     let ports = config::free_ports(2)?;
     let settings = Settings {
         layout: layout.clone(),
@@ -104,10 +119,27 @@ fn run_cluster(sh: &Shell, prefix: &Path, layout: &Layout, user: &str) -> Result
 
     let _env = sh.push_env("SLURM_CONF", &conf);
     let t = Instant::now();
-    let mut ctld = Daemon::start("slurmctld", cmd!(sh, "{slurmctld_bin} -D -i -f {conf}"), &layout.daemon_output("slurmctld"))?;
-    let mut slurmd = Daemon::start("slurmd", cmd!(sh, "{slurmd_bin} -D -N {NODE} -f {conf}"), &layout.daemon_output("slurmd"))?;
-    println!("  started slurmctld (pid {:?}) and slurmd (pid {:?})", ctld.pid(), slurmd.pid());
-    let clients = jobs::Clients { sh, bin: prefix.join("bin"), jobs: layout.jobs(), node: NODE.into() };
+    let mut ctld = Daemon::start(
+        "slurmctld",
+        cmd!(sh, "{slurmctld_bin} -D -i -f {conf}"),
+        &layout.daemon_output("slurmctld"),
+    )?;
+    let mut slurmd = Daemon::start(
+        "slurmd",
+        cmd!(sh, "{slurmd_bin} -D -N {NODE} -f {conf}"),
+        &layout.daemon_output("slurmd"),
+    )?;
+    println!(
+        "  started slurmctld (pid {:?}) and slurmd (pid {:?})",
+        ctld.pid(),
+        slurmd.pid()
+    );
+    let clients = jobs::Clients {
+        sh,
+        bin: prefix.join("bin"),
+        jobs: layout.jobs(),
+        node: NODE.into(),
+    };
 
     let mut outcome = wait_idle(sh, prefix, &mut ctld, &mut slurmd);
     if outcome.is_ok() {
@@ -134,7 +166,10 @@ fn run_cluster(sh: &Shell, prefix: &Path, layout: &Layout, user: &str) -> Result
         let how = d.stop(sh, STOP_GRACE)?;
         println!("  stopped {}: {how:?}", d.name);
         if how == daemons::Stopped::AlreadyExited && outcome.is_ok() {
-            outcome = Err(Error::Cluster(format!("{} had exited before the end of the test", d.name)));
+            outcome = Err(Error::Cluster(format!(
+                "{} had exited before the end of the test",
+                d.name
+            )));
         }
     }
     println!("  daemons stopped in {:.1?}", t.elapsed());
@@ -144,13 +179,21 @@ fn run_cluster(sh: &Shell, prefix: &Path, layout: &Layout, user: &str) -> Result
 /// Poll until both daemons run, `scontrol ping` answers and `sinfo` shows the node idle.
 fn wait_idle(sh: &Shell, prefix: &Path, ctld: &mut Daemon, slurmd: &mut Daemon) -> Result<()> {
     let sinfo = prefix.join("bin/sinfo");
-    poll(&format!("node {NODE} to become idle"), READY_TIMEOUT, Duration::from_millis(500), || {
-        ctld.check_running()?;
-        slurmd.check_running()?;
-        let out = daemons::run_bounded(cmd!(sh, "{sinfo} -h -N -n {NODE} -o %T"), Duration::from_secs(20))?;
-        let state = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Ok((out.status.success() && state == "idle").then_some(()))
-    })
+    poll(
+        &format!("node {NODE} to become idle"),
+        READY_TIMEOUT,
+        Duration::from_millis(500),
+        || {
+            ctld.check_running()?;
+            slurmd.check_running()?;
+            let out = daemons::run_bounded(
+                cmd!(sh, "{sinfo} -h -N -n {NODE} -o %T"),
+                Duration::from_secs(20),
+            )?;
+            let state = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            Ok((out.status.success() && state == "idle").then_some(()))
+        },
+    )
 }
 
 fn report_failure(layout: &Layout, clients: &jobs::Clients<'_>) {
@@ -198,7 +241,9 @@ fn check_prefix(prefix: &Path) -> Result<()> {
 
 /// The user name and uid (`id -un`, `id -u`).
 fn current_user(sh: &Shell) -> Result<(String, u32)> {
-    let name = read_bounded(cmd!(sh, "id -un"), Duration::from_secs(10))?.trim().to_string();
+    let name = read_bounded(cmd!(sh, "id -un"), Duration::from_secs(10))?
+        .trim()
+        .to_string();
     let uid = read_bounded(cmd!(sh, "id -u"), Duration::from_secs(10))?
         .trim()
         .parse::<u32>()
@@ -249,7 +294,10 @@ fn cleanup_sack(created: &[PathBuf]) {
 /// A new directory under the system temporary directory, short enough for the UNIX socket
 /// paths slurmd creates in its spool directory.
 fn unique_temp_dir() -> Result<PathBuf> {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
     let dir = std::env::temp_dir().join(format!("xtask-cluster-{}-{nanos:x}", std::process::id()));
     std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, e))?;
     Ok(dir)
@@ -272,7 +320,17 @@ mod tests {
     #[test]
     fn check_prefix__requires_auth_slurm() {
         let dir = tempfile::tempdir().unwrap();
-        for p in ["sbin/slurmctld", "sbin/slurmd", "sbin/slurmstepd", "bin/sbatch", "bin/srun", "bin/scancel", "bin/sinfo", "bin/squeue", "bin/scontrol"] {
+        for p in [
+            "sbin/slurmctld",
+            "sbin/slurmd",
+            "sbin/slurmstepd",
+            "bin/sbatch",
+            "bin/srun",
+            "bin/scancel",
+            "bin/sinfo",
+            "bin/squeue",
+            "bin/scontrol",
+        ] {
             let f = dir.path().join(p);
             std::fs::create_dir_all(f.parent().unwrap()).unwrap();
             std::fs::write(f, "").unwrap();

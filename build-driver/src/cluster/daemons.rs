@@ -35,12 +35,22 @@ impl Daemon {
     /// Spawn `cmd` (built by `xshell::cmd!`, so with the shell's directory and environment)
     /// with stdout and stderr appended to `output`.
     pub fn start(name: &str, cmd: Cmd<'_>, output: &Path) -> Result<Daemon> {
-        let out = std::fs::OpenOptions::new().create(true).append(true).open(output).map_err(|e| Error::io(output, e))?;
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(output)
+            .map_err(|e| Error::io(output, e))?;
         let err = out.try_clone().map_err(|e| Error::io(output, e))?;
         let mut command: Command = cmd.into();
         command.stdin(Stdio::null()).stdout(out).stderr(err);
-        let child = command.spawn().map_err(|e| Error::Cluster(format!("cannot start {name}: {e}")))?;
-        Ok(Daemon { name: name.to_string(), child: Some(child), output: output.to_path_buf() })
+        let child = command
+            .spawn()
+            .map_err(|e| Error::Cluster(format!("cannot start {name}: {e}")))?;
+        Ok(Daemon {
+            name: name.to_string(),
+            child: Some(child),
+            output: output.to_path_buf(),
+        })
     }
 
     pub fn pid(&self) -> Option<u32> {
@@ -54,7 +64,11 @@ impl Daemon {
         };
         match child.try_wait() {
             Ok(None) => Ok(()),
-            Ok(Some(status)) => Err(Error::Cluster(format!("{} exited early ({status})", self.name))),
+            Ok(Some(status)) => Err(Error::Cluster(format!(
+                "{} exited early ({status}); its output: {}",
+                self.name,
+                self.output.display()
+            ))),
             Err(e) => Err(Error::Cluster(format!("cannot query {}: {e}", self.name))),
         }
     }
@@ -65,12 +79,20 @@ impl Daemon {
             return Ok(Stopped::AlreadyExited);
         };
         let name = &self.name;
-        if child.try_wait().map_err(|e| Error::Cluster(format!("cannot query {name}: {e}")))?.is_some() {
+        if child
+            .try_wait()
+            .map_err(|e| Error::Cluster(format!("cannot query {name}: {e}")))?
+            .is_some()
+        {
             return Ok(Stopped::AlreadyExited);
         }
         // Not reaped yet, so the PID is still ours.
         let pid = child.id().to_string();
-        cmd!(sh, "kill -TERM {pid}").quiet().ignore_stderr().run().ok();
+        cmd!(sh, "kill -TERM {pid}")
+            .quiet()
+            .ignore_stderr()
+            .run()
+            .ok();
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
             match child.try_wait() {
@@ -79,8 +101,12 @@ impl Daemon {
                 Err(e) => return Err(Error::Cluster(format!("cannot query {name}: {e}"))),
             }
         }
-        child.kill().map_err(|e| Error::Cluster(format!("cannot kill {name}: {e}")))?;
-        child.wait().map_err(|e| Error::Cluster(format!("cannot reap {name}: {e}")))?;
+        child
+            .kill()
+            .map_err(|e| Error::Cluster(format!("cannot kill {name}: {e}")))?;
+        child
+            .wait()
+            .map_err(|e| Error::Cluster(format!("cannot reap {name}: {e}")))?;
         Ok(Stopped::Killed)
     }
 }
@@ -102,20 +128,34 @@ impl Drop for Daemon {
 pub fn run_bounded(cmd: Cmd<'_>, timeout: Duration) -> Result<Output> {
     let shown = cmd.to_string();
     let mut command: Command = cmd.into();
-    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = command.spawn().map_err(|e| Error::Cluster(format!("cannot run `{shown}`: {e}")))?;
-    let readers: Vec<_> = [child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>), child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>)]
-        .into_iter()
-        .map(|pipe| {
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                if let Some(mut p) = pipe {
-                    p.read_to_end(&mut buf).ok();
-                }
-                buf
-            })
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command
+        .spawn()
+        .map_err(|e| Error::Cluster(format!("cannot run `{shown}`: {e}")))?;
+    let readers: Vec<_> = [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    ]
+    .into_iter()
+    .map(|pipe| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                p.read_to_end(&mut buf).ok();
+            }
+            buf
         })
-        .collect();
+    })
+    .collect();
     let deadline = Instant::now() + timeout;
     let status = loop {
         match child.try_wait() {
@@ -123,7 +163,9 @@ pub fn run_bounded(cmd: Cmd<'_>, timeout: Duration) -> Result<Output> {
             Ok(None) if Instant::now() >= deadline => {
                 child.kill().ok();
                 child.wait().ok();
-                return Err(Error::Cluster(format!("`{shown}` did not finish within {timeout:?}")));
+                return Err(Error::Cluster(format!(
+                    "`{shown}` did not finish within {timeout:?}"
+                )));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
             Err(e) => return Err(Error::Cluster(format!("cannot wait for `{shown}`: {e}"))),
@@ -132,7 +174,11 @@ pub fn run_bounded(cmd: Cmd<'_>, timeout: Duration) -> Result<Output> {
     let mut bufs = readers.into_iter().map(|h| h.join().unwrap_or_default());
     let stdout = bufs.next().unwrap_or_default();
     let stderr = bufs.next().unwrap_or_default();
-    Ok(Output { status, stdout, stderr })
+    Ok(Output {
+        status,
+        stdout,
+        stderr,
+    })
 }
 
 /// `run_bounded`, requiring success; returns stdout.
@@ -143,21 +189,32 @@ pub fn read_bounded(cmd: Cmd<'_>, timeout: Duration) -> Result<String> {
         return Err(Error::Command {
             step: "cluster".into(),
             program: shown,
-            detail: format!("{}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()),
+            detail: format!(
+                "{}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Poll `probe` every `every` until it returns `Some`, or fail after `timeout` with `what`.
-pub fn poll<T>(what: &str, timeout: Duration, every: Duration, mut probe: impl FnMut() -> Result<Option<T>>) -> Result<T> {
+pub fn poll<T>(
+    what: &str,
+    timeout: Duration,
+    every: Duration,
+    mut probe: impl FnMut() -> Result<Option<T>>,
+) -> Result<T> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(v) = probe()? {
             return Ok(v);
         }
         if Instant::now() >= deadline {
-            return Err(Error::Cluster(format!("timed out after {timeout:?} waiting for {what}")));
+            return Err(Error::Cluster(format!(
+                "timed out after {timeout:?} waiting for {what}"
+            )));
         }
         std::thread::sleep(every);
     }
@@ -166,7 +223,12 @@ pub fn poll<T>(what: &str, timeout: Duration, every: Duration, mut probe: impl F
 /// Whether a process exists (`kill -0`, which sends nothing).
 pub fn process_exists(sh: &Shell, pid: u32) -> bool {
     let pid = pid.to_string();
-    cmd!(sh, "kill -0 {pid}").quiet().ignore_stderr().ignore_stdout().run().is_ok()
+    cmd!(sh, "kill -0 {pid}")
+        .quiet()
+        .ignore_stderr()
+        .ignore_stdout()
+        .run()
+        .is_ok()
 }
 
 /// The last `n` lines of a file, or a note that it cannot be read.
@@ -185,7 +247,11 @@ mod tests {
     #[test]
     fn run_bounded__returns_output_and_status() {
         let sh = Shell::new().unwrap();
-        let out = run_bounded(cmd!(sh, "sh -c 'echo out; echo err >&2; exit 3'"), Duration::from_secs(10)).unwrap();
+        let out = run_bounded(
+            cmd!(sh, "sh -c 'echo out; echo err >&2; exit 3'"),
+            Duration::from_secs(10),
+        )
+        .unwrap();
         assert_eq!(out.stdout, b"out\n");
         assert_eq!(out.stderr, b"err\n");
         assert_eq!(out.status.code(), Some(3));
@@ -203,21 +269,34 @@ mod tests {
     #[test]
     fn read_bounded__nonzero_exit_is_an_error() {
         let sh = Shell::new().unwrap();
-        assert!(matches!(read_bounded(cmd!(sh, "false"), Duration::from_secs(10)), Err(Error::Command { .. })));
-        assert_eq!(read_bounded(cmd!(sh, "echo hi"), Duration::from_secs(10)).unwrap(), "hi\n");
+        assert!(matches!(
+            read_bounded(cmd!(sh, "false"), Duration::from_secs(10)),
+            Err(Error::Command { .. })
+        ));
+        assert_eq!(
+            read_bounded(cmd!(sh, "echo hi"), Duration::from_secs(10)).unwrap(),
+            "hi\n"
+        );
     }
 
     #[test]
     fn daemon__stop_terminates_with_sigterm() {
         let sh = Shell::new().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let mut d = Daemon::start("sleeper", cmd!(sh, "sleep 60"), &dir.path().join("out")).unwrap();
+        let mut d =
+            Daemon::start("sleeper", cmd!(sh, "sleep 60"), &dir.path().join("out")).unwrap();
         let pid = d.pid().unwrap();
         d.check_running().unwrap();
         assert!(process_exists(&sh, pid));
-        assert_eq!(d.stop(&sh, Duration::from_secs(10)).unwrap(), Stopped::Terminated);
+        assert_eq!(
+            d.stop(&sh, Duration::from_secs(10)).unwrap(),
+            Stopped::Terminated
+        );
         assert!(d.check_running().is_err());
-        assert_eq!(d.stop(&sh, Duration::from_secs(1)).unwrap(), Stopped::AlreadyExited);
+        assert_eq!(
+            d.stop(&sh, Duration::from_secs(1)).unwrap(),
+            Stopped::AlreadyExited
+        );
     }
 
     #[test]
@@ -225,25 +304,62 @@ mod tests {
         let sh = Shell::new().unwrap();
         let dir = tempfile::tempdir().unwrap();
         let ready = dir.path().join("ready");
-        let script = format!("trap '' TERM; touch {}; while :; do sleep 1; done", ready.display());
-        let mut d = Daemon::start("stubborn", cmd!(sh, "sh -c {script}"), &dir.path().join("out")).unwrap();
-        poll("trap installed", Duration::from_secs(10), Duration::from_millis(20), || Ok(ready.exists().then_some(()))).unwrap();
-        assert_eq!(d.stop(&sh, Duration::from_millis(500)).unwrap(), Stopped::Killed);
+        let script = format!(
+            "trap '' TERM; touch {}; while :; do sleep 1; done",
+            ready.display()
+        );
+        let mut d = Daemon::start(
+            "stubborn",
+            cmd!(sh, "sh -c {script}"),
+            &dir.path().join("out"),
+        )
+        .unwrap();
+        poll(
+            "trap installed",
+            Duration::from_secs(10),
+            Duration::from_millis(20),
+            || Ok(ready.exists().then_some(())),
+        )
+        .unwrap();
+        assert_eq!(
+            d.stop(&sh, Duration::from_millis(500)).unwrap(),
+            Stopped::Killed
+        );
     }
 
     #[test]
     fn daemon__early_exit_is_reported() {
         let sh = Shell::new().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let mut d = Daemon::start("quitter", cmd!(sh, "sh -c 'echo bye; exit 1'"), &dir.path().join("out")).unwrap();
-        let err = poll("exit", Duration::from_secs(10), Duration::from_millis(20), || Ok(d.check_running().err())).unwrap();
+        let mut d = Daemon::start(
+            "quitter",
+            cmd!(sh, "sh -c 'echo bye; exit 1'"),
+            &dir.path().join("out"),
+        )
+        .unwrap();
+        let err = poll(
+            "exit",
+            Duration::from_secs(10),
+            Duration::from_millis(20),
+            || Ok(d.check_running().err()),
+        )
+        .unwrap();
         assert!(err.to_string().contains("quitter exited early"), "{err}");
-        assert_eq!(std::fs::read_to_string(dir.path().join("out")).unwrap(), "bye\n");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("out")).unwrap(),
+            "bye\n"
+        );
     }
 
     #[test]
     fn poll__times_out_with_the_subject() {
-        let err = poll::<()>("godot", Duration::from_millis(50), Duration::from_millis(10), || Ok(None)).unwrap_err();
+        let err = poll::<()>(
+            "godot",
+            Duration::from_millis(50),
+            Duration::from_millis(10),
+            || Ok(None),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("godot"), "{err}");
     }
 

@@ -33,8 +33,12 @@ impl Clients<'_> {
     fn sbatch(&self, script: &Path, output: &Path, name: &str) -> Result<u32> {
         let sbatch = self.tool("sbatch");
         let sh = self.sh;
-        let out = read_bounded(cmd!(sh, "{sbatch} --parsable -J {name} -o {output} {script}"), CLIENT_TIMEOUT)?;
-        parse_job_id(&out).ok_or_else(|| Error::Cluster(format!("sbatch printed no job id: {out:?}")))
+        let out = read_bounded(
+            cmd!(sh, "{sbatch} --parsable -J {name} -o {output} {script}"),
+            CLIENT_TIMEOUT,
+        )?;
+        parse_job_id(&out)
+            .ok_or_else(|| Error::Cluster(format!("sbatch printed no job id: {out:?}")))
     }
 
     /// The job's state from `scontrol show job -o`.
@@ -43,21 +47,30 @@ impl Clients<'_> {
         let sh = self.sh;
         let id = id.to_string();
         let out = read_bounded(cmd!(sh, "{scontrol} show job -o {id}"), CLIENT_TIMEOUT)?;
-        parse_job_state(&out).ok_or_else(|| Error::Cluster(format!("no JobState for job {id} in: {out:?}")))
+        parse_job_state(&out)
+            .ok_or_else(|| Error::Cluster(format!("no JobState for job {id} in: {out:?}")))
     }
 
     /// Wait until the job is in one of `wanted`; a terminal state not wanted is an error.
     fn wait_state(&self, id: u32, wanted: &[&str], timeout: Duration) -> Result<String> {
-        poll(&format!("job {id} to reach {}", wanted.join("|")), timeout, POLL, || {
-            let state = self.job_state(id)?;
-            if wanted.contains(&state.as_str()) {
-                return Ok(Some(state));
-            }
-            if is_terminal(&state) {
-                return Err(Error::Cluster(format!("job {id} ended in {state}, expected {}", wanted.join("|"))));
-            }
-            Ok(None)
-        })
+        poll(
+            &format!("job {id} to reach {}", wanted.join("|")),
+            timeout,
+            POLL,
+            || {
+                let state = self.job_state(id)?;
+                if wanted.contains(&state.as_str()) {
+                    return Ok(Some(state));
+                }
+                if is_terminal(&state) {
+                    return Err(Error::Cluster(format!(
+                        "job {id} ended in {state}, expected {}",
+                        wanted.join("|")
+                    )));
+                }
+                Ok(None)
+            },
+        )
     }
 
     /// A batch job writes a line naming its job id and node; it must complete and the
@@ -65,14 +78,19 @@ impl Clients<'_> {
     pub fn batch(&self) -> Result<()> {
         let script = self.jobs.join("batch.sh");
         let output = self.jobs.join("batch.out");
-        write_script(&script, "echo \"batch-ok $SLURM_JOB_ID $SLURMD_NODENAME\"\n")?;
+        write_script(
+            &script,
+            "echo \"batch-ok $SLURM_JOB_ID $SLURMD_NODENAME\"\n",
+        )?;
         let id = self.sbatch(&script, &output, "smoke-batch")?;
         self.wait_state(id, &["COMPLETED"], JOB_TIMEOUT)?;
         let expected = format!("batch-ok {id} {}", self.node);
         // The output file is written by slurmstepd; it is complete once the job is COMPLETED.
         let text = std::fs::read_to_string(&output).map_err(|e| Error::io(&output, e))?;
         if text.trim_end() != expected {
-            return Err(Error::Cluster(format!("batch job {id}: output {text:?}, expected {expected:?}")));
+            return Err(Error::Cluster(format!(
+                "batch job {id}: output {text:?}, expected {expected:?}"
+            )));
         }
         println!("  batch job {id}: COMPLETED, output {expected:?}");
         Ok(())
@@ -109,19 +127,32 @@ impl Clients<'_> {
         let id = self.sbatch(&script, &output, "smoke-cancel")?;
         self.wait_state(id, &["RUNNING"], JOB_TIMEOUT)?;
         let pids = poll("the job to record its PIDs", JOB_TIMEOUT, POLL, || {
-            Ok(std::fs::read_to_string(&pids_file).ok().and_then(|t| parse_pids(&t)).filter(|p| p.len() == 2))
+            Ok(std::fs::read_to_string(&pids_file)
+                .ok()
+                .and_then(|t| parse_pids(&t))
+                .filter(|p| p.len() == 2))
         })?;
         if let Some(gone) = pids.iter().find(|&&p| !process_exists(self.sh, p)) {
-            return Err(Error::Cluster(format!("job {id}: process {gone} is not running before scancel")));
+            return Err(Error::Cluster(format!(
+                "job {id}: process {gone} is not running before scancel"
+            )));
         }
         let scancel = self.tool("scancel");
         let sh = self.sh;
         let sid = id.to_string();
         read_bounded(cmd!(sh, "{scancel} {sid}"), CLIENT_TIMEOUT)?;
         self.wait_state(id, &["CANCELLED"], JOB_TIMEOUT)?;
-        poll(&format!("processes {pids:?} of job {id} to exit"), Duration::from_secs(30), POLL, || {
-            Ok(pids.iter().all(|&p| !process_exists(self.sh, p)).then_some(()))
-        })?;
+        poll(
+            &format!("processes {pids:?} of job {id} to exit"),
+            Duration::from_secs(30),
+            POLL,
+            || {
+                Ok(pids
+                    .iter()
+                    .all(|&p| !process_exists(self.sh, p))
+                    .then_some(()))
+            },
+        )?;
         println!("  scancel job {id}: CANCELLED, processes {pids:?} gone");
         Ok(())
     }
@@ -136,13 +167,19 @@ impl Clients<'_> {
         }
         read_bounded(cmd!(sh, "{scancel} {ids...}"), CLIENT_TIMEOUT)?;
         poll("the queue to drain", Duration::from_secs(30), POLL, || {
-            Ok(read_bounded(cmd!(sh, "{squeue} -h -o %i"), CLIENT_TIMEOUT)?.trim().is_empty().then_some(()))
+            Ok(read_bounded(cmd!(sh, "{squeue} -h -o %i"), CLIENT_TIMEOUT)?
+                .trim()
+                .is_empty()
+                .then_some(()))
         })
     }
 
     /// The job output files, for failure reports.
     pub fn outputs(&self) -> Vec<PathBuf> {
-        ["batch.out", "cancel.out", "cancel.pids"].iter().map(|f| self.jobs.join(f)).collect()
+        ["batch.out", "cancel.out", "cancel.pids"]
+            .iter()
+            .map(|f| self.jobs.join(f))
+            .collect()
     }
 }
 
@@ -158,7 +195,15 @@ fn sh_quote(s: &str) -> String {
 fn is_terminal(state: &str) -> bool {
     matches!(
         state,
-        "COMPLETED" | "CANCELLED" | "FAILED" | "TIMEOUT" | "NODE_FAIL" | "PREEMPTED" | "BOOT_FAIL" | "DEADLINE" | "OUT_OF_MEMORY"
+        "COMPLETED"
+            | "CANCELLED"
+            | "FAILED"
+            | "TIMEOUT"
+            | "NODE_FAIL"
+            | "PREEMPTED"
+            | "BOOT_FAIL"
+            | "DEADLINE"
+            | "OUT_OF_MEMORY"
     )
 }
 
@@ -169,12 +214,16 @@ pub fn parse_job_id(out: &str) -> Option<u32> {
 
 /// `JobState=X` from `scontrol show job -o`.
 pub fn parse_job_state(out: &str) -> Option<String> {
-    out.split_whitespace().find_map(|w| w.strip_prefix("JobState=")).map(str::to_string)
+    out.split_whitespace()
+        .find_map(|w| w.strip_prefix("JobState="))
+        .map(str::to_string)
 }
 
 /// One PID per line; None if any line is not a PID.
 pub fn parse_pids(text: &str) -> Option<Vec<u32>> {
-    text.lines().map(|l| l.trim().parse::<u32>().ok().filter(|&p| p > 1)).collect()
+    text.lines()
+        .map(|l| l.trim().parse::<u32>().ok().filter(|&p| p > 1))
+        .collect()
 }
 
 #[cfg(test)]
@@ -193,7 +242,10 @@ mod tests {
     fn parse_job_state__reads_the_field() {
         let line = "JobId=3 JobName=smoke-batch UserId=root(0) JobState=RUNNING Reason=None Dependency=(null)\n";
         assert_eq!(parse_job_state(line).as_deref(), Some("RUNNING"));
-        assert_eq!(parse_job_state("slurm_load_jobs error: Invalid job id specified"), None);
+        assert_eq!(
+            parse_job_state("slurm_load_jobs error: Invalid job id specified"),
+            None
+        );
     }
 
     #[test]
@@ -207,7 +259,11 @@ mod tests {
     fn sh_quote__survives_quotes_in_paths() {
         let sh = Shell::new().unwrap();
         let q = sh_quote("it's here");
-        let out = cmd!(sh, "sh -c {q}").arg("--").ignore_status().output().unwrap();
+        let out = cmd!(sh, "sh -c {q}")
+            .arg("--")
+            .ignore_status()
+            .output()
+            .unwrap();
         // `sh -c "'it'\''s here'"` runs a command literally named "it's here": not found (127).
         assert_eq!(out.status.code(), Some(127));
         assert!(String::from_utf8_lossy(&out.stderr).contains("it's here"));
