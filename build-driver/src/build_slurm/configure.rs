@@ -1,0 +1,444 @@
+//! Configure arguments per personality, the C compiler choice, and the darwin personality's
+//! configure answers (cache variables, plus the two `config.h` answers that have none).
+
+use crate::cli::Personality;
+use crate::error::{Error, Result};
+use crate::targets::{Os, Target};
+use std::path::{Path, PathBuf};
+
+/// The darwin personality's configure cache variables: what `configure` answers for an
+/// `aarch64-apple-darwin` host (macOS 12 SDK: headers and the libSystem `.tbd` exports),
+/// for the probes whose Linux answer differs and that Linux can run the macOS way.
+/// Each is passed as `var=no` on the configure command line; Slurm 24.11 names.
+///
+/// Reproduced (the `HAVE_*` each controls, checked in `config.h` after configure):
+/// `HAVE_EPOLL` (`ax_cv_have_epoll`), `HAVE_GETRANDOM`, `HAVE_GET_CURRENT_DIR_NAME`,
+/// `HAVE_MEMFD_CREATE`, `HAVE_SETRESUID` (kept off on purpose, see DARWIN-CATALOG A7),
+/// `HAVE_MTRACE` (`ac_cv_func_*`), `HAVE_PTY_H`, `HAVE_SYS_PRCTL_H`, `HAVE_SYS_VFS_H`,
+/// `HAVE_SYS_STATFS_H`, `HAVE_LINUX_SCHED_H`, `HAVE_MCHECK_H`, `HAVE_VALUES_H`
+/// (`ac_cv_header_*`); `timer_create` is searched and not found (`ac_cv_search_timer_create`);
+/// `HAVE_BPF` is off through `--without-bpf` (on macOS cgroup support, and with it bpf, is
+/// off); `HAVE_PROGRAM_INVOCATION_NAME` and `USE_ALIAS` have no cache variable and are set in
+/// `config.h` after configure ([`CONFIG_H_ANSWERS`]).
+///
+/// Not reproduced, because Linux cannot give the macOS answer:
+/// * `HAVE_SYSCTLBYNAME`, `HAVE_SETPROCTITLE` (macOS's libSystem exports both; glibc has
+///   neither function, so claiming them would fail to link) and `HAVE_SYS_SYSCTL_H` (glibc
+///   2.32 removed the header).
+/// * `HAVE_STRUCT_SOCKADDR_*_LEN` (26.11 probes `sin_len`, `sin6_len`, `sa_len`, `sun_len`):
+///   Linux's socket address structures have no length member; claiming one makes Slurm
+///   assign a field that does not exist.
+/// * `ns_initparse` in `-lresolv` (macOS's libresolv exports only `res_9_*`, DARWIN-CATALOG
+///   C5): answering "no" on Linux drops `-lresolv` and the programs fail to link, which is
+///   the bug a patch must fix, not something the personality can run.
+/// * What configure decides from the host triple rather than by probing: cgroup plugins and
+///   `LINUX_BUILD`, `PS_USE_CLOBBER_ARGV`, skipping `AX_PTHREAD` (`HAVE_PTHREAD`,
+///   `HAVE_PTHREAD_PRIO_INHERIT`), libtool's Mach-O link modes. Claiming a darwin `--host`
+///   would make libtool and the compiler produce Mach-O-style commands.
+///
+/// Not forced although `darwin-configure-diff.txt` lists them: `HAVE_TERMCAP_H`,
+/// `HAVE_UTMP_H`, `HAVE_SYS_PTRACE_H` and `HAVE_EACCESS` are present in the macOS SDK
+/// (`termcap.h`, `utmp.h`, `sys/ptrace.h`, `_eaccess` in libsystem_c); the diff's zig
+/// cross-configure lacks them because zig's bundled headers do. The dependency rows (hwloc,
+/// json, jwt, ...) reflect installed libraries, not the OS.
+pub const DARWIN_CACHE_VARS: &[&str] = &[
+    "ac_cv_func_get_current_dir_name",
+    "ac_cv_func_getrandom",
+    "ac_cv_func_memfd_create",
+    "ac_cv_func_mtrace",
+    "ac_cv_func_setresuid",
+    "ac_cv_header_linux_sched_h",
+    "ac_cv_header_mcheck_h",
+    "ac_cv_header_pty_h",
+    "ac_cv_header_sys_prctl_h",
+    "ac_cv_header_sys_statfs_h",
+    "ac_cv_header_sys_vfs_h",
+    "ac_cv_header_values_h",
+    "ac_cv_search_timer_create",
+    "ax_cv_have_epoll",
+    "ax_cv_have_epoll_pwait",
+];
+
+/// Extra configure switches of the darwin personality.
+pub const DARWIN_SWITCHES: &[&str] = &["--without-bpf"];
+
+/// `config.h` answers without a cache variable: `(macro, macOS value)`; `None` = undefined.
+/// `HAVE_PROGRAM_INVOCATION_NAME` is set by a link test that ignores presets (slurm.m4);
+/// `USE_ALIAS` is chosen by `case $host in *darwin*` (configure.ac) and is 0 on macOS, which
+/// turns off the `slurm_` symbol aliases for plugins (slurm_xlator.h).
+pub const CONFIG_H_ANSWERS: &[(&str, Option<&str>)] =
+    &[("HAVE_PROGRAM_INVOCATION_NAME", None), ("USE_ALIAS", Some("0"))];
+
+/// The macros that must be undefined in a darwin-personality `config.h` (checked).
+pub const DARWIN_UNDEFINED: &[&str] = &[
+    "HAVE_BPF",
+    "HAVE_EPOLL",
+    "HAVE_GETRANDOM",
+    "HAVE_GET_CURRENT_DIR_NAME",
+    "HAVE_LINUX_SCHED_H",
+    "HAVE_MCHECK_H",
+    "HAVE_MEMFD_CREATE",
+    "HAVE_MTRACE",
+    "HAVE_PROGRAM_INVOCATION_NAME",
+    "HAVE_PTY_H",
+    "HAVE_SETRESUID",
+    "HAVE_SYS_PRCTL_H",
+    "HAVE_SYS_STATFS_H",
+    "HAVE_SYS_VFS_H",
+    "HAVE_VALUES_H",
+];
+
+/// The C compiler for a build, and whether the user chose it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compiler {
+    /// The compiler command (may contain arguments, e.g. `zig cc -target aarch64-macos`).
+    pub cc: String,
+    /// The environment variable it came from (`None`: the driver's default).
+    pub from_env: Option<String>,
+    /// `ccache`, prefixed to a default compiler when ccache is on PATH.
+    pub launcher: Option<String>,
+}
+
+impl Compiler {
+    /// The value given to configure as `CC=`.
+    pub fn command(&self) -> String {
+        match &self.launcher {
+            Some(l) => format!("{l} {}", self.cc),
+            None => self.cc.clone(),
+        }
+    }
+}
+
+/// Chooses the C compiler with the `cc` crate's lookup order: `CC_<triple>`,
+/// `CC_<triple_with_underscores>`, `TARGET_CC` (cross) or `HOST_CC` (native), `CC`. A value
+/// set by the user is used as is. Otherwise the table's compiler for the target (native or
+/// cross), behind `ccache` when `ccache_on_path`.
+pub fn compiler(
+    target: &Target,
+    host: &Target,
+    env: &dyn Fn(&str) -> Option<String>,
+    ccache_on_path: bool,
+) -> Result<Compiler> {
+    let cross = target.rust != host.rust;
+    let names = [
+        format!("CC_{}", target.rust),
+        format!("CC_{}", target.rust.replace('-', "_")),
+        if cross { "TARGET_CC".to_string() } else { "HOST_CC".to_string() },
+        "CC".to_string(),
+    ];
+    for name in names {
+        if let Some(v) = env(&name).filter(|v| !v.trim().is_empty()) {
+            return Ok(Compiler { cc: v, from_env: Some(name), launcher: None });
+        }
+    }
+    let cc = if cross {
+        target.cross_cc.ok_or_else(|| {
+            Error::Unsupported(format!(
+                "no default C compiler for {} on {}: set CC_{} (e.g. to `python3 -m ziglang cc -target {}`)",
+                target.rust,
+                host.rust,
+                target.rust.replace('-', "_"),
+                match target.rust {
+                    "aarch64-apple-darwin" => "aarch64-macos",
+                    "x86_64-apple-darwin" => "x86_64-macos",
+                    other => other,
+                }
+            ))
+        })?
+    } else {
+        target.native_cc
+    };
+    Ok(Compiler {
+        cc: cc.to_string(),
+        from_env: None,
+        launcher: ccache_on_path.then(|| "ccache".to_string()),
+    })
+}
+
+/// Everything the configure command line depends on.
+#[derive(Clone, Debug)]
+pub struct ConfigureSpec<'a> {
+    pub personality: Personality,
+    pub target: &'a Target,
+    pub host: &'a Target,
+    pub prefix: PathBuf,
+    pub compiler: Compiler,
+    /// The force-included shim header (used when [`uses_shim`] is true).
+    pub header: PathBuf,
+    /// The user's own `CPPFLAGS` (from the environment), kept in front of ours.
+    pub user_cppflags: Option<String>,
+}
+
+/// Whether a build force-includes the shim header and links the shim: always for macOS
+/// targets, and for the darwin personality on Linux. A native Linux build does neither.
+pub fn uses_shim(personality: Personality, target: &Target) -> bool {
+    target.os == Os::Apple || personality == Personality::Darwin
+}
+
+/// The `CPPFLAGS` that force-include the shim header (empty when the shim is not used).
+pub fn shim_cppflags(spec: &ConfigureSpec) -> Vec<String> {
+    if !uses_shim(spec.personality, spec.target) {
+        return Vec::new();
+    }
+    let mut v = vec!["-include".to_string(), spec.header.display().to_string()];
+    if spec.personality == Personality::Darwin {
+        v.push("-DSLURM_SHIM_EMULATE_DARWIN".to_string());
+    }
+    v
+}
+
+/// The arguments after `<src>/configure`. Native: `--prefix`, `CC` and, when cross-compiling,
+/// `--build`/`--host`; nothing else, so a native build is configured exactly like plain
+/// upstream. Darwin: the same, plus `CPPFLAGS` with the shim header, [`DARWIN_SWITCHES`] and
+/// every [`DARWIN_CACHE_VARS`] as `var=no`.
+pub fn configure_args(spec: &ConfigureSpec) -> Vec<String> {
+    let mut args = vec![format!("--prefix={}", spec.prefix.display())];
+    if spec.target.rust != spec.host.rust {
+        args.push(format!("--build={}", spec.host.autoconf_host));
+        args.push(format!("--host={}", spec.target.autoconf_host));
+    }
+    args.push(format!("CC={}", spec.compiler.command()));
+    let shim = shim_cppflags(spec);
+    if !shim.is_empty() {
+        let mut cpp: Vec<String> = spec.user_cppflags.iter().filter(|s| !s.trim().is_empty()).cloned().collect();
+        cpp.extend(shim);
+        args.push(format!("CPPFLAGS={}", cpp.join(" ")));
+    }
+    if spec.personality == Personality::Darwin {
+        args.extend(DARWIN_SWITCHES.iter().map(|s| s.to_string()));
+        args.extend(DARWIN_CACHE_VARS.iter().map(|v| format!("{v}=no")));
+    }
+    args
+}
+
+/// Rewrites `config.h` text with [`CONFIG_H_ANSWERS`]; errors if a macro is not there at all
+/// (a Slurm version that no longer has it must be looked at, not silently passed).
+pub fn apply_config_h_answers(text: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut seen = vec![false; CONFIG_H_ANSWERS.len()];
+    for line in text.lines() {
+        let mut replaced = None;
+        for (i, (name, value)) in CONFIG_H_ANSWERS.iter().enumerate() {
+            if macro_line_name(line) == Some(name) {
+                seen[i] = true;
+                replaced = Some(match value {
+                    Some(v) => format!("#define {name} {v}"),
+                    None => format!("/* #undef {name} */ /* darwin personality */"),
+                });
+            }
+        }
+        out.push_str(replaced.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    let missing: Vec<&str> =
+        CONFIG_H_ANSWERS.iter().zip(&seen).filter(|(_, s)| !**s).map(|((n, _), _)| *n).collect();
+    if missing.is_empty() { Ok(out) } else { Err(format!("config.h has no line for {}", missing.join(", "))) }
+}
+
+/// The macro a `#define X ...` or `/* #undef X */` line is about.
+fn macro_line_name(line: &str) -> Option<&str> {
+    let t = line.trim_start();
+    let rest = t.strip_prefix("#define ").or_else(|| t.strip_prefix("/* #undef "))?;
+    rest.split_whitespace().next()
+}
+
+/// The macros of [`DARWIN_UNDEFINED`] that `config.h` defines, and the [`CONFIG_H_ANSWERS`]
+/// values it does not have (empty = the darwin answers are all in place).
+pub fn darwin_config_h_violations(text: &str) -> Vec<String> {
+    let mut bad = Vec::new();
+    let defined = |name: &str| -> Option<String> {
+        text.lines().find_map(|l| {
+            let t = l.trim_start().strip_prefix("#define ")?;
+            let mut it = t.splitn(2, char::is_whitespace);
+            (it.next() == Some(name)).then(|| it.next().unwrap_or("").trim().to_string())
+        })
+    };
+    for name in DARWIN_UNDEFINED {
+        if let Some(v) = defined(name) {
+            bad.push(format!("{name} is defined ({v})"));
+        }
+    }
+    for (name, want) in CONFIG_H_ANSWERS {
+        let have = defined(name);
+        if have.as_deref() != *want {
+            bad.push(format!("{name} is {have:?}, want {want:?}"));
+        }
+    }
+    bad
+}
+
+/// Checks and (for darwin) rewrites `<build>/config.h` after configure.
+pub fn fix_config_h(build_dir: &Path, personality: Personality) -> Result<()> {
+    if personality != Personality::Darwin {
+        return Ok(());
+    }
+    let path = build_dir.join("config.h");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let new = apply_config_h_answers(&text).map_err(|detail| Error::Io { path: path.clone(), detail })?;
+    if new != text {
+        std::fs::write(&path, &new).map_err(|e| Error::io(&path, e))?;
+    }
+    verify_config_h(build_dir)
+}
+
+/// Errors unless `<build>/config.h` carries every darwin answer.
+pub fn verify_config_h(build_dir: &Path) -> Result<()> {
+    let path = build_dir.join("config.h");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let bad = darwin_config_h_violations(&text);
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Io {
+            path,
+            detail: format!(
+                "darwin personality: configure gave Linux answers: {}; the cache variable names \
+                 in build_slurm/configure.rs may not match this Slurm version's configure",
+                bad.join("; ")
+            ),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(non_snake_case)]
+    use super::*;
+    use crate::targets::lookup;
+
+    fn spec<'a>(p: Personality, target: &'a Target, host: &'a Target, prefix: &str) -> ConfigureSpec<'a> {
+        ConfigureSpec {
+            personality: p,
+            target,
+            host,
+            prefix: PathBuf::from(prefix),
+            compiler: Compiler { cc: "gcc".into(), from_env: None, launcher: Some("ccache".into()) },
+            header: PathBuf::from("/r/shim/include/slurm_shim.h"),
+            user_cppflags: None,
+        }
+    }
+
+    fn linux() -> &'static Target {
+        lookup("x86_64-unknown-linux-gnu").unwrap()
+    }
+
+    #[test]
+    fn configure_args__native_is_plain_upstream() {
+        let args = configure_args(&spec(Personality::Native, linux(), linux(), "/p"));
+        assert_eq!(args, vec!["--prefix=/p".to_string(), "CC=ccache gcc".to_string()]);
+    }
+
+    #[test]
+    fn configure_args__native_patched_and_unpatched_differ_only_in_prefix() {
+        let a = configure_args(&spec(Personality::Native, linux(), linux(), "/t/24.11.5-native/prefix"));
+        let b = configure_args(&spec(Personality::Native, linux(), linux(), "/t/24.11.5-native-nopatch/prefix"));
+        assert_eq!(a[1..], b[1..]);
+        assert_ne!(a[0], b[0]);
+    }
+
+    #[test]
+    fn configure_args__darwin_adds_header_switches_and_every_cache_var() {
+        let args = configure_args(&spec(Personality::Darwin, linux(), linux(), "/p"));
+        assert_eq!(args[0], "--prefix=/p");
+        assert!(args.contains(&"CPPFLAGS=-include /r/shim/include/slurm_shim.h -DSLURM_SHIM_EMULATE_DARWIN".to_string()));
+        assert!(args.contains(&"--without-bpf".to_string()));
+        for v in DARWIN_CACHE_VARS {
+            assert!(args.contains(&format!("{v}=no")), "{v} missing from {args:?}");
+        }
+        assert!(!args.iter().any(|a| a.starts_with("--host")), "native host: no --host");
+        assert!(!args.iter().any(|a| a.starts_with("LIBS")), "the shim stays out of configure's LIBS");
+    }
+
+    #[test]
+    fn configure_args__darwin_keeps_user_cppflags_first() {
+        let mut s = spec(Personality::Darwin, linux(), linux(), "/p");
+        s.user_cppflags = Some("-I/opt/x/include".into());
+        let args = configure_args(&s);
+        assert!(args.contains(&"CPPFLAGS=-I/opt/x/include -include /r/shim/include/slurm_shim.h -DSLURM_SHIM_EMULATE_DARWIN".to_string()));
+    }
+
+    #[test]
+    fn configure_args__cross_gets_build_and_host_from_the_table() {
+        let mac = lookup("aarch64-apple-darwin").unwrap();
+        let args = configure_args(&spec(Personality::Native, mac, linux(), "/p"));
+        assert!(args.contains(&"--build=x86_64-linux-gnu".to_string()));
+        assert!(args.contains(&"--host=aarch64-apple-darwin".to_string()));
+        // A macOS target always force-includes the header, without the emulation switch.
+        assert!(args.contains(&"CPPFLAGS=-include /r/shim/include/slurm_shim.h".to_string()));
+        assert!(!args.iter().any(|a| a.ends_with("=no")));
+    }
+
+    #[test]
+    fn compiler__user_cc_wins_in_cc_crate_order_and_gets_no_ccache() {
+        let env = |k: &str| match k {
+            "CC_x86_64_unknown_linux_gnu" => Some("clang-16".to_string()),
+            "CC" => Some("gcc-12".to_string()),
+            _ => None,
+        };
+        let c = compiler(linux(), linux(), &env, true).unwrap();
+        assert_eq!(c.command(), "clang-16");
+        assert_eq!(c.from_env.as_deref(), Some("CC_x86_64_unknown_linux_gnu"));
+        let only_cc = |k: &str| (k == "CC").then(|| "gcc-12".to_string());
+        assert_eq!(compiler(linux(), linux(), &only_cc, true).unwrap().command(), "gcc-12");
+        let host_cc = |k: &str| (k == "HOST_CC").then(|| "gcc-13".to_string());
+        assert_eq!(compiler(linux(), linux(), &host_cc, true).unwrap().command(), "gcc-13");
+    }
+
+    #[test]
+    fn compiler__default_uses_ccache_only_when_present() {
+        let none = |_: &str| None;
+        assert_eq!(compiler(linux(), linux(), &none, true).unwrap().command(), "ccache gcc");
+        assert_eq!(compiler(linux(), linux(), &none, false).unwrap().command(), "gcc");
+        let arm = lookup("aarch64-unknown-linux-gnu").unwrap();
+        assert_eq!(compiler(arm, linux(), &none, false).unwrap().command(), "aarch64-linux-gnu-gcc");
+    }
+
+    #[test]
+    fn compiler__macos_target_from_linux_needs_an_explicit_cc() {
+        let mac = lookup("aarch64-apple-darwin").unwrap();
+        let none = |_: &str| None;
+        match compiler(mac, linux(), &none, true) {
+            Err(Error::Unsupported(m)) => assert!(m.contains("CC_aarch64_apple_darwin"), "{m}"),
+            other => panic!("expected Unsupported, got {other:?}"),
+        }
+        let target_cc = |k: &str| (k == "TARGET_CC").then(|| "zig cc -target aarch64-macos".to_string());
+        assert_eq!(compiler(mac, linux(), &target_cc, true).unwrap().command(), "zig cc -target aarch64-macos");
+    }
+
+    const CONFIG_H: &str = "/* x */\n#define HAVE_EPOLL 1\n#define HAVE_PROGRAM_INVOCATION_NAME 1\n#define USE_ALIAS 1\n/* #undef HAVE_SETRESUID */\n";
+
+    #[test]
+    fn apply_config_h_answers__sets_the_macos_values() {
+        let out = apply_config_h_answers(CONFIG_H).unwrap();
+        assert!(out.contains("/* #undef HAVE_PROGRAM_INVOCATION_NAME */"));
+        assert!(out.contains("#define USE_ALIAS 0\n"));
+        assert!(!out.contains("#define USE_ALIAS 1"));
+        assert!(out.contains("#define HAVE_EPOLL 1"), "other lines are kept");
+        // Idempotent.
+        assert_eq!(apply_config_h_answers(&out).unwrap(), out);
+    }
+
+    #[test]
+    fn apply_config_h_answers__missing_macro_is_an_error() {
+        let err = apply_config_h_answers("#define USE_ALIAS 1\n").unwrap_err();
+        assert!(err.contains("HAVE_PROGRAM_INVOCATION_NAME"), "{err}");
+    }
+
+    #[test]
+    fn darwin_config_h_violations__names_each_linux_answer() {
+        let bad = darwin_config_h_violations(CONFIG_H);
+        assert!(bad.iter().any(|b| b.starts_with("HAVE_EPOLL is defined")), "{bad:?}");
+        assert!(bad.iter().any(|b| b.starts_with("USE_ALIAS")), "{bad:?}");
+        assert!(!bad.iter().any(|b| b.starts_with("HAVE_SETRESUID")), "{bad:?}");
+        let fixed = apply_config_h_answers(&CONFIG_H.replace("#define HAVE_EPOLL 1", "/* #undef HAVE_EPOLL */")).unwrap();
+        assert_eq!(darwin_config_h_violations(&fixed), Vec::<String>::new());
+    }
+
+    #[test]
+    fn uses_shim__native_linux_no_darwin_yes_macos_always() {
+        let mac = lookup("aarch64-apple-darwin").unwrap();
+        assert!(!uses_shim(Personality::Native, linux()));
+        assert!(uses_shim(Personality::Darwin, linux()));
+        assert!(uses_shim(Personality::Native, mac));
+    }
+}
