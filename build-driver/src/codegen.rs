@@ -58,10 +58,12 @@ const APPLE_CONSTANTS: &[&str] = &[
 ];
 
 /// Linux spellings of the shim's types: (linux, shim, how). `typedef` for names used bare,
-/// `tag` for names used as `struct <name>`.
+/// `tag` for names used as `struct <name>`. (`struct sysinfo` needs no row: the struct tag
+/// and the function share the name `slurm_shim_sysinfo`, so the table's
+/// `#define sysinfo slurm_shim_sysinfo` maps both, as Linux's `struct sysinfo`/`sysinfo()`.)
 const APPLE_TYPES: &[(&str, &str, TypeMap)] = &[
     ("timer_t", "slurm_shim_timer_t", TypeMap::Typedef),
-    ("cpu_set_t", "slurm_shim_cpu_set_t", TypeMap::Typedef),
+    ("cpu_set_t", "struct slurm_shim_cpu_set_t", TypeMap::Typedef),
     ("itimerspec", "slurm_shim_itimerspec", TypeMap::Tag),
     ("ucred", "slurm_shim_ucred", TypeMap::Tag),
 ];
@@ -225,7 +227,7 @@ const PREAMBLE: &str = "\
 fn cbindgen_declarations(shim_dir: &Path) -> Result<String> {
     let mut config = cbindgen::Config {
         language: cbindgen::Language::C,
-        style: cbindgen::Style::Both,
+        style: cbindgen::Style::Tag,
         no_includes: true,
         cpp_compat: false,
         documentation: true,
@@ -267,8 +269,27 @@ fn cbindgen_declarations(shim_dir: &Path) -> Result<String> {
     let mut buf = Vec::new();
     bindings.write(&mut buf);
     let text = String::from_utf8(buf).map_err(|e| Error::Codegen(e.to_string()))?;
-    // cbindgen prints a blank-line-separated list; drop leading blank lines.
-    Ok(text.trim_start().to_string())
+    Ok(keep_shim_items(&text))
+}
+
+/// cbindgen emits every public constant and type of the crate; the header declares only the
+/// shim's own (`slurm_shim_*`, `SLURM_SHIM_*`), so implementation constants of the modules
+/// never leak into Slurm's namespace. Items are the blank-line-separated chunks cbindgen
+/// prints (a doc comment followed by one declaration).
+fn keep_shim_items(text: &str) -> String {
+    let mut out = String::new();
+    for chunk in text.split("\n\n") {
+        let decl = chunk
+            .lines()
+            .map(str::trim_start)
+            .find(|l| !l.is_empty() && !l.starts_with("/*") && !l.starts_with('*'))
+            .unwrap_or("");
+        if decl.contains("slurm_shim_") || decl.contains("SLURM_SHIM_") {
+            out.push_str(chunk.trim_matches('\n'));
+            out.push_str("\n\n");
+        }
+    }
+    out
 }
 
 fn write_atomically(path: &Path, text: &str) -> Result<()> {

@@ -71,96 +71,281 @@ extern "C" {
 #define SLURM_SHIM_SO_PEERCRED 1073745921
 
 /**
- * `cpu_set_t`: 1024 bits, as glibc.
+ * `cpu_set_t`: 1024 bits, the same layout as glibc's.
  */
-typedef struct slurm_shim_cpu_set_t {
+struct slurm_shim_cpu_set_t {
+  /**
+   * The mask words (`__bits` in glibc).
+   */
   unsigned long __bits[16];
-} slurm_shim_cpu_set_t;
+};
 
 /**
- * `timer_t`.
+ * `timer_t`: an opaque handle (a small integer cast to a pointer, never dereferenced).
  */
 typedef void *slurm_shim_timer_t;
 
 /**
- * `struct itimerspec`.
+ * `struct itimerspec`, with the layout of Linux's.
  */
-typedef struct slurm_shim_itimerspec {
+struct slurm_shim_itimerspec {
+  /**
+   * Period of a periodic timer; zero for a one-shot timer.
+   */
   struct timespec it_interval;
+  /**
+   * Time to the next expiration (relative, or absolute with `TIMER_ABSTIME`).
+   */
   struct timespec it_value;
-} slurm_shim_itimerspec;
+};
+/**
+ * A zero (disarmed) setting.
+ */
+#define slurm_shim_itimerspec_ZERO (slurm_shim_itimerspec){ .it_interval = (ts){  }, .it_value = (ts){  } }
+
+/**
+ * glibc's `struct sysinfo` on LP64.
+ */
+struct slurm_shim_sysinfo {
+  /**
+   * Seconds since boot.
+   */
+  long uptime;
+  /**
+   * 1, 5 and 15 minute load averages, scaled by 65536.
+   */
+  unsigned long loads[3];
+  /**
+   * Total usable main memory, in `mem_unit`s.
+   */
+  unsigned long totalram;
+  /**
+   * Available memory (0: not provided).
+   */
+  unsigned long freeram;
+  /**
+   * Shared memory (0: not provided).
+   */
+  unsigned long sharedram;
+  /**
+   * Buffer memory (0: not provided).
+   */
+  unsigned long bufferram;
+  /**
+   * Total swap (0: not provided).
+   */
+  unsigned long totalswap;
+  /**
+   * Free swap (0: not provided).
+   */
+  unsigned long freeswap;
+  /**
+   * Number of processes (0: not provided).
+   */
+  unsigned short procs;
+  /**
+   * Explicit padding, as glibc's `pad`.
+   */
+  unsigned short pad;
+  /**
+   * High memory (0).
+   */
+  unsigned long totalhigh;
+  /**
+   * Free high memory (0).
+   */
+  unsigned long freehigh;
+  /**
+   * Unit of the memory fields, in bytes. (glibc's trailing
+   * `_f[20 - 2 * sizeof(long) - sizeof(int)]` is empty on LP64 and omitted: ISO C has no
+   * zero-length arrays.)
+   */
+  unsigned int mem_unit;
+};
 
 /**
  * `struct ucred` (Linux layout), filled for `SO_PEERCRED`.
  */
-typedef struct slurm_shim_ucred {
+struct slurm_shim_ucred {
+  /**
+   * Peer process id.
+   */
   pid_t pid;
+  /**
+   * Peer effective user id.
+   */
   uid_t uid;
+  /**
+   * Peer effective group id.
+   */
   gid_t gid;
-} slurm_shim_ucred;
+};
 
+/**
+ * `accept4(2)` for C callers.
+ *
+ * # Safety
+ * `addr` must be NULL or writable for `*addrlen` bytes; `addrlen` must be NULL or point to
+ * a readable and writable `socklen_t`.
+ */
 int slurm_shim_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 
+/**
+ * `sched_getaffinity(2)`: every online CPU, see the module documentation.
+ */
 int slurm_shim_sched_getaffinity(pid_t pid, size_t cpusetsize, struct slurm_shim_cpu_set_t *mask);
 
+/**
+ * `sched_setaffinity(2)`: validates, then `ENOTSUP` unless the mask allows every CPU.
+ */
 int slurm_shim_sched_setaffinity(pid_t pid,
                                  size_t cpusetsize,
                                  const struct slurm_shim_cpu_set_t *mask);
 
+/**
+ * glibc's `__sched_cpucount`, behind `CPU_COUNT_S` / `CPU_COUNT`.
+ */
 int slurm_shim_sched_cpucount(size_t setsize, const struct slurm_shim_cpu_set_t *set);
 
+/**
+ * glibc's `__sched_cpualloc`, behind `CPU_ALLOC`: zeroed memory of
+ * `CPU_ALLOC_SIZE(count)` bytes from `calloc`, or NULL with `errno = ENOMEM`.
+ */
 struct slurm_shim_cpu_set_t *slurm_shim_sched_cpualloc(size_t count);
 
+/**
+ * glibc's `__sched_cpufree`, behind `CPU_FREE`.
+ */
 void slurm_shim_sched_cpufree(struct slurm_shim_cpu_set_t *set);
 
+/**
+ * `get_current_dir_name(3)`: `$PWD` if it names `"."`, else `getcwd(NULL, 0)`.
+ */
 char *slurm_shim_get_current_dir_name(void);
 
+/**
+ * `eventfd(2)` for C callers.
+ */
 int slurm_shim_eventfd(unsigned int initval, int flags);
 
+/**
+ * glibc's `eventfd_read(3)` for C callers.
+ *
+ * # Safety
+ * `value` must be NULL or point to a writable `uint64_t`.
+ */
 int slurm_shim_eventfd_read(int fd, uint64_t *value);
 
+/**
+ * glibc's `eventfd_write(3)` for C callers.
+ */
 int slurm_shim_eventfd_write(int fd, uint64_t value);
 
+/**
+ * `fexecve(3)` for C callers. Returns only on failure.
+ *
+ * # Safety
+ * `argv` and `envp` must be NULL or NULL-terminated arrays of NUL-terminated strings.
+ */
 int slurm_shim_fexecve(int fd, const char *const *argv, const char *const *envp);
 
+/**
+ * `getgrouplist(3)` with GNU semantics.
+ */
 int slurm_shim_getgrouplist(const char *user, gid_t group, gid_t *groups, int *ngroups);
 
+/**
+ * `getsockopt(2)`, answering `SO_PEERCRED` (and on macOS `SO_ACCEPTCONN`).
+ */
 int slurm_shim_getsockopt(int fd, int level, int name, void *value, socklen_t *len);
 
+/**
+ * `pipe2(2)` for C callers.
+ *
+ * # Safety
+ * `fds` must be NULL or point to two writable `int`s.
+ */
 int slurm_shim_pipe2(int *fds, int flags);
 
+/**
+ * `qsort_r(3)` with the GNU argument order.
+ */
 void slurm_shim_qsort_r(void *base, size_t nmemb, size_t size, int (*compar)(const void*,
                                                                              const void*,
                                                                              void*), void *arg);
 
+/**
+ * `pthread_rwlock_init(3p)`: reset to the static initialiser, then initialise. Returns 0
+ * or an error number (pthread convention; errno is not touched).
+ */
 int slurm_shim_pthread_rwlock_init(pthread_rwlock_t *lock, const pthread_rwlockattr_t *attr);
 
+/**
+ * `setresuid(2)`.
+ */
 int slurm_shim_setresuid(uid_t ruid, uid_t euid, uid_t suid);
 
+/**
+ * `setresgid(2)`.
+ */
 int slurm_shim_setresgid(gid_t rgid, gid_t egid, gid_t sgid);
 
+/**
+ * `getresuid(2)`: the saved uid is the kernel's (`pbi_svuid` on macOS).
+ */
 int slurm_shim_getresuid(uid_t *ruid, uid_t *euid, uid_t *suid);
 
+/**
+ * `getresgid(2)`: the saved gid is the kernel's (`pbi_svgid` on macOS).
+ */
 int slurm_shim_getresgid(gid_t *rgid, gid_t *egid, gid_t *sgid);
 
+/**
+ * `socket(2)` for C callers.
+ */
 int slurm_shim_socket(int domain, int ty, int protocol);
 
+/**
+ * `socketpair(2)` for C callers.
+ *
+ * # Safety
+ * `sv` must be NULL or point to two writable `int`s.
+ */
 int slurm_shim_socketpair(int domain, int ty, int protocol, int *sv);
 
+/**
+ * `timer_create(2)`.
+ */
 int slurm_shim_timer_create(clockid_t clockid, struct sigevent *sevp, slurm_shim_timer_t *timerid);
 
+/**
+ * `timer_settime(2)`.
+ */
 int slurm_shim_timer_settime(slurm_shim_timer_t timerid,
                              int flags,
                              const struct slurm_shim_itimerspec *new_value,
                              struct slurm_shim_itimerspec *old_value);
 
+/**
+ * `timer_gettime(2)`.
+ */
 int slurm_shim_timer_gettime(slurm_shim_timer_t timerid, struct slurm_shim_itimerspec *curr_value);
 
+/**
+ * `timer_getoverrun(2)`.
+ */
 int slurm_shim_timer_getoverrun(slurm_shim_timer_t timerid);
 
+/**
+ * `timer_delete(2)`.
+ */
 int slurm_shim_timer_delete(slurm_shim_timer_t timerid);
 
-int slurm_shim_sysinfo(void *info);
+/**
+ * `sysinfo(2)` for `struct sysinfo` (mapped to [`slurm_shim_sysinfo`]).
+ */
+int slurm_shim_sysinfo(struct slurm_shim_sysinfo *info);
+
 
 /* Linux spellings of the constants. */
 #define SOCK_CLOEXEC SLURM_SHIM_SOCK_CLOEXEC
@@ -174,7 +359,7 @@ int slurm_shim_sysinfo(void *info);
 
 /* Linux spellings of the types. */
 typedef slurm_shim_timer_t timer_t;
-typedef slurm_shim_cpu_set_t cpu_set_t;
+typedef struct slurm_shim_cpu_set_t cpu_set_t;
 #define itimerspec slurm_shim_itimerspec
 #define ucred slurm_shim_ucred
 

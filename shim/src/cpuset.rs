@@ -49,8 +49,11 @@ const WORD_BITS: usize = c_ulong::BITS as usize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct slurm_shim_cpu_set_t {
     /// The mask words (`__bits` in glibc).
-    pub __bits: [c_ulong; 1024 / WORD_BITS],
+    pub __bits: [c_ulong; 16],
 }
+
+// 16 words of 64 bits: CPU_SETSIZE (1024) on every LP64 target the shim is built for.
+const _: () = assert!(16 * WORD_BITS == 1024);
 
 /// The OS mechanism under the emulation: how many CPUs are online, whether a pid exists.
 pub trait CpuOs {

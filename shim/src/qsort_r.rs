@@ -119,7 +119,7 @@ pub unsafe extern "C" fn slurm_shim_qsort_r(
     base: *mut c_void,
     nmemb: size_t,
     size: size_t,
-    compar: Option<GnuCompar>,
+    compar: Option<unsafe extern "C" fn(*const c_void, *const c_void, *mut c_void) -> c_int>,
     arg: *mut c_void,
 ) {
     // SAFETY: the caller's contract is glibc qsort_r's contract.

@@ -15,7 +15,7 @@
 //! On Linux the same logic runs through the [`UptimeOs`] seam, with the boot time derived
 //! from `CLOCK_REALTIME - CLOCK_BOOTTIME` and memory from `sysconf`.
 //!
-//! `struct sysinfo` is [`slurm_shim_sysinfo_info`], laid out exactly like glibc's on LP64
+//! `struct sysinfo` is [`slurm_shim_sysinfo`], laid out exactly like glibc's on LP64
 //! (112 bytes); the header must map `struct sysinfo` onto it.
 //!
 //! Portability problems not fixed: `freeram`, `sharedram`, `bufferram`, `totalswap`,
@@ -24,14 +24,14 @@
 //! `getloadavg` cannot provide are 0.
 #![allow(clippy::missing_safety_doc)]
 
-use libc::{c_char, c_int, c_long, c_uint, c_ulong, c_ushort, timeval};
+use libc::{c_int, c_long, c_uint, c_ulong, c_ushort, timeval};
 
 use crate::errno::{self, Errno};
 
 /// glibc's `struct sysinfo` on LP64.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct slurm_shim_sysinfo_info {
+pub struct slurm_shim_sysinfo {
     /// Seconds since boot.
     pub uptime: c_long,
     /// 1, 5 and 15 minute load averages, scaled by 65536.
@@ -56,10 +56,10 @@ pub struct slurm_shim_sysinfo_info {
     pub totalhigh: c_ulong,
     /// Free high memory (0).
     pub freehigh: c_ulong,
-    /// Unit of the memory fields, in bytes.
+    /// Unit of the memory fields, in bytes. (glibc's trailing
+    /// `_f[20 - 2 * sizeof(long) - sizeof(int)]` is empty on LP64 and omitted: ISO C has no
+    /// zero-length arrays.)
     pub mem_unit: c_uint,
-    /// glibc's `_f[20 - 2 * sizeof(long) - sizeof(int)]`, empty on LP64.
-    pub _f: [c_char; 0],
 }
 
 /// The OS mechanism under the emulation.
@@ -180,7 +180,7 @@ pub fn uptime_seconds(now: timeval, boot: timeval) -> Result<c_long, Errno> {
 }
 
 /// The safe core of `sysinfo`.
-pub fn sysinfo_impl(os: &impl UptimeOs) -> Result<slurm_shim_sysinfo_info, Errno> {
+pub fn sysinfo_impl(os: &impl UptimeOs) -> Result<slurm_shim_sysinfo, Errno> {
     let boot = os.boot_time()?;
     let now = os.now()?;
     let uptime = uptime_seconds(now, boot)?;
@@ -192,7 +192,7 @@ pub fn sysinfo_impl(os: &impl UptimeOs) -> Result<slurm_shim_sysinfo_info, Errno
         }
     }
     let total = os.total_ram()?;
-    Ok(slurm_shim_sysinfo_info {
+    Ok(slurm_shim_sysinfo {
         uptime,
         loads,
         totalram: c_ulong::try_from(total).map_err(|_| Errno(libc::EOVERFLOW))?,
@@ -201,9 +201,9 @@ pub fn sysinfo_impl(os: &impl UptimeOs) -> Result<slurm_shim_sysinfo_info, Errno
     })
 }
 
-/// `sysinfo(2)` for `struct sysinfo` (mapped to [`slurm_shim_sysinfo_info`]).
+/// `sysinfo(2)` for `struct sysinfo` (mapped to [`slurm_shim_sysinfo`]).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn slurm_shim_sysinfo(info: *mut slurm_shim_sysinfo_info) -> c_int {
+pub unsafe extern "C" fn slurm_shim_sysinfo(info: *mut slurm_shim_sysinfo) -> c_int {
     if info.is_null() {
         return errno::to_c(Err(Errno(libc::EFAULT)));
     }

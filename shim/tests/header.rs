@@ -16,6 +16,7 @@ use std::process::Command;
 use slurm_shim::cpuset::slurm_shim_cpu_set_t;
 use slurm_shim::peercred::slurm_shim_ucred;
 use slurm_shim::timer::{slurm_shim_itimerspec, slurm_shim_timer_t};
+use slurm_shim::uptime::slurm_shim_sysinfo;
 
 const STRICT: &[&str] = &["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"];
 
@@ -176,7 +177,7 @@ fn header__emulation_mode_links_the_linux_names_to_the_shim() {
 }
 
 /// `_Static_assert`s of the Rust layouts, for a C compiler to check.
-fn layout_asserts(cpu_set: &str, itimerspec: &str, ucred: &str, timer: &str) -> String {
+fn layout_asserts(cpu_set: &str, itimerspec: &str, ucred: &str, timer: &str, sysinfo: &str) -> String {
     let mut s = String::new();
     let mut a = |expr: String, n: usize| {
         s.push_str(&format!("_Static_assert({expr} == {n}, \"{expr} differs from Rust ({n})\");\n"));
@@ -191,6 +192,12 @@ fn layout_asserts(cpu_set: &str, itimerspec: &str, ucred: &str, timer: &str) -> 
     a(format!("offsetof({ucred}, uid)"), offset_of!(slurm_shim_ucred, uid));
     a(format!("offsetof({ucred}, gid)"), offset_of!(slurm_shim_ucred, gid));
     a(format!("sizeof({timer})"), size_of::<slurm_shim_timer_t>());
+    a(format!("sizeof({sysinfo})"), size_of::<slurm_shim_sysinfo>());
+    a(format!("offsetof({sysinfo}, uptime)"), offset_of!(slurm_shim_sysinfo, uptime));
+    a(format!("offsetof({sysinfo}, loads)"), offset_of!(slurm_shim_sysinfo, loads));
+    a(format!("offsetof({sysinfo}, totalram)"), offset_of!(slurm_shim_sysinfo, totalram));
+    a(format!("offsetof({sysinfo}, procs)"), offset_of!(slurm_shim_sysinfo, procs));
+    a(format!("offsetof({sysinfo}, mem_unit)"), offset_of!(slurm_shim_sysinfo, mem_unit));
     s
 }
 
@@ -200,8 +207,8 @@ fn header__linux_types_have_the_rust_layout() {
     let dir = scratch("abi-linux");
     let text = format!(
         "#define _GNU_SOURCE\n#include <sched.h>\n#include <time.h>\n#include <stddef.h>\n\
-         #include <sys/socket.h>\n{}",
-        layout_asserts("cpu_set_t", "struct itimerspec", "struct ucred", "timer_t")
+         #include <sys/socket.h>\n#include <sys/sysinfo.h>\n{}",
+        layout_asserts("cpu_set_t", "struct itimerspec", "struct ucred", "timer_t", "struct sysinfo")
     );
     let src = write(&dir, "abi.c", &text);
     let mut cc = Command::new("cc");
@@ -219,7 +226,7 @@ fn header__macos_types_have_the_rust_layout() {
         let dir = scratch(&format!("abi-{target}"));
         let text = format!(
             "#include \"slurm_shim.h\"\n{}",
-            layout_asserts("cpu_set_t", "struct itimerspec", "struct ucred", "timer_t")
+            layout_asserts("cpu_set_t", "struct itimerspec", "struct ucred", "timer_t", "struct sysinfo")
         );
         let src = write(&dir, "abi.c", &text);
         cc.args(["-target", target, "-std=c11", "-Wall", "-Werror", "-I"])

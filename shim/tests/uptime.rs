@@ -13,11 +13,11 @@ fn tv(sec: i64, usec: i64) -> timeval {
 
 #[test]
 fn sysinfo__layout_matches_glibc_struct_sysinfo() {
-    assert_eq!(size_of::<slurm_shim_sysinfo_info>(), size_of::<libc::sysinfo>());
-    assert_eq!(size_of::<slurm_shim_sysinfo_info>(), 112);
-    assert_eq!(core::mem::align_of::<slurm_shim_sysinfo_info>(), core::mem::align_of::<libc::sysinfo>());
+    assert_eq!(size_of::<slurm_shim_sysinfo>(), size_of::<libc::sysinfo>());
+    assert_eq!(size_of::<slurm_shim_sysinfo>(), 112);
+    assert_eq!(core::mem::align_of::<slurm_shim_sysinfo>(), core::mem::align_of::<libc::sysinfo>());
     macro_rules! same {
-        ($($f:ident),*) => { $( assert_eq!(offset_of!(slurm_shim_sysinfo_info, $f), offset_of!(libc::sysinfo, $f), stringify!($f)); )* };
+        ($($f:ident),*) => { $( assert_eq!(offset_of!(slurm_shim_sysinfo, $f), offset_of!(libc::sysinfo, $f), stringify!($f)); )* };
     }
     same!(uptime, loads, totalram, freeram, sharedram, bufferram, totalswap, freeswap, procs, pad, totalhigh, freehigh, mem_unit);
 }
@@ -26,7 +26,7 @@ fn sysinfo__layout_matches_glibc_struct_sysinfo() {
 fn sysinfo__close_to_glibc() {
     // SAFETY: zeroed struct sysinfo is valid.
     let mut g: libc::sysinfo = unsafe { core::mem::zeroed() };
-    let mut s = slurm_shim_sysinfo_info::default();
+    let mut s = slurm_shim_sysinfo::default();
     errno::set(4321);
     // SAFETY: valid out-pointers.
     let (gr, sr) = unsafe { (libc::sysinfo(&mut g), slurm_shim_sysinfo(&mut s)) };
