@@ -498,4 +498,27 @@ mod tests {
             results(&[("a-test", Outcome::Pass), (MAKE_FAILED, Outcome::Error)])
         );
     }
+
+    /// Slurm's real `make check`, when a built tree is given (it takes a minute or more).
+    #[test]
+    fn make_check_in__real_slurm_tree_when_given() {
+        let Some(dir) = std::env::var_os("XTASK_SLURM_BUILD_DIR") else {
+            eprintln!(
+                "skipped: set XTASK_SLURM_BUILD_DIR to a configured and built Slurm tree to run its make check"
+            );
+            return;
+        };
+        let sh = Shell::new().unwrap();
+        let r = make_check_in(&sh, Path::new(&dir), 2).unwrap();
+        eprintln!("{}", summary(&r));
+        assert!(r.contains_key("slurm_unit/common/log-test"), "{r:?}");
+        assert!(
+            r.keys().filter(|k| !k.contains("::")).count() >= 30,
+            "{r:?}"
+        );
+        assert!(
+            r.keys().any(|k| k.contains("::")),
+            "no Check case lines parsed"
+        );
+    }
 }
