@@ -23,7 +23,10 @@ static STAMPS: [AtomicI64; N] = [const { AtomicI64::new(0) }; N];
 static SIGNAL_STAMP: AtomicI64 = AtomicI64::new(0);
 
 fn now_ns() -> i64 {
-    let mut t = timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut t = timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid timespec out-pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
     t.tv_sec * 1_000_000_000 + t.tv_nsec
@@ -31,8 +34,14 @@ fn now_ns() -> i64 {
 
 fn at(ns: i64) -> Its {
     Its {
-        it_interval: timespec { tv_sec: 0, tv_nsec: 0 },
-        it_value: timespec { tv_sec: ns / 1_000_000_000, tv_nsec: ns % 1_000_000_000 },
+        it_interval: timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: timespec {
+            tv_sec: ns / 1_000_000_000,
+            tv_nsec: ns % 1_000_000_000,
+        },
     }
 }
 
@@ -67,7 +76,9 @@ struct RawSigevent {
 
 fn sev(notify: c_int, signo: c_int, value: usize) -> sigevent {
     let raw = RawSigevent {
-        value: sigval { sival_ptr: value as *mut c_void },
+        value: sigval {
+            sival_ptr: value as *mut c_void,
+        },
         signo,
         notify,
         function: Some(record),
@@ -135,7 +146,14 @@ fn create(api: &Api, s: &mut sigevent) -> *mut c_void {
 
 fn arm(api: &Api, id: *mut c_void, deadline: i64) {
     // SAFETY: valid itimerspec; NULL old value.
-    let rc = unsafe { (api.settime)(id, slurm_shim::consts::flags::TIMER_ABSTIME, &at(deadline), std::ptr::null_mut()) };
+    let rc = unsafe {
+        (api.settime)(
+            id,
+            slurm_shim::consts::flags::TIMER_ABSTIME,
+            &at(deadline),
+            std::ptr::null_mut(),
+        )
+    };
     assert_eq!(rc, 0, "{} timer_settime", api.name);
 }
 
@@ -193,7 +211,10 @@ fn thread_batch(api: &Api) -> Vec<i64> {
     for &id in &ids {
         (api.delete)(id);
     }
-    STAMPS.iter().map(|s| s.load(Ordering::SeqCst) - deadline).collect()
+    STAMPS
+        .iter()
+        .map(|s| s.load(Ordering::SeqCst) - deadline)
+        .collect()
 }
 
 #[derive(Clone, Copy)]
@@ -206,7 +227,11 @@ struct Stats {
 fn stats(mut v: Vec<i64>) -> Stats {
     v.sort_unstable();
     let pick = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0;
-    Stats { p50: pick(0.5), p99: pick(0.99), max: pick(1.0) }
+    Stats {
+        p50: pick(0.5),
+        p99: pick(0.99),
+        max: pick(1.0),
+    }
 }
 
 fn main() {
@@ -223,13 +248,25 @@ fn main() {
     let shim = shim();
     let baseline = glibc();
     type Scenario = (&'static str, fn(&Api) -> Vec<i64>);
-    let scenarios: [Scenario; 3] =
-        [("thread seq", thread_seq), ("signal seq", signal_seq), ("thread batch", thread_batch)];
-    println!("timer lateness, {N} one-shot timers per scenario, deadline 2 ms (batch: 40 ms), microseconds");
+    let scenarios: [Scenario; 3] = [
+        ("thread seq", thread_seq),
+        ("signal seq", signal_seq),
+        ("thread batch", thread_batch),
+    ];
+    println!(
+        "timer lateness, {N} one-shot timers per scenario, deadline 2 ms (batch: 40 ms), microseconds"
+    );
     println!(
         "{:<13} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12} {:>9}",
-        "scenario", "shim p50", "shim p99", "shim max", "glibc p50", "glibc p99", "glibc max",
-        "p99 diff", "p99 ratio"
+        "scenario",
+        "shim p50",
+        "shim p99",
+        "shim max",
+        "glibc p50",
+        "glibc p99",
+        "glibc max",
+        "p99 diff",
+        "p99 ratio"
     );
     let mut ok = true;
     for (name, run) in scenarios {
@@ -241,13 +278,27 @@ fn main() {
                 ok &= diff <= 1000.0;
                 println!(
                     "{:<13} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>+12.1} {:>9.2}",
-                    name, s.p50, s.p99, s.max, g.p50, g.p99, g.max, diff, s.p99 / g.p99.max(1.0)
+                    name,
+                    s.p50,
+                    s.p99,
+                    s.max,
+                    g.p50,
+                    g.p99,
+                    g.max,
+                    diff,
+                    s.p99 / g.p99.max(1.0)
                 );
             }
-            None => println!("{:<13} {:>10.1} {:>10.1} {:>10.1}", name, s.p50, s.p99, s.max),
+            None => println!(
+                "{:<13} {:>10.1} {:>10.1} {:>10.1}",
+                name, s.p50, s.p99, s.max
+            ),
         }
     }
     if baseline.is_some() {
-        println!("target shim p99 <= glibc p99 + 1000 us: {}", if ok { "met" } else { "NOT met" });
+        println!(
+            "target shim p99 <= glibc p99 + 1000 us: {}",
+            if ok { "met" } else { "NOT met" }
+        );
     }
 }

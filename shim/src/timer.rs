@@ -96,8 +96,10 @@ pub struct slurm_shim_itimerspec {
 
 impl slurm_shim_itimerspec {
     /// A zero (disarmed) setting.
-    pub const ZERO: slurm_shim_itimerspec =
-        slurm_shim_itimerspec { it_interval: ts(0, 0), it_value: ts(0, 0) };
+    pub const ZERO: slurm_shim_itimerspec = slurm_shim_itimerspec {
+        it_interval: ts(0, 0),
+        it_value: ts(0, 0),
+    };
 }
 
 /// `DELAYTIMER_MAX` as on Linux: the cap of an overrun count.
@@ -116,7 +118,10 @@ const INDEX_MASK: usize = (1 << INDEX_BITS) - 1;
 const GEN_MAX: u32 = (1 << (31 - INDEX_BITS)) - 1;
 
 const fn ts(sec: libc::time_t, nsec: libc::c_long) -> timespec {
-    timespec { tv_sec: sec, tv_nsec: nsec }
+    timespec {
+        tv_sec: sec,
+        tv_nsec: nsec,
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -320,7 +325,9 @@ impl Notify {
     /// `sevp` must be `NULL` or point to a readable `struct sigevent`.
     pub unsafe fn from_sigevent(sevp: *const sigevent) -> Result<Notify, Errno> {
         if sevp.is_null() {
-            return Ok(Notify::Signal { signo: libc::SIGALRM });
+            return Ok(Notify::Signal {
+                signo: libc::SIGALRM,
+            });
         }
         // SAFETY: the caller guarantees a readable sigevent; RawSigevent is a prefix of it.
         let raw = unsafe { &*sevp.cast::<os::RawSigevent>() };
@@ -332,7 +339,10 @@ impl Notify {
                 // SAFETY: a non-null `sigev_notify_function` is, by the sigevent(7)
                 // contract, a `void (*)(union sigval)`, ABI-identical to NotifyFunction.
                 let function: NotifyFunction = unsafe { core::mem::transmute(raw.function) };
-                Ok(Notify::Thread { function, value: raw.value.sival_ptr as usize })
+                Ok(Notify::Thread {
+                    function,
+                    value: raw.value.sival_ptr as usize,
+                })
             }
             _ => Err(Errno(libc::EINVAL)),
         }
@@ -408,7 +418,10 @@ impl State {
     fn timer(&self, id: usize) -> Result<&Timer, Errno> {
         let (index, generation) = decode(id).ok_or(Errno(libc::EINVAL))?;
         match self.slots.get(index) {
-            Some(Slot { generation: g, timer: Some(t) }) if *g == generation => Ok(t),
+            Some(Slot {
+                generation: g,
+                timer: Some(t),
+            }) if *g == generation => Ok(t),
             _ => Err(Errno(libc::EINVAL)),
         }
     }
@@ -416,7 +429,10 @@ impl State {
     fn timer_mut(&mut self, id: usize) -> Result<&mut Timer, Errno> {
         let (index, generation) = decode(id).ok_or(Errno(libc::EINVAL))?;
         match self.slots.get_mut(index) {
-            Some(Slot { generation: g, timer: Some(t) }) if *g == generation => Ok(t),
+            Some(Slot {
+                generation: g,
+                timer: Some(t),
+            }) if *g == generation => Ok(t),
             _ => Err(Errno(libc::EINVAL)),
         }
     }
@@ -443,7 +459,9 @@ struct Shared {
 
 impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared").field("pid", &self.pid).finish_non_exhaustive()
+        f.debug_struct("Shared")
+            .field("pid", &self.pid)
+            .finish_non_exhaustive()
     }
 }
 
@@ -510,7 +528,10 @@ impl Shared {
         let index = match st.free.pop() {
             Some(i) => i,
             None => {
-                st.slots.push(Slot { generation: 1, timer: None });
+                st.slots.push(Slot {
+                    generation: 1,
+                    timer: None,
+                });
                 st.slots.len() - 1
             }
         };
@@ -522,7 +543,9 @@ impl Shared {
     }
 
     fn remaining(&self, t: &Timer) -> slurm_shim_itimerspec {
-        let Some(arm) = t.arm else { return slurm_shim_itimerspec::ZERO };
+        let Some(arm) = t.arm else {
+            return slurm_shim_itimerspec::ZERO;
+        };
         let now = self.clock.now(arm.base);
         let mut left = arm.deadline - now;
         if left <= 0 {
@@ -535,7 +558,10 @@ impl Shared {
                 _ => 1,
             };
         }
-        slurm_shim_itimerspec { it_interval: ns_to_ts(arm.interval), it_value: ns_to_ts(left) }
+        slurm_shim_itimerspec {
+            it_interval: ns_to_ts(arm.interval),
+            it_value: ns_to_ts(left),
+        }
     }
 
     fn settime(
@@ -556,12 +582,20 @@ impl Shared {
         t.arm = if value == 0 {
             None
         } else if flags & TIMER_ABSTIME != 0 {
-            Some(Arm { base: t.clock, deadline: value, interval: ts_to_ns(&new.it_interval) })
+            Some(Arm {
+                base: t.clock,
+                deadline: value,
+                interval: ts_to_ns(&new.it_interval),
+            })
         } else {
             // A relative timer runs on the monotonic clock, whatever its clock (Linux
             // hrtimer_init() does the same for CLOCK_REALTIME).
             let base = ClockKind::Monotonic;
-            Some(Arm { base, deadline: clock.now(base) + value, interval: ts_to_ns(&new.it_interval) })
+            Some(Arm {
+                base,
+                deadline: clock.now(base) + value,
+                interval: ts_to_ns(&new.it_interval),
+            })
         };
         t.arm_seq = t.arm_seq.wrapping_add(1);
         t.outstanding = false;
@@ -603,7 +637,11 @@ impl Shared {
         let (index, generation) = decode(id).ok_or(Errno(libc::EINVAL))?;
         let slot = st.slots.get_mut(index).ok_or(Errno(libc::EINVAL))?;
         slot.timer = None;
-        slot.generation = if slot.generation >= GEN_MAX { 1 } else { slot.generation + 1 };
+        slot.generation = if slot.generation >= GEN_MAX {
+            1
+        } else {
+            slot.generation + 1
+        };
         st.free.push(index);
         st.live = st.live.saturating_sub(1);
         // Queued callbacks of this timer are dropped by the dispatcher (generation check);
@@ -611,7 +649,10 @@ impl Shared {
         let me = self as *const Shared as usize;
         if DISPATCHER_OF.with(Cell::get) != me {
             while st.running == Some((index, generation)) && !st.shutdown {
-                st = self.done_cv.wait(st).unwrap_or_else(PoisonError::into_inner);
+                st = self
+                    .done_cv
+                    .wait(st)
+                    .unwrap_or_else(PoisonError::into_inner);
             }
         }
         Ok(())
@@ -620,7 +661,13 @@ impl Shared {
     /// Handles `count` expirations of the timer at `index` (the service thread holds the
     /// lock).
     fn expire(&self, st: &mut State, index: usize, count: u64) {
-        let Some(Slot { generation, timer: Some(t) }) = st.slots.get_mut(index) else { return };
+        let Some(Slot {
+            generation,
+            timer: Some(t),
+        }) = st.slots.get_mut(index)
+        else {
+            return;
+        };
         let generation = *generation;
         match t.notify {
             Notify::None => {}
@@ -644,7 +691,13 @@ impl Shared {
                     t.overrun_acc = count - 1;
                     t.outstanding = true;
                     let arm_seq = t.arm_seq;
-                    st.queue.push_back(Job { index, generation, arm_seq, function, value });
+                    st.queue.push_back(Job {
+                        index,
+                        generation,
+                        arm_seq,
+                        function,
+                        value,
+                    });
                     self.dispatch_cv.notify_one();
                 }
             }
@@ -658,7 +711,9 @@ impl Shared {
         let mut next: Option<i128> = None;
         let mut realtime_armed = false;
         for index in 0..st.slots.len() {
-            let Some(Slot { timer: Some(t), .. }) = st.slots.get_mut(index) else { continue };
+            let Some(Slot { timer: Some(t), .. }) = st.slots.get_mut(index) else {
+                continue;
+            };
             if matches!(t.notify, Notify::None) {
                 continue;
             }
@@ -698,7 +753,10 @@ impl Shared {
         let mut st = self.lock();
         while !st.shutdown {
             st = match self.run_due(&mut st) {
-                None => self.service_cv.wait(st).unwrap_or_else(PoisonError::into_inner),
+                None => self
+                    .service_cv
+                    .wait(st)
+                    .unwrap_or_else(PoisonError::into_inner),
                 Some(wait) => {
                     let r = self.service_cv.wait_timeout(st, wait);
                     r.unwrap_or_else(PoisonError::into_inner).0
@@ -712,10 +770,17 @@ impl Shared {
         let mut st = self.lock();
         while !st.shutdown {
             let Some(job) = st.queue.pop_front() else {
-                st = self.dispatch_cv.wait(st).unwrap_or_else(PoisonError::into_inner);
+                st = self
+                    .dispatch_cv
+                    .wait(st)
+                    .unwrap_or_else(PoisonError::into_inner);
                 continue;
             };
-            let Some(Slot { generation, timer: Some(t) }) = st.slots.get_mut(job.index) else {
+            let Some(Slot {
+                generation,
+                timer: Some(t),
+            }) = st.slots.get_mut(job.index)
+            else {
                 continue;
             };
             if *generation != job.generation || t.arm_seq != job.arm_seq || !t.outstanding {
@@ -726,7 +791,9 @@ impl Shared {
             t.outstanding = false;
             st.running = Some((job.index, job.generation));
             drop(st);
-            let value = sigval { sival_ptr: job.value as *mut c_void };
+            let value = sigval {
+                sival_ptr: job.value as *mut c_void,
+            };
             // SAFETY: `function` came from a valid sigevent (see Notify::from_sigevent).
             unsafe { (job.function)(value) };
             st = self.lock();
@@ -798,7 +865,9 @@ impl TimerService {
     /// A registry reading `clock`, polling at most every `realtime_poll` while an absolute
     /// `CLOCK_REALTIME` deadline is armed.
     pub fn new(clock: Arc<dyn Clock>, realtime_poll: Duration) -> TimerService {
-        TimerService { shared: Arc::new(Shared::new(clock, realtime_poll)) }
+        TimerService {
+            shared: Arc::new(Shared::new(clock, realtime_poll)),
+        }
     }
 
     /// `timer_create`: a new disarmed timer on `clock`; returns its id.

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use libc::{c_int, clockid_t, sigevent, sigval, timespec};
 use slurm_shim::timer::{
-    self, slurm_shim_itimerspec as Its, Clock, ClockKind, Notify, SystemClock, TimerService,
+    self, Clock, ClockKind, Notify, SystemClock, TimerService, slurm_shim_itimerspec as Its,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -81,17 +81,27 @@ const _: () = assert!(size_of::<Its>() == size_of::<libc::itimerspec>());
 
 /// `Ok(rc)` or `Err(errno)`.
 fn res(rc: c_int) -> Result<c_int, c_int> {
-    if rc == -1 { Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)) } else { Ok(rc) }
+    if rc == -1 {
+        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    } else {
+        Ok(rc)
+    }
 }
 
 fn ts(sec: i64, nsec: i64) -> timespec {
-    timespec { tv_sec: sec, tv_nsec: nsec }
+    timespec {
+        tv_sec: sec,
+        tv_nsec: nsec,
+    }
 }
 fn ms(v: i64) -> timespec {
     ts(v / 1000, (v % 1000) * 1_000_000)
 }
 fn its(value: timespec, interval: timespec) -> Its {
-    Its { it_interval: interval, it_value: value }
+    Its {
+        it_interval: interval,
+        it_value: value,
+    }
 }
 fn ns(t: &timespec) -> i64 {
     t.tv_sec * 1_000_000_000 + t.tv_nsec
@@ -122,7 +132,9 @@ fn sev(notify: c_int, signo: c_int) -> sigevent {
 }
 fn sev_thread(function: Option<extern "C" fn(sigval)>, value: usize) -> sigevent {
     let t = SevThread {
-        value: sigval { sival_ptr: value as *mut c_void },
+        value: sigval {
+            sival_ptr: value as *mut c_void,
+        },
         signo: 0,
         notify: libc::SIGEV_THREAD,
         function,
@@ -134,7 +146,9 @@ fn sev_thread(function: Option<extern "C" fn(sigval)>, value: usize) -> sigevent
 
 fn create<A: Api>(clock: clockid_t, mut s: Option<sigevent>) -> Result<Id, c_int> {
     let mut id: Id = std::ptr::null_mut();
-    let p = s.as_mut().map_or(std::ptr::null_mut(), |s| s as *mut sigevent);
+    let p = s
+        .as_mut()
+        .map_or(std::ptr::null_mut(), |s| s as *mut sigevent);
     res(unsafe { A::create(clock, p, &mut id) }).map(|_| id)
 }
 fn settime<A: Api>(id: Id, flags: c_int, new: &Its) -> Result<Its, c_int> {
@@ -237,20 +251,37 @@ fn timer_create__invalid_clock_and_sigevent_errno_like_glibc() {
 #[test]
 fn timer_create__unsupported_clocks_and_null_function_einval() {
     // Documented divergences: glibc accepts these.
-    for clock in [libc::CLOCK_PROCESS_CPUTIME_ID, libc::CLOCK_BOOTTIME, libc::CLOCK_TAI] {
-        assert_eq!(create::<Shim>(clock, None).map(|_| ()), Err(libc::EINVAL), "clock {clock}");
+    for clock in [
+        libc::CLOCK_PROCESS_CPUTIME_ID,
+        libc::CLOCK_BOOTTIME,
+        libc::CLOCK_TAI,
+    ] {
+        assert_eq!(
+            create::<Shim>(clock, None).map(|_| ()),
+            Err(libc::EINVAL),
+            "clock {clock}"
+        );
     }
     assert_eq!(
         create::<Shim>(libc::CLOCK_MONOTONIC, Some(sev_thread(None, 0))).map(|_| ()),
         Err(libc::EINVAL)
     );
     let s = sev(libc::SIGEV_SIGNAL | libc::SIGEV_THREAD_ID, libc::SIGRTMIN());
-    assert_eq!(create::<Shim>(libc::CLOCK_MONOTONIC, Some(s)).map(|_| ()), Err(libc::EINVAL));
+    assert_eq!(
+        create::<Shim>(libc::CLOCK_MONOTONIC, Some(s)).map(|_| ()),
+        Err(libc::EINVAL)
+    );
 }
 
 #[test]
 fn timer_create__null_timerid_efault() {
-    let rc = unsafe { Shim::create(libc::CLOCK_MONOTONIC, std::ptr::null_mut(), std::ptr::null_mut()) };
+    let rc = unsafe {
+        Shim::create(
+            libc::CLOCK_MONOTONIC,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    };
     assert_eq!(res(rc), Err(libc::EFAULT));
     // Validation of the clock comes first, as in the kernel.
     let rc = unsafe { Shim::create(9999, std::ptr::null_mut(), std::ptr::null_mut()) };
@@ -271,14 +302,28 @@ fn check_settime_errors<A: Api>() -> Vec<Result<c_int, c_int>> {
         for b in &bad {
             let mut old = its(ts(-7, -7), ts(-7, -7));
             out.push(res(unsafe { A::settime(id, flags, b, &mut old) }));
-            assert_eq!((old.it_value.tv_sec, old.it_value.tv_nsec), (-7, -7), "{} old touched", A::NAME);
+            assert_eq!(
+                (old.it_value.tv_sec, old.it_value.tv_nsec),
+                (-7, -7),
+                "{} old touched",
+                A::NAME
+            );
         }
     }
-    out.push(res(unsafe { A::settime(id, 0, std::ptr::null(), std::ptr::null_mut()) }));
+    out.push(res(unsafe {
+        A::settime(id, 0, std::ptr::null(), std::ptr::null_mut())
+    }));
     // Unknown flags are ignored by the kernel: a relative 10 s arming.
-    out.push(res(unsafe { A::settime(id, 0x100, &its(ts(10, 0), ts(0, 0)), std::ptr::null_mut()) }));
+    out.push(res(unsafe {
+        A::settime(id, 0x100, &its(ts(10, 0), ts(0, 0)), std::ptr::null_mut())
+    }));
     let cur = gettime::<A>(id).unwrap();
-    assert!(cur.it_value.tv_sec == 9 || cur.it_value.tv_sec == 10, "{}: {:?}", A::NAME, cur);
+    assert!(
+        cur.it_value.tv_sec == 9 || cur.it_value.tv_sec == 10,
+        "{}: {:?}",
+        A::NAME,
+        cur
+    );
     out.push(res(unsafe { A::gettime(id, std::ptr::null_mut()) }));
     assert_eq!(A::delete(id), 0);
     out
@@ -334,7 +379,10 @@ fn timer_ops__bad_id_einval_like_glibc() {
 fn timer_ops__errno_preserved_on_success() {
     let id = create::<Shim>(libc::CLOCK_MONOTONIC, Some(sev(libc::SIGEV_NONE, 0))).unwrap();
     unsafe { *libc::__errno_location() = 1234 };
-    assert_eq!(unsafe { Shim::settime(id, 0, &its(ms(50), ms(0)), std::ptr::null_mut()) }, 0);
+    assert_eq!(
+        unsafe { Shim::settime(id, 0, &its(ms(50), ms(0)), std::ptr::null_mut()) },
+        0
+    );
     let mut cur = Its::ZERO;
     assert_eq!(unsafe { Shim::gettime(id, &mut cur) }, 0);
     assert_eq!(Shim::getoverrun(id), 0);
@@ -357,8 +405,18 @@ fn lateness<A: Api>(clock: clockid_t, abs: bool, after_ms: i64, sig: c_int) -> i
         (0, after_ms * 1_000_000)
     };
     let deadline = start_mono + after_ms * 1_000_000;
-    settime::<A>(id, flags, &its(ts(value / 1_000_000_000, value % 1_000_000_000), ts(0, 0))).unwrap();
-    assert_eq!(wait_count(sig, 1, Duration::from_secs(2)), 1, "{} never fired", A::NAME);
+    settime::<A>(
+        id,
+        flags,
+        &its(ts(value / 1_000_000_000, value % 1_000_000_000), ts(0, 0)),
+    )
+    .unwrap();
+    assert_eq!(
+        wait_count(sig, 1, Duration::from_secs(2)),
+        1,
+        "{} never fired",
+        A::NAME
+    );
     std::thread::sleep(Duration::from_millis(5));
     assert_eq!(count(sig), 1, "{}: one-shot fired twice", A::NAME);
     assert_eq!(A::delete(id), 0);
@@ -398,7 +456,10 @@ fn past_deadline<A: Api>(sig: c_int) -> Duration {
     settime::<A>(id, libc::TIMER_ABSTIME, &its(ts(1000, 0), ts(0, 0))).unwrap();
     assert_eq!(wait_count(sig, 1, Duration::from_secs(1)), 1, "{}", A::NAME);
     let took = start.elapsed();
-    assert_eq!(gettime::<A>(id).map(|c| (ns(&c.it_value), ns(&c.it_interval))), Ok((0, 0)));
+    assert_eq!(
+        gettime::<A>(id).map(|c| (ns(&c.it_value), ns(&c.it_interval))),
+        Ok((0, 0))
+    );
     assert_eq!(A::delete(id), 0);
     took
 }
@@ -420,12 +481,17 @@ fn rearm<A: Api>(sig: c_int, first_ms: i64, second_ms: i64) -> (i64, i64) {
     settime::<A>(id, 0, &its(ms(first_ms), ms(0))).unwrap();
     let old = settime::<A>(id, 0, &its(ms(second_ms), ms(0))).unwrap();
     let old_ms = ns(&old.it_value) / 1_000_000;
-    assert!(old_ms > first_ms - 20 && old_ms <= first_ms, "{}: old {old:?}", A::NAME);
+    assert!(
+        old_ms > first_ms - 20 && old_ms <= first_ms,
+        "{}: old {old:?}",
+        A::NAME
+    );
     assert_eq!(ns(&old.it_interval), 0);
     assert_eq!(wait_count(sig, 1, Duration::from_secs(2)), 1, "{}", A::NAME);
     let fired_ms = (STAMP[sig as usize].load(Ordering::SeqCst) - start) / 1_000_000;
     // Nothing else comes, in particular not at the first deadline.
-    let quiet = (first_ms.max(second_ms) + 40 - (now_ns(libc::CLOCK_MONOTONIC) - start) / 1_000_000).max(0);
+    let quiet =
+        (first_ms.max(second_ms) + 40 - (now_ns(libc::CLOCK_MONOTONIC) - start) / 1_000_000).max(0);
     std::thread::sleep(Duration::from_millis(quiet as u64));
     assert_eq!(count(sig), 1, "{}", A::NAME);
     assert_eq!(A::delete(id), 0);
@@ -457,13 +523,27 @@ fn disarm_and_delete<A: Api>(sig: c_int) {
     let id = create::<A>(libc::CLOCK_MONOTONIC, Some(sev(libc::SIGEV_SIGNAL, sig))).unwrap();
     settime::<A>(id, 0, &its(ms(30), ms(10))).unwrap();
     let old = settime::<A>(id, 0, &its(ms(0), ms(10))).unwrap();
-    assert!(ns(&old.it_value) > 0 && ns(&old.it_interval) == 10_000_000, "{}: {old:?}", A::NAME);
+    assert!(
+        ns(&old.it_value) > 0 && ns(&old.it_interval) == 10_000_000,
+        "{}: {old:?}",
+        A::NAME
+    );
     let cur = gettime::<A>(id).unwrap();
-    assert_eq!((ns(&cur.it_value), ns(&cur.it_interval)), (0, 0), "{}", A::NAME);
+    assert_eq!(
+        (ns(&cur.it_value), ns(&cur.it_interval)),
+        (0, 0),
+        "{}",
+        A::NAME
+    );
     // Delete while armed.
     let id2 = create::<A>(libc::CLOCK_REALTIME, Some(sev(libc::SIGEV_SIGNAL, sig))).unwrap();
     let soon = now_ns(libc::CLOCK_REALTIME) + 20_000_000;
-    settime::<A>(id2, libc::TIMER_ABSTIME, &its(ts(soon / 1_000_000_000, soon % 1_000_000_000), ms(5))).unwrap();
+    settime::<A>(
+        id2,
+        libc::TIMER_ABSTIME,
+        &its(ts(soon / 1_000_000_000, soon % 1_000_000_000), ms(5)),
+    )
+    .unwrap();
     assert_eq!(A::delete(id2), 0);
     std::thread::sleep(Duration::from_millis(80));
     assert_eq!(count(sig), 0, "{}: delivery after disarm/delete", A::NAME);
@@ -523,7 +603,12 @@ fn none_countdown<A: Api>() -> (i64, i64, i64, i64) {
     let d = gettime::<A>(id1).unwrap();
     assert_eq!(A::delete(id), 0);
     assert_eq!(A::delete(id1), 0);
-    (ns(&a.it_value), ns(&b.it_value), ns(&c.it_value), ns(&d.it_value) + ns(&d.it_interval))
+    (
+        ns(&a.it_value),
+        ns(&b.it_value),
+        ns(&c.it_value),
+        ns(&d.it_value) + ns(&d.it_interval),
+    )
 }
 
 #[test]
@@ -541,7 +626,10 @@ fn timer_gettime__sigev_none_counts_down_like_glibc() {
 
 #[test]
 fn timer_gettime__realtime_absolute_reports_relative_remaining() {
-    for (name, r) in [("glibc", rt_remaining::<Glibc>()), ("shim", rt_remaining::<Shim>())] {
+    for (name, r) in [
+        ("glibc", rt_remaining::<Glibc>()),
+        ("shim", rt_remaining::<Shim>()),
+    ] {
         assert!(r > 4_900_000_000 && r <= 5_000_000_000, "{name}: {r}");
     }
 }
@@ -549,7 +637,12 @@ fn timer_gettime__realtime_absolute_reports_relative_remaining() {
 fn rt_remaining<A: Api>() -> i64 {
     let id = create::<A>(libc::CLOCK_REALTIME, Some(sev(libc::SIGEV_NONE, 0))).unwrap();
     let at = now_ns(libc::CLOCK_REALTIME) + 5_000_000_000;
-    settime::<A>(id, libc::TIMER_ABSTIME, &its(ts(at / 1_000_000_000, at % 1_000_000_000), ms(0))).unwrap();
+    settime::<A>(
+        id,
+        libc::TIMER_ABSTIME,
+        &its(ts(at / 1_000_000_000, at % 1_000_000_000), ms(0)),
+    )
+    .unwrap();
     let r = ns(&gettime::<A>(id).unwrap().it_value);
     assert_eq!(A::delete(id), 0);
     r
@@ -571,7 +664,11 @@ fn thread_sival<A: Api>() -> usize {
     SIVAL.store(0, Ordering::SeqCst);
     SIVAL_CALLS.store(0, Ordering::SeqCst);
     let value = 0x5eed_1234usize;
-    let id = create::<A>(libc::CLOCK_MONOTONIC, Some(sev_thread(Some(record_sival), value))).unwrap();
+    let id = create::<A>(
+        libc::CLOCK_MONOTONIC,
+        Some(sev_thread(Some(record_sival), value)),
+    )
+    .unwrap();
     settime::<A>(id, 0, &its(ms(10), ms(0))).unwrap();
     let start = Instant::now();
     while SIVAL_CALLS.load(Ordering::SeqCst) == 0 && start.elapsed() < Duration::from_secs(2) {
@@ -604,7 +701,9 @@ fn timer_create__200_timers_all_fire_once() {
         })
         .collect();
     let start = Instant::now();
-    while HITS.iter().any(|h| h.load(Ordering::SeqCst) == 0) && start.elapsed() < Duration::from_secs(3) {
+    while HITS.iter().any(|h| h.load(Ordering::SeqCst) == 0)
+        && start.elapsed() < Duration::from_secs(3)
+    {
         std::thread::sleep(Duration::from_millis(2));
     }
     eprintln!("200 timers fired within {:?}", start.elapsed());
@@ -644,7 +743,11 @@ fn timer_getoverrun__sigev_thread_busy_callback_counts_overruns() {
     assert_eq!(Shim::delete(id), 0);
     let calls = SLOW_CALLS.load(Ordering::SeqCst);
     std::thread::sleep(Duration::from_millis(30));
-    assert_eq!(SLOW_CALLS.load(Ordering::SeqCst), calls, "callback after delete returned");
+    assert_eq!(
+        SLOW_CALLS.load(Ordering::SeqCst),
+        calls,
+        "callback after delete returned"
+    );
     let o = SLOW_OVERRUN.load(Ordering::SeqCst);
     // 55 ms busy at a 10 ms period: the queued expiration plus about 4 overruns.
     assert!((2..=7).contains(&o), "overrun {o}");
@@ -652,23 +755,41 @@ fn timer_getoverrun__sigev_thread_busy_callback_counts_overruns() {
 
 static CAP_OVERRUN: AtomicI64 = AtomicI64::new(-1);
 extern "C" fn cap_cb(v: sigval) {
-    if CAP_OVERRUN.load(Ordering::SeqCst) < 0 {
-        let o = unsafe { if v.sival_ptr.is_null() { libc::timer_getoverrun(CAP_ID.load(Ordering::SeqCst) as Id) } else { Shim::getoverrun(CAP_ID.load(Ordering::SeqCst) as Id) } };
-        CAP_OVERRUN.store(o as i64, Ordering::SeqCst);
-    }
+    let id = CAP_ID.load(Ordering::SeqCst) as Id;
+    let o = if v.sival_ptr.is_null() {
+        Glibc::getoverrun(id)
+    } else {
+        Shim::getoverrun(id)
+    };
+    // glibc runs each delivery on a new thread: keep the largest report.
+    CAP_OVERRUN.fetch_max(i64::from(o), Ordering::SeqCst);
 }
 static CAP_ID: AtomicUsize = AtomicUsize::new(0);
 
 fn overrun_cap<A: Api>(shim: bool) -> i64 {
     CAP_OVERRUN.store(-1, Ordering::SeqCst);
-    // Absolute deadline 1 s after the epoch with a 10 ms period: ~1.7e11 missed periods.
-    let id = create::<A>(libc::CLOCK_REALTIME, Some(sev_thread(Some(cap_cb), shim as usize))).unwrap();
+    // An absolute deadline about 1 s after the epoch with a 100 ms period: ~1.7e10 missed
+    // periods. Its phase puts the next period 90 ms ahead, so the first callback (on a new
+    // thread with glibc) reads its overrun before the next delivery replaces it.
+    let id = create::<A>(
+        libc::CLOCK_REALTIME,
+        Some(sev_thread(Some(cap_cb), shim as usize)),
+    )
+    .unwrap();
     CAP_ID.store(id as usize, Ordering::SeqCst);
-    settime::<A>(id, libc::TIMER_ABSTIME, &its(ts(1, 0), ms(10))).unwrap();
+    let period = 100_000_000;
+    let first = 1_000_000_000 + (now_ns(libc::CLOCK_REALTIME) + 90_000_000) % period;
+    settime::<A>(
+        id,
+        libc::TIMER_ABSTIME,
+        &its(ts(first / 1_000_000_000, first % 1_000_000_000), ms(100)),
+    )
+    .unwrap();
     let start = Instant::now();
     while CAP_OVERRUN.load(Ordering::SeqCst) < 0 && start.elapsed() < Duration::from_secs(2) {
         std::thread::sleep(Duration::from_millis(1));
     }
+    std::thread::sleep(Duration::from_millis(5));
     assert_eq!(A::delete(id), 0);
     CAP_OVERRUN.load(Ordering::SeqCst)
 }
@@ -691,7 +812,11 @@ static CHILD_ID: AtomicUsize = AtomicUsize::new(0);
 static CHILD_OVERRUN: AtomicI64 = AtomicI64::new(-1);
 extern "C" fn child_handler(_: c_int) {
     let id = CHILD_ID.load(Ordering::SeqCst) as Id;
-    let o = if CHILD_USE_SHIM.load(Ordering::SeqCst) == 1 { Shim::getoverrun(id) } else { Glibc::getoverrun(id) };
+    let o = if CHILD_USE_SHIM.load(Ordering::SeqCst) == 1 {
+        Shim::getoverrun(id)
+    } else {
+        Glibc::getoverrun(id)
+    };
     if CHILD_OVERRUN.load(Ordering::SeqCst) < 0 {
         CHILD_OVERRUN.store(o as i64, Ordering::SeqCst);
     }
@@ -719,7 +844,9 @@ fn blocked_overrun<A: Api>(shim: bool, sig: c_int) -> i32 {
         libc::sigaddset(&mut set, sig);
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
         install(sig, child_handler);
-        let Ok(id) = create::<A>(libc::CLOCK_MONOTONIC, Some(sev(libc::SIGEV_SIGNAL, sig))) else { return 250 };
+        let Ok(id) = create::<A>(libc::CLOCK_MONOTONIC, Some(sev(libc::SIGEV_SIGNAL, sig))) else {
+            return 250;
+        };
         CHILD_ID.store(id as usize, Ordering::SeqCst);
         if settime::<A>(id, 0, &its(ms(10), ms(10))).is_err() {
             return 251;
@@ -740,8 +867,8 @@ fn timer_getoverrun__blocked_signal_counts_overruns_like_glibc() {
     let g = blocked_overrun::<Glibc>(false, sig);
     let s = blocked_overrun::<Shim>(true, sig);
     eprintln!("overrun after 105 ms blocked at a 10 ms period: glibc {g}, shim {s}");
-    assert!((5..=12).contains(&g), "glibc {g}");
-    assert!((5..=12).contains(&s), "shim {s}");
+    assert!((5..=20).contains(&g), "glibc {g}");
+    assert!((5..=20).contains(&s), "shim {s}");
     assert!((g - s).abs() <= 3, "glibc {g} shim {s}");
 }
 
@@ -756,7 +883,10 @@ fn timer__fork_child_has_no_timers_and_gets_its_own_thread() {
             return 1;
         }
         COUNT[sig as usize].store(0, Ordering::SeqCst);
-        let Ok(mine) = create::<Shim>(libc::CLOCK_MONOTONIC, Some(sev(libc::SIGEV_SIGNAL, sig))) else { return 2 };
+        let Ok(mine) = create::<Shim>(libc::CLOCK_MONOTONIC, Some(sev(libc::SIGEV_SIGNAL, sig)))
+        else {
+            return 2;
+        };
         if settime::<Shim>(mine, 0, &its(ms(10), ms(0))).is_err() {
             return 3;
         }
@@ -789,7 +919,9 @@ impl Clock for FakeClock {
         let mono = SystemClock.now(ClockKind::Monotonic);
         match kind {
             ClockKind::Monotonic => mono,
-            ClockKind::Realtime => mono + 1_700_000_000 * 1_000_000_000 + i128::from(self.step.load(Ordering::SeqCst)),
+            ClockKind::Realtime => {
+                mono + 1_700_000_000 * 1_000_000_000 + i128::from(self.step.load(Ordering::SeqCst))
+            }
         }
     }
 }
@@ -800,7 +932,10 @@ extern "C" fn fake_hit(v: sigval) {
 }
 
 fn notify(slot: usize) -> Notify {
-    Notify::Thread { function: fake_hit, value: slot }
+    Notify::Thread {
+        function: fake_hit,
+        value: slot,
+    }
 }
 
 fn hit_at(slot: usize) -> i64 {
@@ -808,7 +943,10 @@ fn hit_at(slot: usize) -> i64 {
 }
 
 fn abs_its(at: i128) -> Its {
-    its(ts((at / 1_000_000_000) as i64, (at % 1_000_000_000) as i64), ts(0, 0))
+    its(
+        ts((at / 1_000_000_000) as i64, (at % 1_000_000_000) as i64),
+        ts(0, 0),
+    )
 }
 
 #[test]
@@ -817,7 +955,12 @@ fn timer_settime__realtime_step_forward_fires_absolute_deadline_promptly() {
     let svc = TimerService::new(clock.clone(), timer::REALTIME_POLL);
     let id = svc.create(ClockKind::Realtime, notify(0)).unwrap();
     let hour = 3600 * 1_000_000_000i64;
-    svc.settime(id, libc::TIMER_ABSTIME, &abs_its(clock.now(ClockKind::Realtime) + i128::from(hour))).unwrap();
+    svc.settime(
+        id,
+        libc::TIMER_ABSTIME,
+        &abs_its(clock.now(ClockKind::Realtime) + i128::from(hour)),
+    )
+    .unwrap();
     std::thread::sleep(Duration::from_millis(120));
     assert_eq!(hit_at(0), 0, "fired before the step");
     let stepped = now_ns(libc::CLOCK_MONOTONIC);
@@ -828,7 +971,10 @@ fn timer_settime__realtime_step_forward_fires_absolute_deadline_promptly() {
     }
     let delay_ms = (hit_at(0) - stepped) / 1_000_000;
     eprintln!("fired {delay_ms} ms after the wall-clock step");
-    assert!(hit_at(0) != 0 && delay_ms <= 2 * timer::REALTIME_POLL.as_millis() as i64 + 20, "{delay_ms} ms");
+    assert!(
+        hit_at(0) != 0 && delay_ms <= 2 * timer::REALTIME_POLL.as_millis() as i64 + 20,
+        "{delay_ms} ms"
+    );
     svc.delete(id).unwrap();
 }
 
@@ -838,10 +984,19 @@ fn timer_settime__realtime_step_back_delays_absolute_deadline() {
     let svc = TimerService::new(clock.clone(), timer::REALTIME_POLL);
     let id = svc.create(ClockKind::Realtime, notify(1)).unwrap();
     let hour = 3600 * 1_000_000_000i64;
-    svc.settime(id, libc::TIMER_ABSTIME, &abs_its(clock.now(ClockKind::Realtime) + 60_000_000)).unwrap();
+    svc.settime(
+        id,
+        libc::TIMER_ABSTIME,
+        &abs_its(clock.now(ClockKind::Realtime) + 60_000_000),
+    )
+    .unwrap();
     clock.step.store(-hour, Ordering::SeqCst);
     std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(hit_at(1), 0, "fired although the wall clock went back an hour");
+    assert_eq!(
+        hit_at(1),
+        0,
+        "fired although the wall clock went back an hour"
+    );
     let left = svc.gettime(id).unwrap();
     assert!(left.it_value.tv_sec >= 3599, "{left:?}");
     clock.step.store(0, Ordering::SeqCst);
@@ -849,7 +1004,11 @@ fn timer_settime__realtime_step_back_delays_absolute_deadline() {
     while hit_at(1) == 0 && start.elapsed() < Duration::from_secs(2) {
         std::thread::sleep(Duration::from_millis(1));
     }
-    assert!(start.elapsed() < Duration::from_millis(200), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_millis(200),
+        "{:?}",
+        start.elapsed()
+    );
     svc.delete(id).unwrap();
 }
 
@@ -879,8 +1038,73 @@ fn timer_service__drop_stops_threads_and_ids_are_per_registry() {
     let id = svc.create(ClockKind::Monotonic, notify(3)).unwrap();
     svc.settime(id, 0, &its(ts(10, 0), ms(0))).unwrap();
     let other = TimerService::new(Arc::new(SystemClock), timer::REALTIME_POLL);
-    assert_eq!(other.gettime(id).map(|_| ()), Err(slurm_shim::errno::Errno(libc::EINVAL)));
+    assert_eq!(
+        other.gettime(id).map(|_| ()),
+        Err(slurm_shim::errno::Errno(libc::EINVAL))
+    );
     drop(svc);
     drop(other);
     assert_eq!(hit_at(3), 0);
+}
+
+static BUSY_STARTED: AtomicUsize = AtomicUsize::new(0);
+static BUSY_FINISHED: AtomicUsize = AtomicUsize::new(0);
+extern "C" fn busy(_: sigval) {
+    BUSY_STARTED.store(1, Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(60));
+    BUSY_FINISHED.store(1, Ordering::SeqCst);
+}
+
+#[test]
+fn timer_delete__waits_for_the_running_callback() {
+    let svc = TimerService::new(Arc::new(SystemClock), timer::REALTIME_POLL);
+    let id = svc
+        .create(
+            ClockKind::Monotonic,
+            Notify::Thread {
+                function: busy,
+                value: 0,
+            },
+        )
+        .unwrap();
+    svc.settime(id, 0, &its(ms(5), ms(0))).unwrap();
+    let start = Instant::now();
+    while BUSY_STARTED.load(Ordering::SeqCst) == 0 && start.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    assert_eq!(BUSY_STARTED.load(Ordering::SeqCst), 1);
+    svc.delete(id).unwrap();
+    assert_eq!(
+        BUSY_FINISHED.load(Ordering::SeqCst),
+        1,
+        "delete returned while the callback ran"
+    );
+}
+
+static SELF_DELETE: AtomicUsize = AtomicUsize::new(0);
+static SELF_DELETE_RC: AtomicI64 = AtomicI64::new(-2);
+extern "C" fn delete_self(_: sigval) {
+    let rc = Shim::delete(SELF_DELETE.load(Ordering::SeqCst) as Id);
+    SELF_DELETE_RC.store(i64::from(rc), Ordering::SeqCst);
+}
+
+#[test]
+fn timer_delete__from_its_own_callback_does_not_deadlock() {
+    let id = create::<Shim>(
+        libc::CLOCK_MONOTONIC,
+        Some(sev_thread(Some(delete_self), 0)),
+    )
+    .unwrap();
+    SELF_DELETE.store(id as usize, Ordering::SeqCst);
+    settime::<Shim>(id, 0, &its(ms(5), ms(5))).unwrap();
+    let start = Instant::now();
+    while SELF_DELETE_RC.load(Ordering::SeqCst) == -2 && start.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    assert_eq!(SELF_DELETE_RC.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        res(Shim::delete(id)),
+        Err(libc::EINVAL),
+        "already deleted by its callback"
+    );
 }
