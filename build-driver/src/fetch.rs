@@ -580,6 +580,57 @@ mod tests {
     }
 
     #[test]
+    fn fetch_download__tries_urls_in_order_verifies_and_renames_part() {
+        let sh = Shell::new().unwrap();
+        if require_tool(&sh, "curl", "", "").is_err() {
+            eprintln!("SKIP: curl not installed");
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let tgz = d.path().join("t.tar.gz");
+        fake_tgz(&tgz, "top-1");
+        let sha = archive::sha256_file(&tgz).unwrap();
+        let (missing, good) = (format!("file://{}/nope.tar.gz", d.path().display()), format!("file://{}", tgz.display()));
+        let p = project(&format!(
+            "[pin.\"1.2.3\"]\nline = \"1.2\"\nkind = \"tarball\"\nsha256 = \"{sha}\"\ntop_dir = \"top-1\"\nurls = [\"{missing}\", \"{good}\"]\n\
+             [pin.\"6.6.6\"]\nline = \"6.6\"\nkind = \"tarball\"\nsha256 = \"{zero}\"\ntop_dir = \"top-1\"\nurls = [\"{good}\"]\n",
+            zero = "0".repeat(64)
+        ));
+        let t = fetch_download(&sh, p.path(), "1.2.3").unwrap();
+        assert!(t.path.join("configure.ac").is_file());
+        let dl = p.path().join("slurm-src/downloads");
+        assert!(dl.join("1.2.3.tar.gz").is_file() && !dl.join("1.2.3.tar.gz.part").exists());
+        // A download with the wrong hash: error, no .part, no tree, no marker.
+        let e = fetch_download(&sh, p.path(), "6.6.6").unwrap_err();
+        assert!(matches!(e, Error::HashMismatch { .. }), "{e}");
+        assert!(!dl.join("6.6.6.tar.gz.part").exists() && !dl.join("6.6.6.tar.gz").exists());
+        assert!(!p.path().join("slurm-src/6.6.6").exists() && !p.path().join("slurm-src/.6.6.6.complete").exists());
+    }
+
+    #[test]
+    fn fetch_download__git_pin_fetches_the_pinned_commit() {
+        let sh = Shell::new().unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let repo = d.path().join("repo");
+        fs::create_dir_all(&repo).unwrap();
+        fs::write(repo.join("configure.ac"), "AC_INIT\n").unwrap();
+        let git = |args: &[&str]| {
+            cmd!(sh, "git -C {repo} -c user.name=t -c user.email=t@example.org {args...}").quiet().read().unwrap()
+        };
+        git(&["init", "-q"]);
+        git(&["add", "."]);
+        git(&["commit", "-q", "-m", "one"]);
+        let commit = git(&["rev-parse", "HEAD"]);
+        let url = format!("file://{}", repo.display());
+        let p = project(&format!(
+            "[pin.\"9-snap\"]\nline = \"9\"\nkind = \"git\"\nrepo = \"{url}\"\ncommit = \"{commit}\"\n"
+        ));
+        let t = fetch_download(&sh, p.path(), "9-snap").unwrap();
+        assert!(t.path.join("configure.ac").is_file());
+        assert!(p.path().join("slurm-src/downloads/9-snap.git/HEAD").is_file());
+    }
+
+    #[test]
     fn parse_meta__reads_version_and_line() {
         let text = "##\n  Meta:\t\t1\n  Name:\t\tslurm\n  Major:\t24\n  Minor:\t11\n  Micro:\t5\n  Version:\t24.11.5\n";
         assert_eq!(parse_meta(text), Some(("24.11.5".into(), "24.11".into())));

@@ -201,6 +201,81 @@ pub fn apply(sh: &Shell, series: &[PathBuf], tree: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Third-party autoconf macros Slurm's configure.ac calls that no autotools package
+/// provides: (macro, where to get it). `AM_PATH_GLIB_2_0` (auxdir/x_ac_sview.m4) comes from
+/// glib's development files; upstream generated its aclocal.m4 with them installed.
+const EXTERNAL_MACROS: &[(&str, &str)] =
+    &[("AM_PATH_GLIB_2_0", "glib development files (Debian: apt-get install libglib2.0-dev; macOS: brew install glib)")];
+
+/// The `AC_DEFUN([name], ...)` definition of `name` in m4 text, bracket-balanced.
+fn extract_defun(text: &str, name: &str) -> Option<String> {
+    let head = format!("AC_DEFUN([{name}],");
+    let start = text.find(&head)?;
+    let (mut quote, mut paren) = (0usize, 0usize);
+    for (i, c) in text[start + "AC_DEFUN".len()..].char_indices() {
+        match c {
+            '[' => quote += 1,
+            ']' => quote = quote.checked_sub(1)?,
+            '(' if quote == 0 => paren += 1,
+            ')' if quote == 0 => {
+                paren = paren.checked_sub(1)?;
+                if paren == 0 {
+                    let end = start + "AC_DEFUN".len() + i + 1;
+                    return Some(format!("{}\n", &text[start..end]));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// True if some `*.m4` file in `dirs` defines `name`.
+fn macro_installed(dirs: &[PathBuf], name: &str) -> bool {
+    let head = format!("AC_DEFUN([{name}]");
+    dirs.iter().filter_map(|d| fs::read_dir(d).ok()).flatten().filter_map(|e| e.ok()).any(|e| {
+        let p = e.path();
+        p.extension().is_some_and(|x| x == "m4") && fs::read_to_string(&p).is_ok_and(|t| t.contains(&head))
+    })
+}
+
+/// For each external macro aclocal cannot find, writes its definition taken from the
+/// tree's own shipped aclocal.m4 (what upstream generated it with) into `extra_dir`.
+/// Returns true if anything was written; errors if neither source has it.
+fn provide_external_macros(sh: &Shell, tree: &Path, extra_dir: &Path) -> Result<bool> {
+    let mut dirs: Vec<PathBuf> = sh.var_os("ACLOCAL_PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+    if let Ok(d) = cmd!(sh, "aclocal --print-ac-dir").quiet().ignore_stderr().read() {
+        dirs.push(PathBuf::from(d.trim()));
+    }
+    let shipped = fs::read_to_string(tree.join("aclocal.m4")).unwrap_or_default();
+    let mut wrote = false;
+    let mut users = vec![tree.join("configure.ac")];
+    for sub in fs::read_dir(tree).map_err(|e| Error::io(tree, e))?.filter_map(|e| e.ok()).map(|e| e.path()) {
+        if sub.is_dir() {
+            users.extend(fs::read_dir(&sub).into_iter().flatten().filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| {
+                p.extension().is_some_and(|x| x == "m4")
+            }));
+        }
+    }
+    let used = |name: &str| users.iter().any(|p| fs::read_to_string(p).is_ok_and(|t| t.contains(name)));
+    for (name, fix) in EXTERNAL_MACROS {
+        if !used(name) || macro_installed(&dirs, name) {
+            continue;
+        }
+        let def = extract_defun(&shipped, name).ok_or_else(|| Error::MissingTool {
+            program: format!("autoconf macro {name}"),
+            step: "regenerating autotools files".into(),
+            fix: format!("install {fix}"),
+        })?;
+        fs::create_dir_all(extra_dir).map_err(|e| Error::io(extra_dir, e))?;
+        let file = extra_dir.join(format!("{name}.m4"));
+        fs::write(&file, def).map_err(|e| Error::io(&file, e))?;
+        eprintln!("patches: {name} is not installed; using the definition from the tree's shipped aclocal.m4");
+        wrote = true;
+    }
+    Ok(wrote)
+}
+
 /// Regenerates the autotools files of `tree` with `autoreconf -fi`; the output goes to
 /// `autoreconf.log` beside the tree.
 pub fn regenerate(sh: &Shell, tree: &Path) -> Result<()> {
@@ -219,12 +294,25 @@ pub fn regenerate(sh: &Shell, tree: &Path) -> Result<()> {
             })?;
         "glibtoolize"
     };
-    let log = tree.parent().unwrap_or(tree).join("autoreconf.log");
+    let outside = tree.parent().unwrap_or(tree);
+    let log = outside.join("autoreconf.log");
+    let extra = outside.join("aclocal-extra");
+    let mut aclocal_path = sh.var_os("ACLOCAL_PATH").unwrap_or_default();
+    if provide_external_macros(sh, tree, &extra)? {
+        let mut dirs = vec![extra.clone()];
+        dirs.extend(std::env::split_paths(&aclocal_path));
+        aclocal_path = std::env::join_paths(dirs).map_err(|e| Error::Io { path: extra.clone(), detail: e.to_string() })?;
+    }
     let start = std::time::Instant::now();
     eprintln!("patches: autoreconf -fi in {}", tree.display());
     let out = {
         let _dir = sh.push_dir(tree);
-        cmd!(sh, "autoreconf -fi").env("LIBTOOLIZE", libtoolize).quiet().ignore_status().output()?
+        cmd!(sh, "autoreconf -fi")
+            .env("LIBTOOLIZE", libtoolize)
+            .env("ACLOCAL_PATH", &aclocal_path)
+            .quiet()
+            .ignore_status()
+            .output()?
     };
     let mut text = out.stdout.clone();
     text.extend_from_slice(&out.stderr);
@@ -459,6 +547,125 @@ diff --git a/src/a.c b/src/a.c\nindex 1111111..2222222 100644\n--- a/src/a.c\n++
         let s = "error: patch failed: src/a.c:12\nerror: src/a.c: patch does not apply\n\
 error: src/x y.c: No such file or directory\nerror: corrupt patch at line 9\n";
         assert_eq!(failed_files(s), vec!["src/a.c", "src/x y.c"]);
+    }
+
+    fn have_autotools(sh: &Shell) -> bool {
+        let ok = ["autoreconf", "automake", "aclocal"].iter().all(|t| require_tool(sh, t, "", "").is_ok());
+        if !ok {
+            eprintln!("SKIP: autoreconf/automake/aclocal not installed");
+        }
+        ok
+    }
+
+    #[test]
+    fn regenerate__creates_configure_and_makefile_in() {
+        let sh = Shell::new().unwrap();
+        if !have_autotools(&sh) {
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let tree = d.path().join("src");
+        write(&tree.join("configure.ac"), "AC_INIT([t], [1])\nAM_INIT_AUTOMAKE([foreign])\nAC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n");
+        write(&tree.join("Makefile.am"), "");
+        regenerate(&sh, &tree).unwrap();
+        assert!(tree.join("configure").is_file() && tree.join("Makefile.in").is_file());
+        assert!(d.path().join("autoreconf.log").is_file());
+    }
+
+    #[test]
+    fn regenerate__failure_is_a_build_error_with_log() {
+        let sh = Shell::new().unwrap();
+        if !have_autotools(&sh) {
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let tree = d.path().join("src");
+        write(&tree.join("configure.ac"), "AC_INIT([t], [1])\nAM_INIT_AUTOMAKE([foreign])\nAC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n");
+        // No Makefile.am: automake must fail.
+        let e = regenerate(&sh, &tree).unwrap_err();
+        match e {
+            Error::Build { step, log, tail } => {
+                assert_eq!(step, "autoreconf -fi");
+                assert_eq!(log, d.path().join("autoreconf.log"));
+                assert!(tail.contains("Makefile.am"), "{tail}");
+            }
+            other => panic!("expected Error::Build, got {other}"),
+        }
+    }
+
+    #[test]
+    fn extract_defun__takes_balanced_definition_only() {
+        let text = "# c\nAC_DEFUN([AM_PATH_GLIB_2_0],\n[dnl x\n if test \"x$a\" = x; then [b]; fi\n AC_MSG_RESULT([(ok)])\n])\nAC_DEFUN([OTHER], [y])\n";
+        let def = extract_defun(text, "AM_PATH_GLIB_2_0").unwrap();
+        assert!(def.starts_with("AC_DEFUN([AM_PATH_GLIB_2_0],") && def.ends_with("])\n"), "{def}");
+        assert!(!def.contains("OTHER"), "{def}");
+        assert_eq!(extract_defun(text, "NOPE"), None);
+        assert_eq!(extract_defun("AC_DEFUN([X], [unterminated", "X"), None);
+    }
+
+    #[test]
+    fn regenerate__external_macro_from_shipped_aclocal_m4() {
+        let sh = Shell::new().unwrap();
+        if !have_autotools(&sh) {
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let tree = d.path().join("src");
+        write(&tree.join("configure.ac"), "AC_INIT([t], [1])\nAM_INIT_AUTOMAKE([foreign])\nAM_PATH_GLIB_2_0([2.0], [g=yes], [g=no])\nAC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n");
+        write(&tree.join("Makefile.am"), "");
+        // A stand-in definition, as a shipped aclocal.m4 would carry it.
+        write(&tree.join("aclocal.m4"), "# generated automatically by aclocal 1.16.5 -*- Autoconf -*-\nAC_DEFUN([AM_PATH_GLIB_2_0],\n[glib_marker_$1=probe\n$2])\n");
+        let dirs: Vec<PathBuf> = vec![PathBuf::from(cmd!(sh, "aclocal --print-ac-dir").read().unwrap())];
+        if macro_installed(&dirs, "AM_PATH_GLIB_2_0") {
+            eprintln!("SKIP: glib's m4 is installed system-wide, the fallback is not exercised");
+            return;
+        }
+        regenerate(&sh, &tree).unwrap();
+        assert!(fs::read_to_string(tree.join("configure")).unwrap().contains("glib_marker_2.0=probe"));
+        // Without a shipped definition: a clear MissingTool naming the macro.
+        let tree2 = d.path().join("src2");
+        write(&tree2.join("configure.ac"), &fs::read_to_string(tree.join("configure.ac")).unwrap());
+        write(&tree2.join("Makefile.am"), "");
+        let e = regenerate(&sh, &tree2).unwrap_err();
+        assert!(matches!(&e, Error::MissingTool { program, fix, .. } if program.contains("AM_PATH_GLIB_2_0") && fix.contains("libglib2.0-dev")), "{e}");
+    }
+
+    /// Copies each fetched real Slurm tree and regenerates it (about 15 s of CPU each): run
+    /// with XTASK_REAL_TREE=1 after `cargo xtask fetch --version 24.11.5` (and/or 26.11-snapshot).
+    #[test]
+    fn regenerate__real_slurm_trees() {
+        if std::env::var_os("XTASK_REAL_TREE").is_none() {
+            eprintln!("SKIP: set XTASK_REAL_TREE=1 to copy and autoreconf the fetched Slurm trees (slow)");
+            return;
+        }
+        for (version, line) in [("24.11.5", "24.11"), ("26.11-snapshot", "26.11")] {
+            let tree = crate::project_root().join("slurm-src").join(version);
+            if !tree.join("configure.ac").is_file() {
+                eprintln!("SKIP {version}: not fetched (cargo xtask fetch --version {version})");
+                continue;
+            }
+            real_tree(&tree, line);
+        }
+    }
+
+    fn real_tree(tree: &Path, line: &str) {
+        eprintln!("real tree {}", tree.display());
+        let sh = Shell::new().unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let copy = d.path().join("src");
+        let t = std::time::Instant::now();
+        copy_tree(tree, &copy).unwrap();
+        eprintln!("copy_tree: {:.2}s", t.elapsed().as_secs_f64());
+        apply(&sh, &series(&crate::project_root(), line).unwrap(), &copy).unwrap();
+        let configure = fs::read(copy.join("configure")).unwrap();
+        let t = std::time::Instant::now();
+        regenerate(&sh, &copy).unwrap();
+        eprintln!("regenerate: {:.2}s", t.elapsed().as_secs_f64());
+        let regenerated = fs::read(copy.join("configure")).unwrap();
+        assert!(!regenerated.is_empty() && copy.join("src/common/Makefile.in").is_file());
+        eprintln!("configure identical after regeneration: {}", configure == regenerated);
+        // The pristine tree is untouched.
+        assert!(!tree.join("autom4te.cache").exists());
     }
 
     #[test]
