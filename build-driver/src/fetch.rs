@@ -56,7 +56,12 @@ pub fn run(sh: &Shell, root: &Path, args: FetchArgs) -> Result<SourceTree> {
             fetch_download(sh, root, version)?
         }
     };
-    println!("{} (line {}): {}", tree.version, tree.line, tree.path.display());
+    println!(
+        "{} (line {}): {}",
+        tree.version,
+        tree.line,
+        tree.path.display()
+    );
     Ok(tree)
 }
 
@@ -76,17 +81,28 @@ pub fn resolve(sh: &Shell, root: &Path, args: &SourceArgs) -> Result<SourceTree>
     if layout.is_complete(version, &pin.identity()) {
         Ok(tree_of(&layout, pin))
     } else {
-        Err(Error::NotFetched { path: layout.tree(version), version: version.to_string() })
+        Err(Error::NotFetched {
+            path: layout.tree(version),
+            version: version.to_string(),
+        })
     }
 }
 
 fn tree_of(layout: &Layout, pin: &Pin) -> SourceTree {
-    SourceTree { path: layout.tree(&pin.version), version: pin.version.clone(), line: pin.line.clone() }
+    SourceTree {
+        path: layout.tree(&pin.version),
+        version: pin.version.clone(),
+        line: pin.line.clone(),
+    }
 }
 
 fn already(layout: &Layout, pin: &Pin) -> Option<SourceTree> {
     if layout.is_complete(&pin.version, &pin.identity()) {
-        eprintln!("fetch: {} already fetched ({})", pin.version, layout.tree(&pin.version).display());
+        eprintln!(
+            "fetch: {} already fetched ({})",
+            pin.version,
+            layout.tree(&pin.version).display()
+        );
         Some(tree_of(layout, pin))
     } else {
         None
@@ -98,12 +114,17 @@ pub(crate) fn require_tool(sh: &Shell, program: &str, step: &str, fix: &str) -> 
     use std::os::unix::fs::PermissionsExt;
     let path = sh.var_os("PATH").unwrap_or_default();
     let found = std::env::split_paths(&path).any(|d| {
-        fs::metadata(d.join(program)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        fs::metadata(d.join(program))
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     });
     if found {
         Ok(())
     } else {
-        Err(Error::MissingTool { program: program.into(), step: step.into(), fix: fix.into() })
+        Err(Error::MissingTool {
+            program: program.into(),
+            step: step.into(),
+            fix: fix.into(),
+        })
     }
 }
 
@@ -133,13 +154,27 @@ fn tarball_parts<'p>(pin: &'p Pin, pins: &Pins) -> Result<(&'p str, &'p str, &'p
 }
 
 fn unreachable_git<T>(pin: &Pin) -> Result<T> {
-    Err(Error::Unsupported(format!("`{}` is a git pin, not a tarball pin", pin.version)))
+    Err(Error::Unsupported(format!(
+        "`{}` is a git pin, not a tarball pin",
+        pin.version
+    )))
 }
 
 /// Unpacks a verified tarball of `pin` and installs it.
-fn install_tarball(layout: &Layout, pin: &Pin, tarball: &Path, top_dir: &str) -> Result<SourceTree> {
+fn install_tarball(
+    layout: &Layout,
+    pin: &Pin,
+    tarball: &Path,
+    top_dir: &str,
+) -> Result<SourceTree> {
     step(&format!("unpacking {}", tarball.display()), || {
-        archive::unpack_and_install(layout, &pin.version, tarball, Some(top_dir), &pin.identity())
+        archive::unpack_and_install(
+            layout,
+            &pin.version,
+            tarball,
+            Some(top_dir),
+            &pin.identity(),
+        )
     })?;
     Ok(tree_of(layout, pin))
 }
@@ -172,7 +207,13 @@ fn fetch_download(sh: &Shell, root: &Path, version: &str) -> Result<SourceTree> 
             cmd!(sh, "git init -q --bare {bare}").quiet().run()?;
         }
         step(&format!("git fetch {repo} {commit}"), || {
-            let out = cmd!(sh, "git --git-dir {bare} fetch -q --depth 1 {repo} {commit}").quiet().ignore_status().output()?;
+            let out = cmd!(
+                sh,
+                "git --git-dir {bare} fetch -q --depth 1 {repo} {commit}"
+            )
+            .quiet()
+            .ignore_status()
+            .output()?;
             if !out.status.success() {
                 return Err(Error::Command {
                     step: format!("fetch {version}"),
@@ -197,7 +238,12 @@ fn fetch_download(sh: &Shell, root: &Path, version: &str) -> Result<SourceTree> 
             "pin `{version}` has no download URL; use --from debian or --source TARBALL"
         )));
     }
-    require_tool(sh, "curl", "downloading a pinned tarball", "install curl, or pass --source TARBALL")?;
+    require_tool(
+        sh,
+        "curl",
+        "downloading a pinned tarball",
+        "install curl, or pass --source TARBALL",
+    )?;
     let downloads = layout.downloads();
     fs::create_dir_all(&downloads).map_err(|e| Error::io(&downloads, e))?;
     let dest = downloads.join(format!("{version}.tar.gz"));
@@ -205,10 +251,13 @@ fn fetch_download(sh: &Shell, root: &Path, version: &str) -> Result<SourceTree> 
     let mut last_err = None;
     for url in urls {
         let got = step(&format!("downloading {url}"), || {
-            let out = cmd!(sh, "curl -fsSL --retry 2 --connect-timeout 30 -o {part} {url}")
-                .quiet()
-                .ignore_status()
-                .output()?;
+            let out = cmd!(
+                sh,
+                "curl -fsSL --retry 2 --connect-timeout 30 -o {part} {url}"
+            )
+            .quiet()
+            .ignore_status()
+            .output()?;
             if !out.status.success() {
                 return Err(Error::Command {
                     step: format!("fetch {version}"),
@@ -239,7 +288,9 @@ fn fetch_debian(sh: &Shell, root: &Path, version: &str) -> Result<SourceTree> {
     let pin = pins.get(version)?;
     let (sha, top_dir, _) = tarball_parts(pin, &pins)?;
     let deb = pin.debian.as_ref().ok_or_else(|| {
-        Error::Unsupported(format!("pin `{version}` names no Debian source package; drop --from debian"))
+        Error::Unsupported(format!(
+            "pin `{version}` names no Debian source package; drop --from debian"
+        ))
     })?;
     let layout = Layout::new(root);
     if let Some(t) = already(&layout, pin) {
@@ -268,13 +319,18 @@ fn git_dir_of(path: &Path) -> Option<PathBuf> {
 
 fn has_commit(sh: &Shell, git_dir: &Path, commit: &str) -> Result<bool> {
     let obj = format!("{commit}^{{commit}}");
-    let out = cmd!(sh, "git --git-dir {git_dir} cat-file -e {obj}").quiet().ignore_status().output()?;
+    let out = cmd!(sh, "git --git-dir {git_dir} cat-file -e {obj}")
+        .quiet()
+        .ignore_status()
+        .output()?;
     Ok(out.status.success())
 }
 
 /// `git archive`s the pinned commit of a git pin from `git_dir` and installs it.
 fn export_git(sh: &Shell, layout: &Layout, pin: &Pin, git_dir: &Path) -> Result<SourceTree> {
-    let PinSource::Git { commit, .. } = &pin.source else { return unreachable_git(pin) };
+    let PinSource::Git { commit, .. } = &pin.source else {
+        return unreachable_git(pin);
+    };
     if !has_commit(sh, git_dir, commit)? {
         return Err(Error::MissingCommit {
             repo: git_dir.to_path_buf(),
@@ -290,10 +346,13 @@ fn export_git(sh: &Shell, layout: &Layout, pin: &Pin, git_dir: &Path) -> Result<
     let top = format!("slurm-{}", &commit[..12]);
     let prefix = format!("{top}/");
     step(&format!("git archive {commit}"), || {
-        let out = cmd!(sh, "git --git-dir {git_dir} archive --format=tar --prefix={prefix} -o {tar} {commit}")
-            .quiet()
-            .ignore_status()
-            .output()?;
+        let out = cmd!(
+            sh,
+            "git --git-dir {git_dir} archive --format=tar --prefix={prefix} -o {tar} {commit}"
+        )
+        .quiet()
+        .ignore_status()
+        .output()?;
         if !out.status.success() {
             return Err(Error::Command {
                 step: format!("fetch {}", pin.version),
@@ -327,26 +386,37 @@ fn parse_meta(text: &str) -> Option<(String, String)> {
 
 /// `--source PATH [--version V]` (see the module docs).
 fn from_source(sh: &Shell, root: &Path, path: &Path, version: Option<&str>) -> Result<SourceTree> {
-    let not_source = |detail: &str| Error::NotASource { path: path.to_path_buf(), detail: detail.into() };
+    let not_source = |detail: &str| Error::NotASource {
+        path: path.to_path_buf(),
+        detail: detail.into(),
+    };
     let meta = fs::metadata(path).map_err(|e| Error::io(path, e))?;
     let pins = Pins::load(root)?;
     let layout = Layout::new(root);
     if meta.is_file() {
-        let actual = step(&format!("sha256 of {}", path.display()), || archive::sha256_file(path))?;
+        let actual = step(&format!("sha256 of {}", path.display()), || {
+            archive::sha256_file(path)
+        })?;
         let pin = match version {
             Some(v) => {
                 let pin = pins.get(v)?;
                 let expected = pin.require_sha256(&pins.path)?;
                 if actual != expected {
-                    return Err(Error::HashMismatch { what: path.display().to_string(), expected: expected.into(), actual });
+                    return Err(Error::HashMismatch {
+                        what: path.display().to_string(),
+                        expected: expected.into(),
+                        actual,
+                    });
                 }
                 pin
             }
-            None => pins.by_sha256(&actual).ok_or_else(|| Error::UnknownTarball {
-                path: path.to_path_buf(),
-                actual: actual.clone(),
-                known: pins.known(),
-            })?,
+            None => pins
+                .by_sha256(&actual)
+                .ok_or_else(|| Error::UnknownTarball {
+                    path: path.to_path_buf(),
+                    actual: actual.clone(),
+                    known: pins.known(),
+                })?,
         };
         let (_, top_dir, _) = tarball_parts(pin, &pins)?;
         if let Some(t) = already(&layout, pin) {
@@ -366,12 +436,16 @@ fn from_source(sh: &Shell, root: &Path, path: &Path, version: Option<&str>) -> R
                 require_tool(sh, "git", "fetch --source GIT_DIR", "install git")?;
                 export_git(sh, &layout, pin, &g)
             }
-            (PinSource::Git { .. }, None) => {
-                Err(not_source(&format!("`{v}` is pinned by git commit: pass a git directory (bare or checkout)")))
-            }
+            (PinSource::Git { .. }, None) => Err(not_source(&format!(
+                "`{v}` is pinned by git commit: pass a git directory (bare or checkout)"
+            ))),
             (PinSource::Tarball { .. }, _) => Err(not_source(&format!(
                 "`{v}` is pinned by tarball sha256: pass the tarball; a directory cannot be verified against it{}",
-                if is_tree { " (or drop --version to copy the tree as an unverified local version)" } else { "" }
+                if is_tree {
+                    " (or drop --version to copy the tree as an unverified local version)"
+                } else {
+                    ""
+                }
             ))),
         };
     }
@@ -396,12 +470,19 @@ fn from_source(sh: &Shell, root: &Path, path: &Path, version: Option<&str>) -> R
         [pin] => export_git(sh, &layout, pin, &g),
         [] => Err(not_source(&format!(
             "the repository contains none of the pinned commits ({})",
-            pins.git_pins().map(|p| format!("{} {}", p.version, p.identity())).collect::<Vec<_>>().join(", ")
+            pins.git_pins()
+                .map(|p| format!("{} {}", p.version, p.identity()))
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
         several => Err(Error::Unsupported(format!(
             "{} contains the commits of several git pins ({}): pass --version",
             path.display(),
-            several.iter().map(|p| p.version.as_str()).collect::<Vec<_>>().join(", ")
+            several
+                .iter()
+                .map(|p| p.version.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
     }
 }
@@ -423,12 +504,26 @@ fn copy_local_tree(layout: &Layout, path: &Path) -> Result<SourceTree> {
             dest.display()
         )));
     }
-    eprintln!("fetch: {} is an unpacked tree (META {meta_version}): unverified, copied as `{version}`", path.display());
+    eprintln!(
+        "fetch: {} is an unpacked tree (META {meta_version}): unverified, copied as `{version}`",
+        path.display()
+    );
     let staging = Staging::new(&layout.dir, &version)?;
     let copy = staging.dir.join("tree");
-    step(&format!("copying {}", path.display()), || crate::patches::copy_tree_excluding(&src_c, &copy, &[".git"]))?;
-    archive::install(layout, &version, &copy, &format!("local {}", src_c.display()))?;
-    Ok(SourceTree { path: dest, version, line })
+    step(&format!("copying {}", path.display()), || {
+        crate::patches::copy_tree_excluding(&src_c, &copy, &[".git"])
+    })?;
+    archive::install(
+        layout,
+        &version,
+        &copy,
+        &format!("local {}", src_c.display()),
+    )?;
+    Ok(SourceTree {
+        path: dest,
+        version,
+        line,
+    })
 }
 
 #[cfg(test)]
@@ -442,25 +537,40 @@ mod tests {
     fn project(extra_pins: &str) -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();
         fs::create_dir_all(d.path().join("slurm-src")).unwrap();
-        let committed = fs::read_to_string(crate::project_root().join(crate::pins::PINS_FILE)).unwrap();
-        fs::write(d.path().join(crate::pins::PINS_FILE), format!("{committed}\n{extra_pins}")).unwrap();
+        let committed =
+            fs::read_to_string(crate::project_root().join(crate::pins::PINS_FILE)).unwrap();
+        fs::write(
+            d.path().join(crate::pins::PINS_FILE),
+            format!("{committed}\n{extra_pins}"),
+        )
+        .unwrap();
         d
     }
 
     fn fake_tgz(path: &Path, top: &str) {
-        let gz = flate2::write::GzEncoder::new(fs::File::create(path).unwrap(), flate2::Compression::fast());
+        let gz = flate2::write::GzEncoder::new(
+            fs::File::create(path).unwrap(),
+            flate2::Compression::fast(),
+        );
         let mut b = tar::Builder::new(gz);
-        for (name, body) in [("configure.ac", "AC_INIT\n"), ("META", "  Major:\t1\n  Minor:\t2\n  Version:\t1.2.3\n")] {
+        for (name, body) in [
+            ("configure.ac", "AC_INIT\n"),
+            ("META", "  Major:\t1\n  Minor:\t2\n  Version:\t1.2.3\n"),
+        ] {
             let mut h = tar::Header::new_gnu();
             h.set_mode(0o644);
             h.set_size(body.len() as u64);
-            b.append_data(&mut h, format!("{top}/{name}"), body.as_bytes()).unwrap();
+            b.append_data(&mut h, format!("{top}/{name}"), body.as_bytes())
+                .unwrap();
         }
         b.into_inner().unwrap().finish().unwrap().flush().unwrap();
     }
 
     fn args(version: Option<&str>, source: Option<&Path>) -> SourceArgs {
-        SourceArgs { version: version.map(str::to_string), source: source.map(Path::to_path_buf) }
+        SourceArgs {
+            version: version.map(str::to_string),
+            source: source.map(Path::to_path_buf),
+        }
     }
 
     #[test]
@@ -469,7 +579,9 @@ mod tests {
         let tgz = d.path().join("t.tar.gz");
         fake_tgz(&tgz, "top-1");
         let sha = archive::sha256_file(&tgz).unwrap();
-        let p = project(&format!("[pin.\"1.2.3\"]\nline = \"1.2\"\nkind = \"tarball\"\nsha256 = \"{sha}\"\ntop_dir = \"top-1\"\n"));
+        let p = project(&format!(
+            "[pin.\"1.2.3\"]\nline = \"1.2\"\nkind = \"tarball\"\nsha256 = \"{sha}\"\ntop_dir = \"top-1\"\n"
+        ));
         let sh = Shell::new().unwrap();
         let e = resolve(&sh, p.path(), &args(Some("1.2.3"), None)).unwrap_err();
         assert!(matches!(e, Error::NotFetched { .. }), "{e}");
@@ -477,10 +589,16 @@ mod tests {
         assert_eq!((t.version.as_str(), t.line.as_str()), ("1.2.3", "1.2"));
         assert_eq!(t.path, p.path().join("slurm-src/1.2.3"));
         assert!(t.path.join("configure.ac").is_file());
-        assert_eq!(resolve(&sh, p.path(), &args(Some("1.2.3"), None)).unwrap(), t);
+        assert_eq!(
+            resolve(&sh, p.path(), &args(Some("1.2.3"), None)).unwrap(),
+            t
+        );
         // Reuse: the tree is not rebuilt (a file we drop in survives).
         fs::write(t.path.join("probe"), "x").unwrap();
-        assert_eq!(resolve(&sh, p.path(), &args(Some("1.2.3"), Some(&tgz))).unwrap(), t);
+        assert_eq!(
+            resolve(&sh, p.path(), &args(Some("1.2.3"), Some(&tgz))).unwrap(),
+            t
+        );
         assert!(t.path.join("probe").exists());
     }
 
@@ -494,14 +612,20 @@ mod tests {
         let e = resolve(&sh, p.path(), &args(None, Some(&tgz))).unwrap_err();
         assert!(matches!(e, Error::UnknownTarball { .. }), "{e}");
         let e = resolve(&sh, p.path(), &args(Some("24.11.5"), Some(&tgz))).unwrap_err();
-        assert!(matches!(e, Error::HashMismatch { ref expected, .. } if expected.starts_with("e1a5547e")), "{e}");
+        assert!(
+            matches!(e, Error::HashMismatch { ref expected, .. } if expected.starts_with("e1a5547e")),
+            "{e}"
+        );
         let e = resolve(&sh, p.path(), &args(Some("26.11.0"), Some(&tgz))).unwrap_err();
         assert!(matches!(e, Error::UnverifiedPin { .. }), "{e}");
         let e = resolve(&sh, p.path(), &args(Some("0.0.0"), Some(&tgz))).unwrap_err();
         assert!(matches!(e, Error::UnknownVersion { .. }), "{e}");
         let e = resolve(&sh, p.path(), &args(None, None)).unwrap_err();
         assert!(matches!(e, Error::NoSource), "{e}");
-        let left: Vec<_> = fs::read_dir(p.path().join("slurm-src")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let left: Vec<_> = fs::read_dir(p.path().join("slurm-src"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(left, vec![std::ffi::OsString::from("pins.toml")]);
     }
 
@@ -522,11 +646,18 @@ mod tests {
         fs::create_dir_all(src.join(".git")).unwrap();
         fs::write(src.join(".git/HEAD"), "x").unwrap();
         fs::write(src.join("configure.ac"), "AC_INIT\n").unwrap();
-        fs::write(src.join("META"), "  Major:\t25\n  Minor:\t05\n  Micro:\t1\n  Version:\t25.05.1\n").unwrap();
+        fs::write(
+            src.join("META"),
+            "  Major:\t25\n  Minor:\t05\n  Micro:\t1\n  Version:\t25.05.1\n",
+        )
+        .unwrap();
         let p = project("");
         let sh = Shell::new().unwrap();
         let t = resolve(&sh, p.path(), &args(None, Some(&src))).unwrap();
-        assert_eq!((t.version.as_str(), t.line.as_str()), ("25.05.1-local", "25.05"));
+        assert_eq!(
+            (t.version.as_str(), t.line.as_str()),
+            ("25.05.1-local", "25.05")
+        );
         assert!(t.path.join("META").is_file() && !t.path.join(".git").exists());
         // A tree cannot be verified against a tarball pin.
         let e = resolve(&sh, p.path(), &args(Some("24.11.5"), Some(&src))).unwrap_err();
@@ -542,7 +673,11 @@ mod tests {
         let repo = d.path().join("repo");
         fs::create_dir_all(&repo).unwrap();
         fs::write(repo.join("configure.ac"), "AC_INIT\n").unwrap();
-        fs::write(repo.join("META"), "  Major:\t9\n  Minor:\t1\n  Version:\t9.1.0\n").unwrap();
+        fs::write(
+            repo.join("META"),
+            "  Major:\t9\n  Minor:\t1\n  Version:\t9.1.0\n",
+        )
+        .unwrap();
         let git = |args: &[&str]| {
             cmd!(sh, "git -C {repo} {args...}")
                 .env("GIT_AUTHOR_NAME", "t")
@@ -569,13 +704,19 @@ mod tests {
         assert!(t.path.join("configure.ac").is_file() && !t.path.join("later").exists());
         // A bare clone without --version: the one git pin it contains is chosen.
         let bare = d.path().join("bare.git");
-        cmd!(sh, "git clone -q --bare {repo} {bare}").quiet().run().unwrap();
+        cmd!(sh, "git clone -q --bare {repo} {bare}")
+            .quiet()
+            .run()
+            .unwrap();
         fs::remove_dir_all(&t.path).unwrap();
         let t2 = resolve(&sh, p.path(), &args(None, Some(&bare))).unwrap();
         assert_eq!(t2, t);
         // The committed 26.11-snapshot commit is not in this repository.
         let e = resolve(&sh, p.path(), &args(Some("26.11-snapshot"), Some(&bare))).unwrap_err();
-        assert!(matches!(e, Error::MissingCommit { ref commit, .. } if commit.starts_with("284c3b95")), "{e}");
+        assert!(
+            matches!(e, Error::MissingCommit { ref commit, .. } if commit.starts_with("284c3b95")),
+            "{e}"
+        );
         assert!(!p.path().join("slurm-src/26.11-snapshot").exists());
     }
 
@@ -590,7 +731,10 @@ mod tests {
         let tgz = d.path().join("t.tar.gz");
         fake_tgz(&tgz, "top-1");
         let sha = archive::sha256_file(&tgz).unwrap();
-        let (missing, good) = (format!("file://{}/nope.tar.gz", d.path().display()), format!("file://{}", tgz.display()));
+        let (missing, good) = (
+            format!("file://{}/nope.tar.gz", d.path().display()),
+            format!("file://{}", tgz.display()),
+        );
         let p = project(&format!(
             "[pin.\"1.2.3\"]\nline = \"1.2\"\nkind = \"tarball\"\nsha256 = \"{sha}\"\ntop_dir = \"top-1\"\nurls = [\"{missing}\", \"{good}\"]\n\
              [pin.\"6.6.6\"]\nline = \"6.6\"\nkind = \"tarball\"\nsha256 = \"{zero}\"\ntop_dir = \"top-1\"\nurls = [\"{good}\"]\n",
@@ -604,7 +748,10 @@ mod tests {
         let e = fetch_download(&sh, p.path(), "6.6.6").unwrap_err();
         assert!(matches!(e, Error::HashMismatch { .. }), "{e}");
         assert!(!dl.join("6.6.6.tar.gz.part").exists() && !dl.join("6.6.6.tar.gz").exists());
-        assert!(!p.path().join("slurm-src/6.6.6").exists() && !p.path().join("slurm-src/.6.6.6.complete").exists());
+        assert!(
+            !p.path().join("slurm-src/6.6.6").exists()
+                && !p.path().join("slurm-src/.6.6.6.complete").exists()
+        );
     }
 
     #[test]
@@ -615,7 +762,13 @@ mod tests {
         fs::create_dir_all(&repo).unwrap();
         fs::write(repo.join("configure.ac"), "AC_INIT\n").unwrap();
         let git = |args: &[&str]| {
-            cmd!(sh, "git -C {repo} -c user.name=t -c user.email=t@example.org {args...}").quiet().read().unwrap()
+            cmd!(
+                sh,
+                "git -C {repo} -c user.name=t -c user.email=t@example.org {args...}"
+            )
+            .quiet()
+            .read()
+            .unwrap()
         };
         git(&["init", "-q"]);
         git(&["add", "."]);
@@ -627,7 +780,11 @@ mod tests {
         ));
         let t = fetch_download(&sh, p.path(), "9-snap").unwrap();
         assert!(t.path.join("configure.ac").is_file());
-        assert!(p.path().join("slurm-src/downloads/9-snap.git/HEAD").is_file());
+        assert!(
+            p.path()
+                .join("slurm-src/downloads/9-snap.git/HEAD")
+                .is_file()
+        );
     }
 
     #[test]
@@ -641,7 +798,10 @@ mod tests {
     fn require_tool__missing_program_is_missing_tool() {
         let sh = Shell::new().unwrap();
         let e = require_tool(&sh, "no-such-program-xyz", "testing", "install it").unwrap_err();
-        assert!(matches!(e, Error::MissingTool { ref program, .. } if program == "no-such-program-xyz"), "{e}");
+        assert!(
+            matches!(e, Error::MissingTool { ref program, .. } if program == "no-such-program-xyz"),
+            "{e}"
+        );
         require_tool(&sh, "sh", "testing", "").unwrap();
     }
 }

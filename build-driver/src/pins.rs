@@ -84,7 +84,9 @@ struct RawPin {
 }
 
 fn is_hex(s: &str, len: usize) -> bool {
-    s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == len
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 impl Pins {
@@ -97,20 +99,30 @@ impl Pins {
 
     /// Parses and validates the text of a pins file.
     pub fn parse(path: &Path, text: &str) -> Result<Pins> {
-        let bad = |detail: String| Error::Pins { path: path.to_path_buf(), detail };
+        let bad = |detail: String| Error::Pins {
+            path: path.to_path_buf(),
+            detail,
+        };
         let raw: RawFile = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
         let mut pins = BTreeMap::new();
         for (version, r) in raw.pin {
             if version.is_empty() || version.contains(['/', '\\']) || version.starts_with('.') {
-                return Err(bad(format!("`{version}` is not usable as a directory name")));
+                return Err(bad(format!(
+                    "`{version}` is not usable as a directory name"
+                )));
             }
             if r.line.is_empty() || r.line.contains(['/', '\\']) || r.line.starts_with('.') {
-                return Err(bad(format!("pin `{version}`: line `{}` is not a directory name", r.line)));
+                return Err(bad(format!(
+                    "pin `{version}`: line `{}` is not a directory name",
+                    r.line
+                )));
             }
             let source = match r.kind.as_str() {
                 "tarball" => {
                     if r.repo.is_some() || r.commit.is_some() {
-                        return Err(bad(format!("pin `{version}`: a tarball pin has no repo/commit")));
+                        return Err(bad(format!(
+                            "pin `{version}`: a tarball pin has no repo/commit"
+                        )));
                     }
                     let sha256 = match r.sha256.as_deref() {
                         None => {
@@ -121,32 +133,63 @@ impl Pins {
                         Some("") => None,
                         Some(h) if is_hex(h, 64) => Some(h.to_string()),
                         Some(h) => {
-                            return Err(bad(format!("pin `{version}`: sha256 `{h}` is not 64 lower-case hex digits")));
+                            return Err(bad(format!(
+                                "pin `{version}`: sha256 `{h}` is not 64 lower-case hex digits"
+                            )));
                         }
                     };
                     let top_dir = r.top_dir.filter(|t| !t.is_empty() && !t.contains('/')).ok_or_else(|| {
                         bad(format!("pin `{version}`: a tarball pin needs top_dir (the archive's top directory)"))
                     })?;
-                    PinSource::Tarball { sha256, top_dir, urls: r.urls }
+                    PinSource::Tarball {
+                        sha256,
+                        top_dir,
+                        urls: r.urls,
+                    }
                 }
                 "git" => {
-                    if r.sha256.is_some() || r.top_dir.is_some() || !r.urls.is_empty() || r.debian.is_some() {
+                    if r.sha256.is_some()
+                        || r.top_dir.is_some()
+                        || !r.urls.is_empty()
+                        || r.debian.is_some()
+                    {
                         return Err(bad(format!(
                             "pin `{version}`: a git pin has only repo and commit (no sha256/top_dir/urls/debian)"
                         )));
                     }
-                    let repo = r.repo.ok_or_else(|| bad(format!("pin `{version}`: a git pin needs repo")))?;
-                    let commit = r.commit.ok_or_else(|| bad(format!("pin `{version}`: a git pin needs commit")))?;
+                    let repo = r
+                        .repo
+                        .ok_or_else(|| bad(format!("pin `{version}`: a git pin needs repo")))?;
+                    let commit = r
+                        .commit
+                        .ok_or_else(|| bad(format!("pin `{version}`: a git pin needs commit")))?;
                     if !is_hex(&commit, 40) {
-                        return Err(bad(format!("pin `{version}`: commit `{commit}` is not a full 40-hex commit id")));
+                        return Err(bad(format!(
+                            "pin `{version}`: commit `{commit}` is not a full 40-hex commit id"
+                        )));
                     }
                     PinSource::Git { repo, commit }
                 }
-                other => return Err(bad(format!("pin `{version}`: kind `{other}` is not `tarball` or `git`"))),
+                other => {
+                    return Err(bad(format!(
+                        "pin `{version}`: kind `{other}` is not `tarball` or `git`"
+                    )));
+                }
             };
-            pins.insert(version.clone(), Pin { version, line: r.line, source, debian: r.debian });
+            pins.insert(
+                version.clone(),
+                Pin {
+                    version,
+                    line: r.line,
+                    source,
+                    debian: r.debian,
+                },
+            );
         }
-        Ok(Pins { path: path.to_path_buf(), pins })
+        Ok(Pins {
+            path: path.to_path_buf(),
+            pins,
+        })
     }
 
     /// The pin named `version`, or `UnknownVersion` listing the known names.
@@ -164,12 +207,16 @@ impl Pins {
 
     /// The tarball pin whose (verified) sha256 is `sha256`.
     pub fn by_sha256(&self, sha256: &str) -> Option<&Pin> {
-        self.pins.values().find(|p| p.verified_sha256() == Some(sha256))
+        self.pins
+            .values()
+            .find(|p| p.verified_sha256() == Some(sha256))
     }
 
     /// All git pins, in version-name order.
     pub fn git_pins(&self) -> impl Iterator<Item = &Pin> {
-        self.pins.values().filter(|p| matches!(p.source, PinSource::Git { .. }))
+        self.pins
+            .values()
+            .filter(|p| matches!(p.source, PinSource::Git { .. }))
     }
 }
 
@@ -177,7 +224,9 @@ impl Pin {
     /// The verified sha256 of a tarball pin (None for git pins and unverified tarballs).
     pub fn verified_sha256(&self) -> Option<&str> {
         match &self.source {
-            PinSource::Tarball { sha256: Some(h), .. } => Some(h),
+            PinSource::Tarball {
+                sha256: Some(h), ..
+            } => Some(h),
             _ => None,
         }
     }
@@ -186,7 +235,9 @@ impl Pin {
     /// `Unsupported` error for a git pin.
     pub fn require_sha256(&self, pins_path: &Path) -> Result<&str> {
         match &self.source {
-            PinSource::Tarball { sha256: Some(h), .. } => Ok(h),
+            PinSource::Tarball {
+                sha256: Some(h), ..
+            } => Ok(h),
             PinSource::Tarball { sha256: None, .. } => Err(Error::UnverifiedPin {
                 version: self.version.clone(),
                 path: pins_path.to_path_buf(),
@@ -203,7 +254,9 @@ impl Pin {
     /// changed pin makes an old unpacked tree stale.
     pub fn identity(&self) -> String {
         match &self.source {
-            PinSource::Tarball { sha256, .. } => format!("sha256 {}", sha256.as_deref().unwrap_or("")),
+            PinSource::Tarball { sha256, .. } => {
+                format!("sha256 {}", sha256.as_deref().unwrap_or(""))
+            }
             PinSource::Git { commit, .. } => format!("commit {commit}"),
         }
     }
@@ -231,16 +284,24 @@ mod tests {
         match &p.source {
             PinSource::Tarball { top_dir, urls, .. } => {
                 assert_eq!(top_dir, "slurm-slurm-24-11-5-1");
-                assert!(urls.iter().any(|u| u.ends_with("slurm-24-11-5-1.tar.gz")), "{urls:?}");
+                assert!(
+                    urls.iter().any(|u| u.ends_with("slurm-24-11-5-1.tar.gz")),
+                    "{urls:?}"
+                );
             }
             other => panic!("24.11.5 should be a tarball pin: {other:?}"),
         }
         let d = p.debian.as_ref().unwrap();
-        assert_eq!((d.package.as_str(), d.orig.as_str(), d.suite.as_str()),
-                   ("slurm-wlm", "slurm-wlm_24.11.5.orig.tar.gz", "trixie"));
+        assert_eq!(
+            (d.package.as_str(), d.orig.as_str(), d.suite.as_str()),
+            ("slurm-wlm", "slurm-wlm_24.11.5.orig.tar.gz", "trixie")
+        );
         let s = pins.get("26.11-snapshot").unwrap();
         assert_eq!(s.line, "26.11");
-        assert_eq!(s.identity(), "commit 284c3b95f08a2dc2478499837b03355e1b9c5c75");
+        assert_eq!(
+            s.identity(),
+            "commit 284c3b95f08a2dc2478499837b03355e1b9c5c75"
+        );
     }
 
     #[test]
@@ -249,7 +310,10 @@ mod tests {
         let p = pins.get("26.11.0").unwrap();
         assert_eq!(p.verified_sha256(), None);
         let e = p.require_sha256(&pins.path).unwrap_err();
-        assert!(matches!(e, Error::UnverifiedPin { ref version, .. } if version == "26.11.0"), "{e}");
+        assert!(
+            matches!(e, Error::UnverifiedPin { ref version, .. } if version == "26.11.0"),
+            "{e}"
+        );
         assert!(e.to_string().contains("no verified sha256"), "{e}");
     }
 
@@ -258,13 +322,18 @@ mod tests {
         let pins = committed();
         let e = pins.get("9.9.9").unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("9.9.9") && msg.contains("24.11.5") && msg.contains("26.11-snapshot"), "{msg}");
+        assert!(
+            msg.contains("9.9.9") && msg.contains("24.11.5") && msg.contains("26.11-snapshot"),
+            "{msg}"
+        );
     }
 
     #[test]
     fn by_sha256__matches_only_verified_tarballs() {
         let pins = committed();
-        let p = pins.by_sha256("e1a5547edd212c38b5e3230a284133f777b32746551f094aaa81cc4af375e332").unwrap();
+        let p = pins
+            .by_sha256("e1a5547edd212c38b5e3230a284133f777b32746551f094aaa81cc4af375e332")
+            .unwrap();
         assert_eq!(p.version, "24.11.5");
         assert!(pins.by_sha256("").is_none());
         assert!(pins.by_sha256(&"0".repeat(64)).is_none());

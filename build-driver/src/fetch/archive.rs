@@ -40,7 +40,9 @@ pub struct Layout {
 
 impl Layout {
     pub fn new(root: &Path) -> Layout {
-        Layout { dir: root.join("slurm-src") }
+        Layout {
+            dir: root.join("slurm-src"),
+        }
     }
     /// The unpacked, never-modified tree of `version`.
     pub fn tree(&self, version: &str) -> PathBuf {
@@ -81,7 +83,10 @@ impl Staging {
                 Err(e) => return Err(Error::io(&dir, e)),
             }
         }
-        Err(Error::Io { path: parent.to_path_buf(), detail: "cannot create a temporary directory".into() })
+        Err(Error::Io {
+            path: parent.to_path_buf(),
+            detail: "cannot create a temporary directory".into(),
+        })
     }
 }
 
@@ -95,9 +100,16 @@ impl Drop for Staging {
 /// empty directory `into`. The archive must have exactly one top directory (`expected_top`
 /// if given); returns the path of that directory inside `into`. Truncated or corrupt
 /// archives are an `Unpack` error (the caller's `Staging` then removes everything).
-pub fn unpack_single_top(archive: &Path, expected_top: Option<&str>, into: &Path) -> Result<PathBuf> {
+pub fn unpack_single_top(
+    archive: &Path,
+    expected_top: Option<&str>,
+    into: &Path,
+) -> Result<PathBuf> {
     let what = archive.display().to_string();
-    let err = |detail: String| Error::Unpack { what: what.clone(), detail };
+    let err = |detail: String| Error::Unpack {
+        what: what.clone(),
+        detail,
+    };
     let mut file = BufReader::new(fs::File::open(archive).map_err(|e| Error::io(archive, e))?);
     let mut magic = [0u8; 2];
     let n = file.read(&mut magic).map_err(|e| Error::io(archive, e))?;
@@ -112,45 +124,70 @@ pub fn unpack_single_top(archive: &Path, expected_top: Option<&str>, into: &Path
     ar.set_preserve_mtime(true);
     ar.set_unpack_xattrs(false);
     let mut top: Option<String> = None;
-    let entries = ar.entries().map_err(|e| err(format!("truncated or corrupt archive: {e}")))?;
+    let entries = ar
+        .entries()
+        .map_err(|e| err(format!("truncated or corrupt archive: {e}")))?;
     for entry in entries {
         let mut entry = entry.map_err(|e| err(format!("truncated or corrupt archive: {e}")))?;
         let kind = entry.header().entry_type();
         if kind.is_pax_global_extensions() || kind.is_pax_local_extensions() {
             continue;
         }
-        let path = entry.path().map_err(|e| err(format!("bad entry name: {e}")))?.into_owned();
-        let mut comps = path.components().filter(|c| !matches!(c, Component::CurDir));
+        let path = entry
+            .path()
+            .map_err(|e| err(format!("bad entry name: {e}")))?
+            .into_owned();
+        let mut comps = path
+            .components()
+            .filter(|c| !matches!(c, Component::CurDir));
         let first = match comps.next() {
             Some(Component::Normal(f)) => f.to_string_lossy().into_owned(),
-            _ => return Err(err(format!("entry `{}` is not below a top directory", path.display()))),
+            _ => {
+                return Err(err(format!(
+                    "entry `{}` is not below a top directory",
+                    path.display()
+                )));
+            }
         };
         if comps.next().is_none() && !kind.is_dir() {
-            return Err(err(format!("`{first}` is a file at the top level; expected a single top directory")));
+            return Err(err(format!(
+                "`{first}` is a file at the top level; expected a single top directory"
+            )));
         }
         match &top {
             None => {
                 if let Some(exp) = expected_top {
                     if first != exp {
-                        return Err(err(format!("top directory is `{first}`, the pin expects `{exp}`")));
+                        return Err(err(format!(
+                            "top directory is `{first}`, the pin expects `{exp}`"
+                        )));
                     }
                 }
                 top = Some(first);
             }
             Some(t) if *t != first => {
-                return Err(err(format!("more than one top directory (`{t}`, `{first}`)")));
+                return Err(err(format!(
+                    "more than one top directory (`{t}`, `{first}`)"
+                )));
             }
             Some(_) => {}
         }
-        let inside = entry
-            .unpack_in(into)
-            .map_err(|e| err(format!("truncated or corrupt archive at `{}`: {e}", path.display())))?;
+        let inside = entry.unpack_in(into).map_err(|e| {
+            err(format!(
+                "truncated or corrupt archive at `{}`: {e}",
+                path.display()
+            ))
+        })?;
         if !inside {
-            return Err(err(format!("entry `{}` points outside the archive", path.display())));
+            return Err(err(format!(
+                "entry `{}` points outside the archive",
+                path.display()
+            )));
         }
     }
     // Read to the end so that gzip checks its trailer (CRC and length).
-    io::copy(&mut ar.into_inner(), &mut io::sink()).map_err(|e| err(format!("truncated or corrupt archive: {e}")))?;
+    io::copy(&mut ar.into_inner(), &mut io::sink())
+        .map_err(|e| err(format!("truncated or corrupt archive: {e}")))?;
     let top = top.ok_or_else(|| err("empty archive".into()))?;
     Ok(into.join(top))
 }
@@ -227,7 +264,10 @@ mod tests {
             (format!("{top}/META"), "  Version:\t1.2.3\n".repeat(200)),
             (format!("{top}/src/x.c"), "int x;\n".repeat(5000)),
         ];
-        let refs: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
         make_tgz(path, &refs);
     }
 
@@ -248,20 +288,28 @@ mod tests {
         assert_eq!(sha256_file(&f).unwrap(), good);
         verify_sha256(&f, good).unwrap();
         let e = verify_sha256(&f, &"0".repeat(64)).unwrap_err();
-        assert!(matches!(&e, Error::HashMismatch { actual, .. } if actual == good), "{e}");
+        assert!(
+            matches!(&e, Error::HashMismatch { actual, .. } if actual == good),
+            "{e}"
+        );
     }
 
     #[test]
     fn unpack_and_install__installs_contents_of_top_dir_and_marker() {
         let d = tempfile::tempdir().unwrap();
-        let layout = Layout { dir: d.path().to_path_buf() };
+        let layout = Layout {
+            dir: d.path().to_path_buf(),
+        };
         let tgz = d.path().join("in.tar.gz");
         slurmish(&tgz, "slurm-1");
         let dest = unpack_and_install(&layout, "1.2.3", &tgz, Some("slurm-1"), "sha256 x").unwrap();
         assert_eq!(dest, d.path().join("1.2.3"));
         assert!(dest.join("configure.ac").is_file() && dest.join("src/x.c").is_file());
         assert!(layout.is_complete("1.2.3", "sha256 x"));
-        assert!(!layout.is_complete("1.2.3", "sha256 y"), "another pin's identity must not match");
+        assert!(
+            !layout.is_complete("1.2.3", "sha256 y"),
+            "another pin's identity must not match"
+        );
         let mut left = leftovers(d.path());
         left.sort();
         assert_eq!(left, vec![".1.2.3.complete", "1.2.3"]);
@@ -270,37 +318,58 @@ mod tests {
     #[test]
     fn unpack_and_install__truncated_archive_is_an_error_and_leaves_no_tree() {
         let d = tempfile::tempdir().unwrap();
-        let layout = Layout { dir: d.path().to_path_buf() };
+        let layout = Layout {
+            dir: d.path().to_path_buf(),
+        };
         let tgz = d.path().join("in.tar.gz");
         slurmish(&tgz, "slurm-1");
         let bytes = fs::read(&tgz).unwrap();
         for cut in [bytes.len() / 2, bytes.len() - 4] {
             fs::write(&tgz, &bytes[..cut]).unwrap();
             let e = unpack_and_install(&layout, "1.2.3", &tgz, None, "sha256 x").unwrap_err();
-            assert!(matches!(&e, Error::Unpack { detail, .. } if detail.contains("truncated")), "cut {cut}: {e}");
-            assert!(leftovers(d.path()).is_empty(), "cut {cut}: left {:?}", leftovers(d.path()));
+            assert!(
+                matches!(&e, Error::Unpack { detail, .. } if detail.contains("truncated")),
+                "cut {cut}: {e}"
+            );
+            assert!(
+                leftovers(d.path()).is_empty(),
+                "cut {cut}: left {:?}",
+                leftovers(d.path())
+            );
         }
     }
 
     #[test]
     fn unpack_and_install__wrong_top_dir_is_an_error() {
         let d = tempfile::tempdir().unwrap();
-        let layout = Layout { dir: d.path().to_path_buf() };
+        let layout = Layout {
+            dir: d.path().to_path_buf(),
+        };
         let tgz = d.path().join("in.tar.gz");
         slurmish(&tgz, "other-top");
         let e = unpack_and_install(&layout, "v", &tgz, Some("slurm-1"), "i").unwrap_err();
-        assert!(e.to_string().contains("top directory is `other-top`, the pin expects `slurm-1`"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("top directory is `other-top`, the pin expects `slurm-1`"),
+            "{e}"
+        );
         assert!(leftovers(d.path()).is_empty());
     }
 
     #[test]
     fn unpack_and_install__multiple_top_dirs_or_top_level_file_is_an_error() {
         let d = tempfile::tempdir().unwrap();
-        let layout = Layout { dir: d.path().to_path_buf() };
+        let layout = Layout {
+            dir: d.path().to_path_buf(),
+        };
         let tgz = d.path().join("in.tar.gz");
         make_tgz(&tgz, &[("a/configure.ac", "x"), ("b/configure.ac", "y")]);
         let e = unpack_and_install(&layout, "v", &tgz, None, "i").unwrap_err();
-        assert!(e.to_string().contains("more than one top directory (`a`, `b`)"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("more than one top directory (`a`, `b`)"),
+            "{e}"
+        );
         make_tgz(&tgz, &[("README", "x")]);
         let e = unpack_and_install(&layout, "v", &tgz, None, "i").unwrap_err();
         assert!(e.to_string().contains("file at the top level"), "{e}");
@@ -313,7 +382,9 @@ mod tests {
     #[test]
     fn install__replaces_a_stale_tree_without_marker() {
         let d = tempfile::tempdir().unwrap();
-        let layout = Layout { dir: d.path().to_path_buf() };
+        let layout = Layout {
+            dir: d.path().to_path_buf(),
+        };
         fs::create_dir_all(layout.tree("v").join("junk")).unwrap();
         assert!(!layout.is_complete("v", "i"));
         let tgz = d.path().join("in.tar.gz");

@@ -13,9 +13,29 @@ use xshell::{Shell, cmd};
 /// Debian codenames and suite aliases (an entry for any of them, or `<it>-updates`,
 /// `<it>-backports`, `<it>-proposed-updates`, is an entry of the main Debian archive).
 const DEBIAN_SUITES: &[&str] = &[
-    "hamm", "slink", "potato", "woody", "sarge", "etch", "lenny", "squeeze", "wheezy", "jessie", "stretch",
-    "buster", "bullseye", "bookworm", "trixie", "forky", "duke", "sid", "oldoldstable", "oldstable", "stable",
-    "testing", "unstable",
+    "hamm",
+    "slink",
+    "potato",
+    "woody",
+    "sarge",
+    "etch",
+    "lenny",
+    "squeeze",
+    "wheezy",
+    "jessie",
+    "stretch",
+    "buster",
+    "bullseye",
+    "bookworm",
+    "trixie",
+    "forky",
+    "duke",
+    "sid",
+    "oldoldstable",
+    "oldstable",
+    "stable",
+    "testing",
+    "unstable",
 ];
 const SUITE_SUFFIXES: &[&str] = &["-updates", "-backports", "-proposed-updates"];
 
@@ -46,7 +66,9 @@ fn parse_one_line(text: &str) -> Vec<Entry> {
                 }
             }
         }
-        let (Some(uri), Some(suite)) = (toks.next(), toks.next()) else { continue };
+        let (Some(uri), Some(suite)) = (toks.next(), toks.next()) else {
+            continue;
+        };
         out.push(Entry {
             types: vec![ty.to_string()],
             uris: vec![uri.to_string()],
@@ -73,7 +95,9 @@ fn parse_deb822(text: &str) -> Vec<Entry> {
                 .flat_map(|(_, v)| v.split_whitespace().map(str::to_string).collect::<Vec<_>>())
                 .collect()
         };
-        let enabled = get("Enabled").first().is_none_or(|v| !v.eq_ignore_ascii_case("no"));
+        let enabled = get("Enabled")
+            .first()
+            .is_none_or(|v| !v.eq_ignore_ascii_case("no"));
         out.push(Entry {
             types: get("Types"),
             uris: get("URIs"),
@@ -125,7 +149,10 @@ fn serves_main_archive(uri: &str) -> bool {
 /// `one_line` holds the texts of `sources.list`/`*.list`, `deb822` those of `*.sources`.
 /// Prefers an entry for a bare codename over `-updates`/`-backports`; file order breaks ties.
 pub fn mirror_from_config(one_line: &[String], deb822: &[String]) -> Option<String> {
-    let entries = one_line.iter().flat_map(|t| parse_one_line(t)).chain(deb822.iter().flat_map(|t| parse_deb822(t)));
+    let entries = one_line
+        .iter()
+        .flat_map(|t| parse_one_line(t))
+        .chain(deb822.iter().flat_map(|t| parse_deb822(t)));
     let mut best: Option<(u8, String)> = None;
     for e in entries {
         if !e.enabled
@@ -134,8 +161,12 @@ pub fn mirror_from_config(one_line: &[String], deb822: &[String]) -> Option<Stri
         {
             continue;
         }
-        let Some(rank) = e.suites.iter().filter_map(|s| suite_rank(s)).min() else { continue };
-        let Some(uri) = e.uris.iter().find(|u| serves_main_archive(u)) else { continue };
+        let Some(rank) = e.suites.iter().filter_map(|s| suite_rank(s)).min() else {
+            continue;
+        };
+        let Some(uri) = e.uris.iter().find(|u| serves_main_archive(u)) else {
+            continue;
+        };
         if best.as_ref().is_none_or(|(r, _)| rank < *r) {
             best = Some((rank, uri.trim_end_matches('/').to_string()));
         }
@@ -157,7 +188,9 @@ fn machine_config(etc_apt: &Path) -> (Vec<String>, Vec<String>) {
         .unwrap_or_default();
     names.sort();
     for p in names {
-        let Ok(t) = fs::read_to_string(&p) else { continue };
+        let Ok(t) = fs::read_to_string(&p) else {
+            continue;
+        };
         match p.extension().and_then(|e| e.to_str()) {
             Some("list") => one_line.push(t),
             Some("sources") => deb822.push(t),
@@ -194,8 +227,17 @@ pub fn fetch_orig(sh: &Shell, deb: &DebianPin, sha256: &str, downloads: &Path) -
     fs::create_dir_all(downloads).map_err(|e| Error::io(downloads, e))?;
     let staging = Staging::new(downloads, "apt")?;
     let s = &staging.dir;
-    let (list, lists, cache, dl) = (s.join("sources.list"), s.join("lists"), s.join("cache"), s.join("dl"));
-    for d in [lists.join("partial"), cache.join("archives/partial"), dl.clone()] {
+    let (list, lists, cache, dl) = (
+        s.join("sources.list"),
+        s.join("lists"),
+        s.join("cache"),
+        s.join("dl"),
+    );
+    for d in [
+        lists.join("partial"),
+        cache.join("archives/partial"),
+        dl.clone(),
+    ] {
         fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
     }
     let line = format!("deb-src {mirror} {} main\n", deb.suite);
@@ -212,23 +254,32 @@ pub fn fetch_orig(sh: &Shell, deb: &DebianPin, sha256: &str, downloads: &Path) -
         format!("Dir::Cache={}", cache.display()),
     ];
     let opts = &opts;
-    step(&format!("apt-get update ({} {})", deb.suite, "deb-src"), || {
-        let out = cmd!(sh, "apt-get {opts...} update").quiet().ignore_status().output()?;
-        if !out.status.success() {
-            return Err(Error::Command {
-                step: "fetch --from debian: apt-get update".into(),
-                program: "apt-get".into(),
-                detail: tail(&out.stderr, 15),
-            });
-        }
-        Ok(())
-    })?;
+    step(
+        &format!("apt-get update ({} {})", deb.suite, "deb-src"),
+        || {
+            let out = cmd!(sh, "apt-get {opts...} update")
+                .quiet()
+                .ignore_status()
+                .output()?;
+            if !out.status.success() {
+                return Err(Error::Command {
+                    step: "fetch --from debian: apt-get update".into(),
+                    program: "apt-get".into(),
+                    detail: tail(&out.stderr, 15),
+                });
+            }
+            Ok(())
+        },
+    )?;
     let package = &deb.package;
     let orig = dl.join(&deb.orig);
     step(&format!("apt-get source --download-only {package}"), || {
         let out = {
             let _d = sh.push_dir(&dl);
-            cmd!(sh, "apt-get {opts...} source --download-only {package}").quiet().ignore_status().output()?
+            cmd!(sh, "apt-get {opts...} source --download-only {package}")
+                .quiet()
+                .ignore_status()
+                .output()?
         };
         if orig.is_file() {
             if !out.status.success() {
@@ -243,10 +294,16 @@ pub fn fetch_orig(sh: &Shell, deb: &DebianPin, sha256: &str, downloads: &Path) -
             return Ok(());
         }
         let arrived: Vec<String> = fs::read_dir(&dl)
-            .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned())).collect())
+            .map(|rd| {
+                rd.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+                    .collect()
+            })
             .unwrap_or_default();
         Err(Error::Command {
-            step: format!("fetch --from debian: apt-get source {package} ({})", deb.suite),
+            step: format!(
+                "fetch --from debian: apt-get source {package} ({})",
+                deb.suite
+            ),
             program: "apt-get".into(),
             detail: format!(
                 "{} did not arrive (got: [{}]): {}",
@@ -277,11 +334,17 @@ mod tests {
 URIs: http://mirror.example.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\n\
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\n\
 Types: deb\nURIs: http://mirror.example.org/debian-security\nSuites: bookworm-security\nComponents: main\n";
-        assert_eq!(mirror_from_config(&[], &s(sources)).as_deref(), Some("http://mirror.example.org/debian"));
+        assert_eq!(
+            mirror_from_config(&[], &s(sources)).as_deref(),
+            Some("http://mirror.example.org/debian")
+        );
         // Security first in the file changes nothing.
         let swapped = "Types: deb\nURIs: http://sec.example.org/debian-security/\nSuites: trixie-security\n\
 Components: main\n\nTypes: deb deb-src\nURIs: https://deb.example.org/debian/\nSuites: trixie\nComponents: main contrib\n";
-        assert_eq!(mirror_from_config(&[], &s(swapped)).as_deref(), Some("https://deb.example.org/debian"));
+        assert_eq!(
+            mirror_from_config(&[], &s(swapped)).as_deref(),
+            Some("https://deb.example.org/debian")
+        );
     }
 
     #[test]
@@ -290,7 +353,10 @@ Components: main\n\nTypes: deb deb-src\nURIs: https://deb.example.org/debian/\nS
 deb [arch=amd64 signed-by=/usr/share/keyrings/x.gpg] https://packages.example.com/apt cloud-sdk-bookworm main\n\
 deb http://security.example.org/debian-security bookworm-security main\n\
 deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://ftp.example.org/debian/ bookworm main non-free\n";
-        assert_eq!(mirror_from_config(&s(list), &[]).as_deref(), Some("http://ftp.example.org/debian"));
+        assert_eq!(
+            mirror_from_config(&s(list), &[]).as_deref(),
+            Some("http://ftp.example.org/debian")
+        );
     }
 
     #[test]
@@ -301,16 +367,25 @@ Types: deb\nURIs: http://off.example.org/debian\nSuites: trixie\nComponents: mai
 Types: deb\nURIs: http://contrib.example.org/debian\nSuites: trixie\nComponents: contrib\n\n\
 Types: deb\nURIs: file:/srv/debian\nSuites: trixie\nComponents: main\n";
         assert_eq!(mirror_from_config(&[], &s(third_party)), None);
-        assert_eq!(mirror_from_config(&s("deb cdrom:[Debian]/ bookworm main\n"), &[]), None);
+        assert_eq!(
+            mirror_from_config(&s("deb cdrom:[Debian]/ bookworm main\n"), &[]),
+            None
+        );
     }
 
     #[test]
     fn mirror_from_config__prefers_bare_codename_over_updates() {
         let list = "deb http://upd.example.org/debian bookworm-updates main\n\
 deb http://main.example.org/debian bookworm main\n";
-        assert_eq!(mirror_from_config(&s(list), &[]).as_deref(), Some("http://main.example.org/debian"));
+        assert_eq!(
+            mirror_from_config(&s(list), &[]).as_deref(),
+            Some("http://main.example.org/debian")
+        );
         let only_updates = "deb http://upd.example.org/debian bookworm-updates main\n";
-        assert_eq!(mirror_from_config(&s(only_updates), &[]).as_deref(), Some("http://upd.example.org/debian"));
+        assert_eq!(
+            mirror_from_config(&s(only_updates), &[]).as_deref(),
+            Some("http://upd.example.org/debian")
+        );
     }
 
     #[test]
@@ -318,11 +393,26 @@ deb http://main.example.org/debian bookworm main\n";
         let d = tempfile::tempdir().unwrap();
         let etc = d.path();
         fs::create_dir_all(etc.join("sources.list.d")).unwrap();
-        fs::write(etc.join("sources.list.d/off.list.disabled"), "deb http://off.example.org/debian sid main\n").unwrap();
-        fs::write(etc.join("sources.list.d/a.list"), "deb http://a.example.org/debian sid-updates main\n").unwrap();
-        fs::write(etc.join("sources.list.d/b.sources"), "Types: deb\nURIs: http://b.example.org/debian\nSuites: sid\nComponents: main\n").unwrap();
+        fs::write(
+            etc.join("sources.list.d/off.list.disabled"),
+            "deb http://off.example.org/debian sid main\n",
+        )
+        .unwrap();
+        fs::write(
+            etc.join("sources.list.d/a.list"),
+            "deb http://a.example.org/debian sid-updates main\n",
+        )
+        .unwrap();
+        fs::write(
+            etc.join("sources.list.d/b.sources"),
+            "Types: deb\nURIs: http://b.example.org/debian\nSuites: sid\nComponents: main\n",
+        )
+        .unwrap();
         let (one, d822) = machine_config(etc);
         assert_eq!((one.len(), d822.len()), (1, 1));
-        assert_eq!(mirror_from_config(&one, &d822).as_deref(), Some("http://b.example.org/debian"));
+        assert_eq!(
+            mirror_from_config(&one, &d822).as_deref(),
+            Some("http://b.example.org/debian")
+        );
     }
 }
