@@ -221,7 +221,10 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         ];
         inputs.add("shim", stamp::contents_digest(root, &shim_inputs)?);
         eprintln!("build-slurm: building the shim for {}", target.rust);
-        let shim = link::build_shim(sh, root, target)?;
+        let mut shim = link::build_shim(sh, root, target)?;
+        if target.os == Os::Linux {
+            shim = link::relocatable_object(sh, target, host, &shim, &base.join("shim").join("slurm_shim.o"))?;
+        }
         let flags = link::lib_ldflags(target, &shim, &link::shim_symbols());
         make_vars.push(format!("LIB_LDFLAGS={}", flags.join(" ")));
     }

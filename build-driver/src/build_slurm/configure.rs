@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 /// `HAVE_SYS_STATFS_H`, `HAVE_LINUX_SCHED_H`, `HAVE_MCHECK_H`, `HAVE_VALUES_H`
 /// (`ac_cv_header_*`); `timer_create` is searched and not found (`ac_cv_search_timer_create`);
 /// `HAVE_BPF` is off through `--without-bpf` (on macOS cgroup support, and with it bpf, is
-/// off); `HAVE_PROGRAM_INVOCATION_NAME` and `USE_ALIAS` have no cache variable and are set in
-/// `config.h` after configure ([`CONFIG_H_ANSWERS`]).
+/// off); `HAVE_PROGRAM_INVOCATION_NAME` has no cache variable and is undefined in `config.h`
+/// after configure ([`CONFIG_H_ANSWERS`]).
 ///
 /// Not reproduced, because Linux cannot give the macOS answer:
 /// * `HAVE_SYSCTLBYNAME`, `HAVE_SETPROCTITLE` (macOS's libSystem exports both; glibc has
@@ -31,6 +31,9 @@ use std::path::{Path, PathBuf};
 /// * `ns_initparse` in `-lresolv` (macOS's libresolv exports only `res_9_*`, DARWIN-CATALOG
 ///   C5): answering "no" on Linux drops `-lresolv` and the programs fail to link, which is
 ///   the bug a patch must fix, not something the personality can run.
+/// * `USE_ALIAS` (0 on darwin, chosen by `case $host`): with 0, macros.h and slurm_xlator.h
+///   spell symbols the Mach-O way (`_error`, `_list_sort`); an ELF link of the programs then
+///   fails with hundreds of undefined `_<name>` references (measured with 24.11.5).
 /// * What configure decides from the host triple rather than by probing: cgroup plugins and
 ///   `LINUX_BUILD`, `PS_USE_CLOBBER_ARGV`, skipping `AX_PTHREAD` (`HAVE_PTHREAD`,
 ///   `HAVE_PTHREAD_PRIO_INHERIT`), libtool's Mach-O link modes. Claiming a darwin `--host`
@@ -63,11 +66,8 @@ pub const DARWIN_CACHE_VARS: &[&str] = &[
 pub const DARWIN_SWITCHES: &[&str] = &["--without-bpf"];
 
 /// `config.h` answers without a cache variable: `(macro, macOS value)`; `None` = undefined.
-/// `HAVE_PROGRAM_INVOCATION_NAME` is set by a link test that ignores presets (slurm.m4);
-/// `USE_ALIAS` is chosen by `case $host in *darwin*` (configure.ac) and is 0 on macOS, which
-/// turns off the `slurm_` symbol aliases for plugins (slurm_xlator.h).
-pub const CONFIG_H_ANSWERS: &[(&str, Option<&str>)] =
-    &[("HAVE_PROGRAM_INVOCATION_NAME", None), ("USE_ALIAS", Some("0"))];
+/// `HAVE_PROGRAM_INVOCATION_NAME` is set by a link test that ignores presets (slurm.m4).
+pub const CONFIG_H_ANSWERS: &[(&str, Option<&str>)] = &[("HAVE_PROGRAM_INVOCATION_NAME", None)];
 
 /// The macros that must be undefined in a darwin-personality `config.h` (checked).
 pub const DARWIN_UNDEFINED: &[&str] = &[
@@ -411,8 +411,8 @@ mod tests {
     fn apply_config_h_answers__sets_the_macos_values() {
         let out = apply_config_h_answers(CONFIG_H).unwrap();
         assert!(out.contains("/* #undef HAVE_PROGRAM_INVOCATION_NAME */"));
-        assert!(out.contains("#define USE_ALIAS 0\n"));
-        assert!(!out.contains("#define USE_ALIAS 1"));
+        assert!(!out.contains("#define HAVE_PROGRAM_INVOCATION_NAME"));
+        assert!(out.contains("#define USE_ALIAS 1\n"), "USE_ALIAS stays (Mach-O only)");
         assert!(out.contains("#define HAVE_EPOLL 1"), "other lines are kept");
         // Idempotent.
         assert_eq!(apply_config_h_answers(&out).unwrap(), out);
@@ -420,7 +420,7 @@ mod tests {
 
     #[test]
     fn apply_config_h_answers__missing_macro_is_an_error() {
-        let err = apply_config_h_answers("#define USE_ALIAS 1\n").unwrap_err();
+        let err = apply_config_h_answers("#define HAVE_EPOLL 1\n").unwrap_err();
         assert!(err.contains("HAVE_PROGRAM_INVOCATION_NAME"), "{err}");
     }
 
@@ -428,7 +428,7 @@ mod tests {
     fn darwin_config_h_violations__names_each_linux_answer() {
         let bad = darwin_config_h_violations(CONFIG_H);
         assert!(bad.iter().any(|b| b.starts_with("HAVE_EPOLL is defined")), "{bad:?}");
-        assert!(bad.iter().any(|b| b.starts_with("USE_ALIAS")), "{bad:?}");
+        assert!(bad.iter().any(|b| b.starts_with("HAVE_PROGRAM_INVOCATION_NAME")), "{bad:?}");
         assert!(!bad.iter().any(|b| b.starts_with("HAVE_SETRESUID")), "{bad:?}");
         let fixed = apply_config_h_answers(&CONFIG_H.replace("#define HAVE_EPOLL 1", "/* #undef HAVE_EPOLL */")).unwrap();
         assert_eq!(darwin_config_h_violations(&fixed), Vec::<String>::new());

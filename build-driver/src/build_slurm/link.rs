@@ -15,6 +15,17 @@
 //! libraries only and records nothing in any `.la` file's `dependency_libs`: a bare archive
 //! path would be inherited by programs linking a convenience library (slurmd and sbcast link
 //! libfile_bcast) and pull a second copy of the shim into them.
+//!
+//! On Linux the archive is not linked as it is: Rust's std is one object in it, with default
+//! visibility, so pulling any of it exports ~1700 std symbols from libslurmfull and imports
+//! glibc's pipe2, accept4 and sched_getaffinity (std's own pipes, sockets and
+//! `available_parallelism`) even though no shim path calls them, which the `nm` check
+//! rejects (measured). So the driver first makes one relocatable object, `ld -r
+//! --whole-archive`, keeps only the `slurm_shim_*` symbols global (`objcopy
+//! --keep-global-symbols`), and links it with `--gc-sections`: what no shim function
+//! reaches is dropped, and libslurmfull exports exactly the shim's table. (Slurm's own
+//! objects are unaffected by `--gc-sections`: every global symbol of libslurmfull is
+//! exported, hence a root.) On macOS the archive is linked with `-u _<sym>` per symbol.
 
 use crate::error::{Error, Result};
 use crate::targets::{Os, Target};
@@ -80,6 +91,32 @@ pub fn build_shim(sh: &Shell, root: &Path, target: &Target) -> Result<ShimLib> {
     Ok(ShimLib { archive, native_libs })
 }
 
+/// Linux: turns the shim archive into one relocatable object at `out` whose only global
+/// symbols are the export table's (see the module doc). Cross targets use `<host>-ld` and
+/// `<host>-objcopy`.
+pub fn relocatable_object(sh: &Shell, target: &Target, host: &Target, shim: &ShimLib, out: &Path) -> Result<ShimLib> {
+    let (ld, objcopy) = if target.rust == host.rust {
+        ("ld".to_string(), "objcopy".to_string())
+    } else {
+        (format!("{}-ld", target.autoconf_host), format!("{}-objcopy", target.autoconf_host))
+    };
+    let dir = out.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let keep = dir.join("slurm_shim.keep");
+    std::fs::write(&keep, shim_symbols().join("\n") + "\n").map_err(|e| Error::io(&keep, e))?;
+    let whole = dir.join("slurm_shim.whole.o");
+    let archive = &shim.archive;
+    let fail = |program: &str, e: xshell::Error| Error::Command {
+        step: "preparing the shim object".into(),
+        program: program.to_string(),
+        detail: format!("{e} (binutils needed: Debian: apt-get install binutils)"),
+    };
+    cmd!(sh, "{ld} -r -o {whole} --whole-archive {archive}").quiet().run().map_err(|e| fail(&ld, e))?;
+    cmd!(sh, "{objcopy} --keep-global-symbols={keep} {whole} {out}").quiet().run().map_err(|e| fail(&objcopy, e))?;
+    let _ = std::fs::remove_file(&whole);
+    Ok(ShimLib { archive: out.to_path_buf(), native_libs: shim.native_libs.clone() })
+}
+
 /// The libraries on rustc's `note: native-static-libs: ...` line.
 pub fn parse_native_static_libs(stderr: &str) -> Option<Vec<String>> {
     stderr.lines().find_map(|l| {
@@ -100,6 +137,9 @@ pub fn lib_ldflags(target: &Target, shim: &ShimLib, symbols: &[&str]) -> Vec<Str
             Os::Apple => format!("-Wl,-u,_{s}"),
         })
         .collect();
+    if target.os == Os::Linux {
+        v.push("-Wl,--gc-sections".to_string());
+    }
     v.push(format!("-Wl,{}", shim.archive.display()));
     v.extend(shim.native_libs.iter().map(|l| format!("-Wl,{l}")));
     v
@@ -245,6 +285,7 @@ mod tests {
             vec![
                 "-Wl,--undefined=slurm_shim_pipe2",
                 "-Wl,--undefined=slurm_shim_accept4",
+                "-Wl,--gc-sections",
                 "-Wl,/t/x/release/libslurm_shim.a",
                 "-Wl,-lgcc_s",
                 "-Wl,-lc",
@@ -257,6 +298,7 @@ mod tests {
         let t = lookup("aarch64-apple-darwin").unwrap();
         let v = lib_ldflags(t, &shim(), &["slurm_shim_pipe2"]);
         assert_eq!(v[0], "-Wl,-u,_slurm_shim_pipe2");
+        assert!(!v.iter().any(|f| f.contains("gc-sections")), "{v:?}");
     }
 
     #[test]
