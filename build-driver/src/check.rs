@@ -66,6 +66,11 @@ pub type Results = BTreeMap<String, Outcome>;
 /// result explains it (a test program that did not compile or link, for example).
 pub const MAKE_FAILED: &str = "<make check: failed outside the test results>";
 
+/// Run `make -k check` in the build directory of `out` and collect the results.
+pub fn make_check(sh: &Shell, out: &crate::build_slurm::BuildOutput) -> Result<Results> {
+    make_check_in(sh, &out.build_dir, default_jobs())
+}
+
 /// `make -k check -j<jobs>` in `build_dir` (a configured and built Slurm tree); the full
 /// output goes to `<build_dir>/xtask-make-check.log`. Stale `.trs` files are removed first so
 /// only this run's results are read.

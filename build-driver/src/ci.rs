@@ -12,13 +12,14 @@
 //! A failed step does not stop independent steps; steps that need its output are skipped
 //! with the reason printed. The command fails if any step failed.
 
+use crate::build_slurm::{self, BuildOutput};
 use crate::check::{self, Difference, Outcome, Results};
 use crate::cli::{BuildArgs, CiArgs, Personality, SourceArgs};
 use crate::error::{Error, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use xshell::{Shell, cmd};
+use xshell::{Cmd, Shell, cmd};
 
 pub fn run(sh: &Shell, root: &Path, args: CiArgs) -> Result<()> {
     let mut report = Report::default();
@@ -35,7 +36,7 @@ pub fn run(sh: &Shell, root: &Path, args: CiArgs) -> Result<()> {
 fn shim_lane(sh: &Shell, root: &Path, report: &mut Report) {
     let _dir = sh.push_dir(root);
     report.step("cargo test --workspace", || {
-        cmd!(sh, "cargo test --workspace").run()?;
+        run_with_deadline(sh, cmd!(sh, "cargo test --workspace"), CARGO_TEST_TIMEOUT)?;
         Ok("passed".to_string())
     });
     report.step("cargo xtask codegen --check", || {
@@ -46,10 +47,54 @@ fn shim_lane(sh: &Shell, root: &Path, report: &mut Report) {
         report.step(
             &format!("cargo build -p slurm-shim --release --target {target}"),
             || {
-                cmd!(sh, "cargo build -p slurm-shim --release --target {target}").run()?;
+                let build = cmd!(sh, "cargo build -p slurm-shim --release --target {target}");
+                run_with_deadline(sh, build, CARGO_BUILD_TIMEOUT)?;
                 Ok("built".to_string())
             },
         );
+    }
+}
+
+/// Upper bounds, so a hanging test cannot eat CI's whole time budget.
+const CARGO_TEST_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+const CARGO_BUILD_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// Run `cmd` with inherited output in its own process group; after `timeout` the whole group
+/// (cargo and the test binaries it started) is killed. Non-zero exit is an error.
+fn run_with_deadline(sh: &Shell, cmd: Cmd<'_>, timeout: Duration) -> Result<()> {
+    let shown = cmd.to_string();
+    let fail = |detail: String| Error::Command {
+        step: "ci".into(),
+        program: shown.clone(),
+        detail,
+    };
+    let mut command: std::process::Command = cmd.into();
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command
+        .spawn()
+        .map_err(|e| fail(format!("cannot start: {e}")))?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok(()),
+            Ok(Some(status)) => return Err(fail(status.to_string())),
+            Ok(None) if Instant::now() >= deadline => {
+                // Our child is not reaped yet, so its process group id is still ours.
+                let group = format!("-{}", child.id());
+                cmd!(sh, "kill -KILL -- {group}")
+                    .quiet()
+                    .ignore_status()
+                    .run()
+                    .ok();
+                child.wait().ok();
+                return Err(fail(format!(
+                    "did not finish within {}; its process group was killed",
+                    fmt_duration(timeout)
+                )));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(200)),
+            Err(e) => return Err(fail(format!("cannot wait: {e}"))),
+        }
     }
 }
 
@@ -67,10 +112,10 @@ fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
         jobs: None,
     };
     let pristine = report.step("build-slurm native --no-patches", || {
-        slurm_build::build(sh, root, &build_args(Personality::Native, true)).map(described)
+        build_slurm::build(sh, root, &build_args(Personality::Native, true)).map(described)
     });
     let patched = report.step("build-slurm native (patched)", || {
-        slurm_build::build(sh, root, &build_args(Personality::Native, false)).map(described)
+        build_slurm::build(sh, root, &build_args(Personality::Native, false)).map(described)
     });
     let r_pristine = report.step_after("make check: native, no patches", &pristine, |b| {
         make_check(sh, b)
@@ -96,7 +141,7 @@ fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
     }
 
     let darwin = report.step("build-slurm --personality darwin", || {
-        slurm_build::build(sh, root, &build_args(Personality::Darwin, false)).map(described)
+        build_slurm::build(sh, root, &build_args(Personality::Darwin, false)).map(described)
     });
     let r_darwin = report.step_after("make check: darwin personality", &darwin, |b| {
         make_check(sh, b)
@@ -128,38 +173,16 @@ fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
 }
 
 /// The build result and a one-line description for the table.
-fn described(b: slurm_build::Built) -> (slurm_build::Built, String) {
+fn described(b: BuildOutput) -> (BuildOutput, String) {
     let text = format!("{}", b.prefix.display());
     (b, text)
 }
 
-fn make_check(sh: &Shell, b: &slurm_build::Built) -> Result<(Results, String)> {
-    let results = check::make_check_in(sh, &b.build_dir, check::default_jobs())?;
+fn make_check(sh: &Shell, b: &BuildOutput) -> Result<(Results, String)> {
+    let results = check::make_check(sh, b)?;
     let summary = check::summary(&results);
     println!("results: {summary}");
     Ok((results, summary))
-}
-
-/// The temporary seam to engineer "build"'s `build_slurm::build` (driver-interfaces.md):
-/// `Built` carries the `BuildOutput` fields CI uses.
-mod slurm_build {
-    use crate::cli::BuildArgs;
-    use crate::error::{Error, Result};
-    use std::path::{Path, PathBuf};
-    use xshell::Shell;
-
-    #[derive(Debug)]
-    pub struct Built {
-        pub prefix: PathBuf,
-        pub build_dir: PathBuf,
-        pub line: String,
-    }
-
-    pub fn build(_sh: &Shell, _root: &Path, _args: &BuildArgs) -> Result<Built> {
-        Err(Error::Unsupported(
-            "build_slurm::build has not landed yet; ci cannot build Slurm".into(),
-        ))
-    }
 }
 
 /// Differences between native and darwin results that are known and explained.
@@ -615,5 +638,42 @@ reason = "logs to syslog differently"
     fn fmt_duration__seconds_and_minutes() {
         assert_eq!(fmt_duration(Duration::from_millis(1500)), "1.5s");
         assert_eq!(fmt_duration(Duration::from_secs(125)), "2m05s");
+    }
+
+    #[test]
+    fn run_with_deadline__kills_the_whole_group_on_timeout() {
+        let sh = Shell::new().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("grandchild");
+        // The shell starts a grandchild (as cargo starts test binaries) and waits for it.
+        let script = format!("sleep 60 & echo $! > {}; wait", pidfile.display());
+        let start = Instant::now();
+        let err = run_with_deadline(&sh, cmd!(sh, "sh -c {script}"), Duration::from_millis(500))
+            .unwrap_err();
+        assert!(err.to_string().contains("did not finish"), "{err}");
+        assert!(start.elapsed() < Duration::from_secs(20));
+        let pid = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .to_string();
+        // The grandchild was killed too (give the kernel a moment to reap it via init).
+        let gone = (0..50).any(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            cmd!(sh, "kill -0 {pid}")
+                .quiet()
+                .ignore_stderr()
+                .run()
+                .is_err()
+        });
+        assert!(gone, "grandchild {pid} survived");
+    }
+
+    #[test]
+    fn run_with_deadline__reports_exit_status() {
+        let sh = Shell::new().unwrap();
+        assert!(run_with_deadline(&sh, cmd!(sh, "true"), Duration::from_secs(10)).is_ok());
+        let err = run_with_deadline(&sh, cmd!(sh, "sh -c 'exit 7'"), Duration::from_secs(10))
+            .unwrap_err();
+        assert!(err.to_string().contains("7"), "{err}");
     }
 }
