@@ -18,9 +18,9 @@
 //! blocking caller of a non-blocking listener gets a blocking socket, as on Linux.
 //! With `SOCK_CLOEXEC` the `accept()` and the `fcntl` run under
 //! [`crate::cloexec::with_fork_lock`]; to avoid holding that lock (and so stalling every
-//! `fork()` of the process) while a *blocking* listener waits for a client, the shim first
-//! waits with `poll(POLLIN)` outside the lock, then checks readiness again under the lock
-//! and accepts. Linux runs the same code, so the tests compare it with glibc's `accept4`.
+//! `fork()` of the process) while a *blocking* listener waits for a client, the shim checks
+//! for a pending client with `poll(POLLIN, 0)` under the lock and accepts it, or else
+//! releases the lock, waits with `poll(POLLIN)` and tries again. Linux runs the same code, so the tests compare it with glibc's `accept4`.
 //!
 //! # Portability problems not fixed
 //! * A blocking `accept4(SOCK_CLOEXEC)` interrupted by a caught signal returns `EINTR`
@@ -59,7 +59,10 @@ fn parse_flags(flags: c_int) -> Result<Flags, Errno> {
     if flags & !(SOCK_CLOEXEC | SOCK_NONBLOCK) != 0 {
         return Err(Errno(libc::EINVAL));
     }
-    Ok(Flags { cloexec: flags & SOCK_CLOEXEC != 0, nonblock: flags & SOCK_NONBLOCK != 0 })
+    Ok(Flags {
+        cloexec: flags & SOCK_CLOEXEC != 0,
+        nonblock: flags & SOCK_NONBLOCK != 0,
+    })
 }
 
 /// `accept()` into a local address buffer.
@@ -68,9 +71,8 @@ fn plain_accept(fd: c_int) -> Result<(OwnedFd, sockaddr_storage, socklen_t), Err
     let mut addr: sockaddr_storage = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<sockaddr_storage>() as socklen_t;
     // SAFETY: `addr` is writable for `len` bytes and `len` is a valid socklen_t.
-    let raw = Errno::result(unsafe {
-        libc::accept(fd, (&raw mut addr).cast::<sockaddr>(), &mut len)
-    })?;
+    let raw =
+        Errno::result(unsafe { libc::accept(fd, (&raw mut addr).cast::<sockaddr>(), &mut len) })?;
     // SAFETY: accept() succeeded, so `raw` is a new descriptor nothing else owns.
     Ok((unsafe { OwnedFd::from_raw_fd(raw) }, addr, len))
 }
@@ -81,7 +83,13 @@ fn is_listening(fd: c_int) -> bool {
     let mut len = std::mem::size_of::<c_int>() as socklen_t;
     // SAFETY: `v` is writable for `len` bytes.
     let r = unsafe {
-        libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_ACCEPTCONN, (&raw mut v).cast(), &mut len)
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ACCEPTCONN,
+            (&raw mut v).cast(),
+            &mut len,
+        )
     };
     r == 0 && v != 0
 }
@@ -91,35 +99,53 @@ pub fn accept4_impl(fd: c_int, flags: c_int) -> Result<Accepted, Errno> {
     let f = parse_flags(flags).map_err(|einval| {
         // Linux looks the descriptor up before it checks the flags: EBADF wins.
         // SAFETY: F_GETFD takes no argument and touches no memory.
-        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 { Errno(libc::EBADF) } else { einval }
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+            Errno(libc::EBADF)
+        } else {
+            einval
+        }
     })?;
+    // SAFETY: F_GETFL takes no argument and touches no memory. A bad descriptor gives
+    // EBADF here, as accept() would.
+    let listener = Errno::result(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    // BSD accept() gives the new socket the listener's O_NONBLOCK and O_ASYNC; Linux gives
+    // it nothing. Reset the status flags when something may have been inherited or
+    // O_NONBLOCK is wanted (skipping a system call in the common blocking case).
+    let reset_status = f.nonblock || listener & (libc::O_NONBLOCK | libc::O_ASYNC) != 0;
     let finish = |(new, addr, len): (OwnedFd, sockaddr_storage, socklen_t)| {
         cloexec::apply(new.as_fd(), f.cloexec, false)?;
-        // Always: BSD accept() inherits the listener's O_NONBLOCK.
-        cloexec::set_fresh_status_flags(new.as_fd(), f.nonblock)?;
+        if reset_status {
+            cloexec::set_fresh_status_flags(new.as_fd(), f.nonblock)?;
+        }
         Ok(Accepted { fd: new, addr, len })
     };
     if !f.cloexec {
         return plain_accept(fd).and_then(finish);
     }
-    // Only a blocking, listening socket is waited for outside the lock; for anything else
-    // (EBADF, ENOTSOCK, a socket that does not listen) accept() fails at once by itself.
-    let blocking = is_listening(fd) && !cloexec::is_nonblocking(fd)?;
+    if listener & libc::O_NONBLOCK != 0 {
+        // accept() cannot block: do it all under the lock.
+        return cloexec::with_fork_lock(|| plain_accept(fd).and_then(finish));
+    }
+    // A blocking listener: accept under the lock only once a client is pending, and wait
+    // for one without holding the lock (holding it would stall every fork() meanwhile).
     loop {
-        if blocking {
-            // Wait for a client without holding the fork lock. An error event (POLLHUP of a
-            // socket that does not listen, POLLNVAL) also ends the wait: accept() reports it.
-            cloexec::wait_readable(fd, -1)?;
-        }
         let taken = cloexec::with_fork_lock(|| {
-            if blocking && !cloexec::wait_readable(fd, 0)? {
-                return Ok(None); // Another thread took the connection: wait again.
+            if !cloexec::wait_readable(fd, 0)? {
+                return Ok(None);
             }
+            // Pending client, or an error event (POLLHUP of a socket that does not listen,
+            // a regular file): accept() takes it or reports the error at once.
             plain_accept(fd).and_then(finish).map(Some)
         })?;
         if let Some(accepted) = taken {
             return Ok(accepted);
         }
+        if !is_listening(fd) {
+            // Nothing to wait for (ENOTSOCK for an empty pipe, EINVAL for a socket that
+            // does not listen): accept() fails at once and creates nothing.
+            return cloexec::with_fork_lock(|| plain_accept(fd).and_then(finish));
+        }
+        cloexec::wait_readable(fd, -1)?;
     }
 }
 

@@ -73,7 +73,9 @@ fn read_lock() {
         // A fork holding or waiting for the lock goes first (writer preference).
         if s & !READER_MASK == 0
             && s & READER_MASK != READER_MASK
-            && STATE.compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            && STATE
+                .compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
         {
             return;
         }
@@ -92,7 +94,12 @@ extern "C" fn prepare() {
         let s = STATE.load(Ordering::Relaxed);
         if s & (READER_MASK | WRITER) == 0
             && STATE
-                .compare_exchange_weak(s, s - WAITING_WRITER + WRITER, Ordering::Acquire, Ordering::Relaxed)
+                .compare_exchange_weak(
+                    s,
+                    s - WAITING_WRITER + WRITER,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
                 .is_ok()
         {
             return;
@@ -144,8 +151,7 @@ pub fn creating<T>(cloexec: bool, f: impl FnOnce() -> T) -> T {
 /// known to be empty, so no `F_GETFD` is needed).
 pub fn set_cloexec(fd: BorrowedFd<'_>) -> Result<(), Errno> {
     // SAFETY: F_SETFD takes an int argument and touches no memory.
-    Errno::result(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) })
-        .map(drop)
+    Errno::result(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) }).map(drop)
 }
 
 /// Sets the file status flags of a freshly created descriptor to exactly `O_NONBLOCK` or to
@@ -179,7 +185,11 @@ pub fn is_nonblocking(fd: c_int) -> Result<bool, Errno> {
 /// `poll()`s one descriptor for `POLLIN` for up to `timeout_ms` (-1: no limit); `Ok(true)`
 /// when any event (readable, error, hang-up, invalid) is reported. `EINTR` is returned.
 pub fn wait_readable(fd: c_int, timeout_ms: c_int) -> Result<bool, Errno> {
-    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
     // SAFETY: `p` is one valid, writable pollfd.
     let n = Errno::result(unsafe { libc::poll(&mut p, 1, timeout_ms) })?;
     Ok(n > 0)

@@ -84,7 +84,10 @@ fn locked<T>(f: impl FnOnce() -> T) -> T {
         let _ = unsafe { libc::pthread_atfork(None, None, Some(reset_lock_in_child)) };
     });
     let mut round = 0u32;
-    while LOCK.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+    while LOCK
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
         if round < 64 {
             std::hint::spin_loop();
         } else {
@@ -125,17 +128,28 @@ fn kind(fd: c_int) -> Result<Kind, Errno> {
     if r == -1 {
         // SAFETY: F_GETFD takes no argument and touches no memory.
         let bad = unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1;
-        return if bad { Err(Errno(libc::EBADF)) } else { Ok(Kind::Other) };
+        return if bad {
+            Err(Errno(libc::EBADF))
+        } else {
+            Ok(Kind::Other)
+        };
     }
     if c_int::from(addr.sun_family) != libc::AF_UNIX {
         return Ok(Kind::Other);
     }
-    let path: Vec<u8> = addr.sun_path.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    let path: Vec<u8> = addr
+        .sun_path
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
     let base = path.rsplit(|&c| c == b'/').next().unwrap_or(&[]);
     if !base.starts_with(NAME_PREFIX) {
         return Ok(Kind::Other);
     }
-    Ok(Kind::Counter { semaphore: base.ends_with(SEMAPHORE_SUFFIX) })
+    Ok(Kind::Counter {
+        semaphore: base.ends_with(SEMAPHORE_SUFFIX),
+    })
 }
 
 /// Binds `fd` to a fresh name in the temporary directory, connects it to itself and
@@ -257,7 +271,11 @@ fn plain_read(fd: c_int) -> Result<u64, Errno> {
     let mut buf = [0u8; 8];
     // SAFETY: `buf` is writable for its length.
     let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-    if n == 8 { Ok(u64::from_ne_bytes(buf)) } else { Err(Errno::last()) }
+    if n == 8 {
+        Ok(u64::from_ne_bytes(buf))
+    } else {
+        Err(Errno::last())
+    }
 }
 
 /// glibc's `eventfd_write()` on a descriptor that is not a shim eventfd.

@@ -41,7 +41,11 @@ mod os {
         // F_GETPATH writes at most MAXPATHLEN (1024) bytes including the NUL.
         // SAFETY: `buf` is writable for PATH_ROOM > MAXPATHLEN bytes.
         Errno::result(unsafe { libc::fcntl(fd, libc::F_GETPATH, buf.as_mut_ptr()) })?;
-        if buf.contains(&0) { Ok(()) } else { Err(Errno(libc::ENAMETOOLONG)) }
+        if buf.contains(&0) {
+            Ok(())
+        } else {
+            Err(Errno(libc::ENAMETOOLONG))
+        }
     }
 }
 
@@ -71,9 +75,8 @@ mod os {
         let tail = &digits[i..];
         link[prefix.len()..prefix.len() + tail.len()].copy_from_slice(tail);
         // SAFETY: `link` is NUL-terminated; `buf` is writable for PATH_ROOM - 1 bytes.
-        let n = unsafe {
-            libc::readlink(link.as_ptr().cast(), buf.as_mut_ptr().cast(), PATH_ROOM - 1)
-        };
+        let n =
+            unsafe { libc::readlink(link.as_ptr().cast(), buf.as_mut_ptr().cast(), PATH_ROOM - 1) };
         if n < 0 {
             return Err(Errno::last());
         }

@@ -37,7 +37,10 @@ fn parse_flags(flags: c_int) -> Result<Flags, Errno> {
     if flags & !(libc::O_CLOEXEC | libc::O_NONBLOCK) != 0 {
         return Err(Errno(libc::EINVAL));
     }
-    Ok(Flags { cloexec: flags & libc::O_CLOEXEC != 0, nonblock: flags & libc::O_NONBLOCK != 0 })
+    Ok(Flags {
+        cloexec: flags & libc::O_CLOEXEC != 0,
+        nonblock: flags & libc::O_NONBLOCK != 0,
+    })
 }
 
 /// The safe core: both ends of a new pipe, read end first, with `flags` applied.

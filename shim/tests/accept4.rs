@@ -2,6 +2,9 @@
 //! `F_GETFD`/`F_GETFL` (in particular: no `O_NONBLOCK` inherited from the listener),
 //! socket options, the address copy-out, untouched output on failure, no leaked descriptor.
 #![allow(non_snake_case)]
+// Every unsafe block here is a direct libc call on locals or descriptors made just before;
+// a SAFETY line on each would repeat that.
+#![allow(clippy::undocumented_unsafe_blocks)]
 
 #[cfg(not(target_os = "linux"))]
 #[test]
@@ -47,7 +50,8 @@ mod linux {
     fn sockopt(fd: c_int, opt: c_int) -> c_int {
         let mut v: c_int = -1;
         let mut len = size_of::<c_int>() as socklen_t;
-        let r = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, opt, (&raw mut v).cast(), &mut len) };
+        let r =
+            unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, opt, (&raw mut v).cast(), &mut len) };
         assert_eq!(r, 0, "getsockopt({fd}, {opt})");
         v
     }
@@ -112,14 +116,24 @@ mod linux {
         assert!(fd >= 0);
         let mut len = len;
         unsafe {
-            assert_eq!(libc::bind(fd, (&raw const addr).cast(), len), 0, "bind: {}", errno());
+            assert_eq!(
+                libc::bind(fd, (&raw const addr).cast(), len),
+                0,
+                "bind: {}",
+                errno()
+            );
             assert_eq!(libc::listen(fd, 64), 0);
             assert_eq!(libc::getsockname(fd, (&raw mut addr).cast(), &mut len), 0);
             if nonblocking {
                 assert_eq!(libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK), 0);
             }
         }
-        Listener { fd, addr, len, _dir: dir }
+        Listener {
+            fd,
+            addr,
+            len,
+            _dir: dir,
+        }
     }
 
     /// A connected client; its connection is pending on the listener.
@@ -132,8 +146,12 @@ mod linux {
         fd
     }
 
-    const FLAG_SETS: [c_int; 4] =
-        [0, libc::SOCK_CLOEXEC, libc::SOCK_NONBLOCK, libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK];
+    const FLAG_SETS: [c_int; 4] = [
+        0,
+        libc::SOCK_CLOEXEC,
+        libc::SOCK_NONBLOCK,
+        libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+    ];
 
     type Accept = unsafe extern "C" fn(c_int, *mut sockaddr, *mut socklen_t, c_int) -> c_int;
 
@@ -153,17 +171,28 @@ mod linux {
                             let c = client(&l);
                             let mut addr: sockaddr_storage = unsafe { std::mem::zeroed() };
                             let mut len = size_of::<sockaddr_storage>() as socklen_t;
-                            let fd = unsafe { accept(l.fd, (&raw mut addr).cast(), &mut len, flags) };
+                            let fd =
+                                unsafe { accept(l.fd, (&raw mut addr).cast(), &mut len, flags) };
                             assert!(fd >= 0, "accept4 failed: {}", errno());
                             out.push((state(fd), len, addr.ss_family));
                             close(fd);
                             close(c);
                         }
-                        let what = format!("unix {unix}, nonblocking listener {nonblocking}, flags {flags:#x}");
+                        let what = format!(
+                            "unix {unix}, nonblocking listener {nonblocking}, flags {flags:#x}"
+                        );
                         assert_eq!(out[1], out[0], "{what}: shim vs glibc");
                         let st = &out[1].0;
-                        assert_eq!(st.fd_flags & libc::FD_CLOEXEC != 0, flags & libc::SOCK_CLOEXEC != 0, "{what}");
-                        assert_eq!(st.fl_flags & libc::O_NONBLOCK != 0, flags & libc::SOCK_NONBLOCK != 0, "{what}");
+                        assert_eq!(
+                            st.fd_flags & libc::FD_CLOEXEC != 0,
+                            flags & libc::SOCK_CLOEXEC != 0,
+                            "{what}"
+                        );
+                        assert_eq!(
+                            st.fl_flags & libc::O_NONBLOCK != 0,
+                            flags & libc::SOCK_NONBLOCK != 0,
+                            "{what}"
+                        );
                     }
                 }
             }
@@ -218,7 +247,8 @@ mod linux {
                 // A NULL address ignores the length pointer and leaves it alone.
                 let c = client(&l);
                 let mut len: socklen_t = 3;
-                let fd = unsafe { accept(l.fd, std::ptr::null_mut(), &mut len, libc::SOCK_CLOEXEC) };
+                let fd =
+                    unsafe { accept(l.fd, std::ptr::null_mut(), &mut len, libc::SOCK_CLOEXEC) };
                 assert!(fd >= 0);
                 assert_eq!(len, 3);
                 close(fd);
@@ -227,7 +257,8 @@ mod linux {
                 let c = client(&l);
                 let mut addr = [0xa5u8; 16];
                 let mut len: socklen_t = 4;
-                let fd = unsafe { accept(l.fd, addr.as_mut_ptr().cast(), &mut len, libc::SOCK_CLOEXEC) };
+                let fd =
+                    unsafe { accept(l.fd, addr.as_mut_ptr().cast(), &mut len, libc::SOCK_CLOEXEC) };
                 assert!(fd >= 0);
                 assert_eq!(len as usize, size_of::<libc::sockaddr_in>());
                 assert_eq!(&addr[..2], &(libc::AF_INET as u16).to_ne_bytes());
@@ -237,7 +268,14 @@ mod linux {
                 // Address without length: EFAULT, the connection is consumed.
                 let c = client(&l);
                 let mut addr = [0u8; 16];
-                let r = unsafe { accept(l.fd, addr.as_mut_ptr().cast(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) };
+                let r = unsafe {
+                    accept(
+                        l.fd,
+                        addr.as_mut_ptr().cast(),
+                        std::ptr::null_mut(),
+                        libc::SOCK_CLOEXEC,
+                    )
+                };
                 assert_eq!((r, errno()), (-1, libc::EFAULT));
                 close(c);
                 // A negative length: EINVAL.
@@ -262,18 +300,31 @@ mod linux {
             let len = l.len;
             let t = std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_millis(150));
-                let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-                assert_eq!(unsafe { libc::connect(fd, (&raw const addr).cast(), len) }, 0);
+                let fd = unsafe {
+                    libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0)
+                };
+                assert_eq!(
+                    unsafe { libc::connect(fd, (&raw const addr).cast(), len) },
+                    0
+                );
                 fd
             });
             let start = Instant::now();
             let fd = unsafe {
-                slurm_shim_accept4(l.fd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC)
+                slurm_shim_accept4(
+                    l.fd,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    libc::SOCK_CLOEXEC,
+                )
             };
             let waited = start.elapsed();
             let c = t.join().expect("client thread");
             assert!(fd >= 0, "accept4: {}", errno());
-            assert!(waited >= Duration::from_millis(100), "returned after {waited:?}");
+            assert!(
+                waited >= Duration::from_millis(100),
+                "returned after {waited:?}"
+            );
             assert_eq!(state(fd).fd_flags, libc::FD_CLOEXEC);
             close(fd);
             close(c);
@@ -288,7 +339,12 @@ mod linux {
             let l = listener(false, false);
             let (lfd, addr, len) = (l.fd, l.addr, l.len);
             let t = std::thread::spawn(move || unsafe {
-                slurm_shim_accept4(lfd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC)
+                slurm_shim_accept4(
+                    lfd,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    libc::SOCK_CLOEXEC,
+                )
             });
             // Connects a client once the fork is done, or after 3 s if fork is stalled
             // (so a regression fails the timing assertion instead of hanging).
@@ -299,8 +355,13 @@ mod linux {
                 while !seen.load(Ordering::Acquire) && start.elapsed() < Duration::from_secs(3) {
                     std::thread::sleep(Duration::from_millis(5));
                 }
-                let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-                assert_eq!(unsafe { libc::connect(fd, (&raw const addr).cast(), len) }, 0);
+                let fd = unsafe {
+                    libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0)
+                };
+                assert_eq!(
+                    unsafe { libc::connect(fd, (&raw const addr).cast(), len) },
+                    0
+                );
                 fd
             });
             std::thread::sleep(Duration::from_millis(100));
@@ -319,7 +380,10 @@ mod linux {
             assert!(fd >= 0);
             close(fd);
             close(c);
-            assert!(forked_in < Duration::from_secs(2), "fork waited {forked_in:?} for a blocked accept4");
+            assert!(
+                forked_in < Duration::from_secs(2),
+                "fork waited {forked_in:?} for a blocked accept4"
+            );
         });
     }
 }

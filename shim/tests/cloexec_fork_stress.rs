@@ -12,6 +12,9 @@
 //! `fcntl(F_SETFD, FD_CLOEXEC)`, gnulib's and most emulations' way: it must leak at least
 //! once within a bounded number of children, which shows the test can see a leak.
 #![allow(non_snake_case)]
+// Every unsafe block here is a direct libc call on locals or descriptors made just before;
+// a SAFETY line on each would repeat that.
+#![allow(clippy::undocumented_unsafe_blocks)]
 
 #[cfg(not(target_os = "linux"))]
 #[test]
@@ -89,7 +92,11 @@ mod linux {
             let marker = CString::new(MARKER).expect("marker");
             let argv = vec![exe.as_ptr(), std::ptr::null()];
             let envp = vec![marker.as_ptr(), std::ptr::null()];
-            Spawner { argv, envp, _strings: (exe, marker) }
+            Spawner {
+                argv,
+                envp,
+                _strings: (exe, marker),
+            }
         }
 
         /// Forks, execs the helper, and returns the descriptors it found open after exec.
@@ -113,7 +120,10 @@ mod linux {
             loop {
                 let n = unsafe { libc::read(p[0], buf.as_mut_ptr().cast(), buf.len()) };
                 if n <= 0 {
-                    assert!(n == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR));
+                    assert!(
+                        n == 0
+                            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+                    );
                     if n == 0 {
                         break;
                     }
@@ -124,13 +134,24 @@ mod linux {
             unsafe { libc::close(p[0]) };
             let mut status = 0;
             assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-            assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "helper status {status:#x}");
-            String::from_utf8_lossy(&out).split_whitespace().map(|s| s.parse().expect("fd number")).collect()
+            assert!(
+                libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+                "helper status {status:#x}"
+            );
+            String::from_utf8_lossy(&out)
+                .split_whitespace()
+                .map(|s| s.parse().expect("fd number"))
+                .collect()
         }
     }
 
     /// Creates and closes close-on-exec descriptors in a loop until `stop`.
-    fn creators(threads: usize, stop: &Arc<AtomicBool>, made: &Arc<AtomicU64>, make: fn(u64)) -> Vec<std::thread::JoinHandle<()>> {
+    fn creators(
+        threads: usize,
+        stop: &Arc<AtomicBool>,
+        made: &Arc<AtomicU64>,
+        make: fn(u64),
+    ) -> Vec<std::thread::JoinHandle<()>> {
         (0..threads)
             .map(|_| {
                 let (stop, made) = (Arc::clone(stop), Arc::clone(made));
@@ -147,7 +168,11 @@ mod linux {
     }
 
     fn close(fd: c_int) {
-        assert!(fd >= 0, "creation failed: {}", std::io::Error::last_os_error());
+        assert!(
+            fd >= 0,
+            "creation failed: {}",
+            std::io::Error::last_os_error()
+        );
         unsafe { libc::close(fd) };
     }
 
@@ -156,16 +181,31 @@ mod linux {
         let mut two = [-1; 2];
         match i % 4 {
             0 => {
-                assert_eq!(unsafe { pipe2::slurm_shim_pipe2(two.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+                assert_eq!(
+                    unsafe { pipe2::slurm_shim_pipe2(two.as_mut_ptr(), libc::O_CLOEXEC) },
+                    0
+                );
                 two.into_iter().for_each(close);
             }
-            1 => close(socket::slurm_shim_socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0)),
+            1 => close(socket::slurm_shim_socket(
+                libc::AF_INET,
+                libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+                0,
+            )),
             2 => {
                 let ty = libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
-                assert_eq!(unsafe { socket::slurm_shim_socketpair(libc::AF_UNIX, ty, 0, two.as_mut_ptr()) }, 0);
+                assert_eq!(
+                    unsafe {
+                        socket::slurm_shim_socketpair(libc::AF_UNIX, ty, 0, two.as_mut_ptr())
+                    },
+                    0
+                );
                 two.into_iter().for_each(close);
             }
-            _ => close(eventfd::slurm_shim_eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK)),
+            _ => close(eventfd::slurm_shim_eventfd(
+                0,
+                libc::EFD_CLOEXEC | libc::EFD_NONBLOCK,
+            )),
         }
     }
 
@@ -173,7 +213,10 @@ mod linux {
         let mut two = [-1; 2];
         assert_eq!(unsafe { libc::pipe(two.as_mut_ptr()) }, 0);
         for fd in two {
-            assert_eq!(unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) }, 0);
+            assert_eq!(
+                unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) },
+                0
+            );
         }
         two.into_iter().for_each(close);
     }
@@ -188,7 +231,14 @@ mod linux {
 
     /// Forks up to `max_children` (or for `budget`) while 2 threads run `make`; stops early
     /// after `stop_after_leaks` leaking children.
-    fn phase(spawner: &Spawner, inherited: &BTreeSet<c_int>, make: fn(u64), max_children: u64, budget: Duration, stop_after_leaks: u64) -> PhaseResult {
+    fn phase(
+        spawner: &Spawner,
+        inherited: &BTreeSet<c_int>,
+        make: fn(u64),
+        max_children: u64,
+        budget: Duration,
+        stop_after_leaks: u64,
+    ) -> PhaseResult {
         let stop = Arc::new(AtomicBool::new(false));
         let made = Arc::new(AtomicU64::new(0));
         let threads = creators(2, &stop, &made, make);
@@ -212,7 +262,13 @@ mod linux {
         for t in threads {
             t.join().expect("creator thread");
         }
-        PhaseResult { children, leaky_children: leaky, leaked_fds: leaked, created: made.load(Ordering::Relaxed), elapsed }
+        PhaseResult {
+            children,
+            leaky_children: leaky,
+            leaked_fds: leaked,
+            created: made.load(Ordering::Relaxed),
+            elapsed,
+        }
     }
 
     fn open_fds() -> BTreeSet<String> {
@@ -228,28 +284,60 @@ mod linux {
         let spawner = Spawner::new();
         // What every child inherits anyway (e.g. a jobserver pipe from cargo).
         let inherited = spawner.run();
-        assert_eq!(spawner.run(), inherited, "the unloaded baseline is not stable");
+        assert_eq!(
+            spawner.run(),
+            inherited,
+            "the unloaded baseline is not stable"
+        );
 
-        let shim = phase(&spawner, &inherited, make_through_shim, 2000, Duration::from_secs(9), u64::MAX);
+        let shim = phase(
+            &spawner,
+            &inherited,
+            make_through_shim,
+            2000,
+            Duration::from_secs(9),
+            u64::MAX,
+        );
         println!(
             "shim phase: {} children in {:.1?}, {} descriptors created concurrently, {} leaking children ({} descriptors)",
             shim.children, shim.elapsed, shim.created, shim.leaky_children, shim.leaked_fds
         );
-        let plain = phase(&spawner, &inherited, make_plain_racy, 2000, Duration::from_secs(9), 5);
+        let plain = phase(
+            &spawner,
+            &inherited,
+            make_plain_racy,
+            2000,
+            Duration::from_secs(9),
+            5,
+        );
         println!(
             "pipe()+fcntl phase: {} children in {:.1?}, {} pipes created concurrently, {} leaking children ({} descriptors)",
             plain.children, plain.elapsed, plain.created, plain.leaky_children, plain.leaked_fds
         );
 
-        assert!(shim.children >= 500, "too few children to mean anything: {}", shim.children);
-        assert!(shim.created >= shim.children, "the creators barely ran: {}", shim.created);
-        assert_eq!(shim.leaky_children, 0, "a close-on-exec descriptor made by the shim survived exec");
+        assert!(
+            shim.children >= 500,
+            "too few children to mean anything: {}",
+            shim.children
+        );
+        assert!(
+            shim.created >= shim.children,
+            "the creators barely ran: {}",
+            shim.created
+        );
+        assert_eq!(
+            shim.leaky_children, 0,
+            "a close-on-exec descriptor made by the shim survived exec"
+        );
         assert!(
             plain.leaky_children >= 1,
             "pipe()+fcntl never leaked in {} children: the test cannot see a leak",
             plain.children
         );
         let leaked: Vec<_> = open_fds().difference(&before).cloned().collect();
-        assert!(leaked.is_empty(), "descriptors leaked in this process: {leaked:?}");
+        assert!(
+            leaked.is_empty(),
+            "descriptors leaked in this process: {leaked:?}"
+        );
     }
 }

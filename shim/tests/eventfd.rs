@@ -3,6 +3,9 @@
 //! `EAGAIN`, blocking, `poll()` readiness, plain 8-byte `write()`s (what Slurm does),
 //! descriptor flags, errors; and no leaked descriptor.
 #![allow(non_snake_case)]
+// Every unsafe block here is a direct libc call on locals or descriptors made just before;
+// a SAFETY line on each would repeat that.
+#![allow(clippy::undocumented_unsafe_blocks)]
 
 #[cfg(not(target_os = "linux"))]
 #[test]
@@ -17,7 +20,9 @@ mod linux {
     use std::time::{Duration, Instant};
 
     use libc::{c_int, c_uint};
-    use slurm_shim::eventfd::{slurm_shim_eventfd, slurm_shim_eventfd_read, slurm_shim_eventfd_write};
+    use slurm_shim::eventfd::{
+        slurm_shim_eventfd, slurm_shim_eventfd_read, slurm_shim_eventfd_write,
+    };
 
     static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -65,7 +70,12 @@ mod linux {
         unsafe { libc::eventfd_write(fd, v) }
     }
 
-    const GLIBC: Impl = Impl { name: "glibc", create: glibc_create, read: libc::eventfd_read, write: glibc_write };
+    const GLIBC: Impl = Impl {
+        name: "glibc",
+        create: glibc_create,
+        read: libc::eventfd_read,
+        write: glibc_write,
+    };
     const SHIM: Impl = Impl {
         name: "shim",
         create: slurm_shim_eventfd,
@@ -110,9 +120,16 @@ mod linux {
                 (r as i64, if r < 0 { errno() } else { 0 }, 0)
             }
             Op::Readable => {
-                let mut p = libc::pollfd { fd, events: libc::POLLIN | libc::POLLOUT, revents: 0 };
+                let mut p = libc::pollfd {
+                    fd,
+                    events: libc::POLLIN | libc::POLLOUT,
+                    revents: 0,
+                };
                 let r = unsafe { libc::poll(&mut p, 1, 0) };
-                assert!(p.revents & libc::POLLOUT != 0 || imp.name == "glibc", "shim eventfd not writable");
+                assert!(
+                    p.revents & libc::POLLOUT != 0 || imp.name == "glibc",
+                    "shim eventfd not writable"
+                );
                 (r.into(), 0, u64::from(p.revents & libc::POLLIN != 0))
             }
         }
@@ -121,17 +138,86 @@ mod linux {
     fn scripts() -> Vec<(c_uint, c_int, Vec<Op>)> {
         use Op::*;
         vec![
-            (0, NB, vec![Readable, Read, Write(1), Readable, Write(2), Read, Readable, Read]),
+            (
+                0,
+                NB,
+                vec![
+                    Readable,
+                    Read,
+                    Write(1),
+                    Readable,
+                    Write(2),
+                    Read,
+                    Readable,
+                    Read,
+                ],
+            ),
             (5, NB, vec![Readable, Read, Read, Readable]),
             (u32::MAX, NB, vec![Read, Read]),
-            (3, SEM | NB, vec![Read, Readable, Read, Read, Readable, Read, Write(2), Read, Read, Read]),
-            (0, NB, vec![Write(0), Readable, Read, Write(0), Write(7), Write(0), Read]),
-            (0, NB, vec![Write(u64::MAX), Readable, Write(MAX), Write(1), Readable, Read, Write(1), Read]),
+            (
+                3,
+                SEM | NB,
+                vec![
+                    Read,
+                    Readable,
+                    Read,
+                    Read,
+                    Readable,
+                    Read,
+                    Write(2),
+                    Read,
+                    Read,
+                    Read,
+                ],
+            ),
+            (
+                0,
+                NB,
+                vec![Write(0), Readable, Read, Write(0), Write(7), Write(0), Read],
+            ),
+            (
+                0,
+                NB,
+                vec![
+                    Write(u64::MAX),
+                    Readable,
+                    Write(MAX),
+                    Write(1),
+                    Readable,
+                    Read,
+                    Write(1),
+                    Read,
+                ],
+            ),
             (1, NB, vec![Write(MAX - 2), Write(0), Write(1), Read, Read]),
-            (0, NB | libc::EFD_CLOEXEC, vec![Raw(1), Readable, Raw(1), Read, Readable, Read]),
-            (0, SEM | NB, vec![Raw(2), Read, Read, Read, Write(3), Raw(1), Read, Read, Read, Read, Read]),
+            (
+                0,
+                NB | libc::EFD_CLOEXEC,
+                vec![Raw(1), Readable, Raw(1), Read, Readable, Read],
+            ),
+            (
+                0,
+                SEM | NB,
+                vec![
+                    Raw(2),
+                    Read,
+                    Read,
+                    Read,
+                    Write(3),
+                    Raw(1),
+                    Read,
+                    Read,
+                    Read,
+                    Read,
+                    Read,
+                ],
+            ),
             (4, NB, vec![Raw(6), Write(5), Raw(0), Read, Read]),
-            (7, SEM | NB, vec![Write(MAX - 7), Write(1), Read, Write(1), Write(1), Read]),
+            (
+                7,
+                SEM | NB,
+                vec![Write(MAX - 7), Write(1), Read, Write(1), Write(1), Read],
+            ),
         ]
     }
 
@@ -142,11 +228,23 @@ mod linux {
                 let mut seen = vec![];
                 for imp in [GLIBC, SHIM] {
                     let fd = (imp.create)(init, flags);
-                    assert!(fd >= 0, "{}: eventfd({init}, {flags:#x}): {}", imp.name, errno());
-                    seen.push(ops.iter().map(|&op| (op, run(imp, fd, op))).collect::<Vec<_>>());
+                    assert!(
+                        fd >= 0,
+                        "{}: eventfd({init}, {flags:#x}): {}",
+                        imp.name,
+                        errno()
+                    );
+                    seen.push(
+                        ops.iter()
+                            .map(|&op| (op, run(imp, fd, op)))
+                            .collect::<Vec<_>>(),
+                    );
                     close(fd);
                 }
-                assert_eq!(seen[1], seen[0], "eventfd({init}, {flags:#x}): shim vs glibc");
+                assert_eq!(
+                    seen[1], seen[0],
+                    "eventfd({init}, {flags:#x}): shim vs glibc"
+                );
             }
         });
     }
@@ -174,7 +272,16 @@ mod linux {
     #[test]
     fn eventfd__unknown_flags_give_einval_like_glibc() {
         leak_checked(|| {
-            for flags in [2, 4, libc::O_APPEND, libc::O_RDWR, 0x100, libc::EFD_CLOEXEC | 8, i32::MIN, -1] {
+            for flags in [
+                2,
+                4,
+                libc::O_APPEND,
+                libc::O_RDWR,
+                0x100,
+                libc::EFD_CLOEXEC | 8,
+                i32::MIN,
+                -1,
+            ] {
                 let g = (GLIBC.create)(1, flags);
                 let ge = errno();
                 let s = (SHIM.create)(1, flags);
@@ -205,7 +312,13 @@ mod linux {
             assert_eq!(results[1], results[0]);
             assert_eq!(
                 results[1],
-                vec![(-1, libc::EBADF), (-1, libc::EBADF), (-1, libc::EBADF), (-1, libc::EBADF), (-1, libc::EFAULT)]
+                vec![
+                    (-1, libc::EBADF),
+                    (-1, libc::EBADF),
+                    (-1, libc::EBADF),
+                    (-1, libc::EBADF),
+                    (-1, libc::EFAULT)
+                ]
             );
         });
     }
@@ -246,7 +359,11 @@ mod linux {
                 let waited = start.elapsed();
                 t.join().expect("writer");
                 assert_eq!(v, 5, "{}", imp.name);
-                assert!(waited >= Duration::from_millis(80), "{}: returned after {waited:?}", imp.name);
+                assert!(
+                    waited >= Duration::from_millis(80),
+                    "{}: returned after {waited:?}",
+                    imp.name
+                );
                 close(fd);
             }
         });
@@ -268,7 +385,11 @@ mod linux {
                 assert_eq!((imp.write)(fd, 3), 0, "{}", imp.name);
                 let waited = start.elapsed();
                 assert_eq!(t.join().expect("reader"), MAX, "{}", imp.name);
-                assert!(waited >= Duration::from_millis(80), "{}: returned after {waited:?}", imp.name);
+                assert!(
+                    waited >= Duration::from_millis(80),
+                    "{}: returned after {waited:?}",
+                    imp.name
+                );
                 let mut v = 0;
                 assert_eq!(unsafe { (imp.read)(fd, &mut v) }, 0);
                 assert_eq!(v, 3, "{}", imp.name);
@@ -282,7 +403,11 @@ mod linux {
         leak_checked(|| {
             let fd = slurm_shim_eventfd(0, libc::EFD_CLOEXEC | NB);
             let t = std::thread::spawn(move || {
-                let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+                let mut p = libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
                 let r = unsafe { libc::poll(&mut p, 1, 5000) };
                 (r, p.revents)
             });
@@ -324,7 +449,12 @@ mod linux {
                 let mut v = 0;
                 let _ = unsafe { libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK) };
                 assert_eq!(unsafe { (imp.read)(fd, &mut v) }, -1);
-                assert_eq!(errno(), libc::EAGAIN, "{}: counter not empty at the end", imp.name);
+                assert_eq!(
+                    errno(),
+                    libc::EAGAIN,
+                    "{}: counter not empty at the end",
+                    imp.name
+                );
                 close(fd);
             }
         });
@@ -343,7 +473,10 @@ mod linux {
             }
             let mut status = -1;
             assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-            assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "child status {status}");
+            assert!(
+                libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+                "child status {status}"
+            );
             let mut got = vec![];
             loop {
                 let mut v = 0;

@@ -2,6 +2,9 @@
 //! arguments and descriptors, and a successful exec (in a forked child) that passes `argv`
 //! and `envp` through; no leaked descriptor.
 #![allow(non_snake_case)]
+// Every unsafe block here is a direct libc call on locals or descriptors made just before;
+// a SAFETY line on each would repeat that.
+#![allow(clippy::undocumented_unsafe_blocks)]
 
 #[cfg(not(target_os = "linux"))]
 #[test]
@@ -66,7 +69,8 @@ mod linux {
             let dir = tempfile::tempdir().expect("tempdir");
             let plain = dir.path().join("plain");
             std::fs::write(&plain, "#!/bin/sh\nexit 0\n").expect("write");
-            std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+            std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644))
+                .expect("chmod");
             let dfd = open(dir.path(), libc::O_RDONLY | libc::O_DIRECTORY);
             let ffd = open(&plain, libc::O_RDONLY);
             let sh = open(&shell(), libc::O_RDONLY);
@@ -77,7 +81,13 @@ mod linux {
             let argv = [arg0.as_ptr(), std::ptr::null()];
             let envp = [std::ptr::null::<c_char>()];
             let (a, e, null) = (argv.as_ptr(), envp.as_ptr(), std::ptr::null());
-            let cases: Vec<(&str, c_int, *const *const c_char, *const *const c_char, c_int)> = vec![
+            let cases: Vec<(
+                &str,
+                c_int,
+                *const *const c_char,
+                *const *const c_char,
+                c_int,
+            )> = vec![
                 ("fd -1", -1, a, e, libc::EINVAL),
                 ("fd -1, NULL argv", -1, null, e, libc::EINVAL),
                 ("NULL argv", sh, null, e, libc::EINVAL),
@@ -93,7 +103,11 @@ mod linux {
                     let r = unsafe { f(fd, argv, envp) };
                     got.push((name, r, errno()));
                 }
-                assert_eq!((got[1].1, got[1].2), (got[0].1, got[0].2), "{what}: {got:?}");
+                assert_eq!(
+                    (got[1].1, got[1].2),
+                    (got[0].1, got[0].2),
+                    "{what}: {got:?}"
+                );
                 assert_eq!((got[1].1, got[1].2), (-1, want), "{what}");
             }
             for fd in [dfd, ffd, sh, p[0], p[1]] {
@@ -106,9 +120,16 @@ mod linux {
     fn fexecve__runs_the_file_with_argv_and_envp_like_glibc() {
         leak_checked(|| {
             let sh = open(&shell(), libc::O_RDONLY);
-            let args: Vec<CString> = ["sh", "-c", "exit $CODE"].iter().map(|s| CString::new(*s).expect("arg")).collect();
+            let args: Vec<CString> = ["sh", "-c", "exit $CODE"]
+                .iter()
+                .map(|s| CString::new(*s).expect("arg"))
+                .collect();
             let env = CString::new("CODE=37").expect("env");
-            let argv: Vec<*const c_char> = args.iter().map(|a| a.as_ptr()).chain([std::ptr::null()]).collect();
+            let argv: Vec<*const c_char> = args
+                .iter()
+                .map(|a| a.as_ptr())
+                .chain([std::ptr::null()])
+                .collect();
             let envp = [env.as_ptr(), std::ptr::null()];
             for (name, f) in IMPLS {
                 let pid = unsafe { libc::fork() };
@@ -122,7 +143,11 @@ mod linux {
                 let mut status = 0;
                 assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
                 assert!(libc::WIFEXITED(status), "{name}: status {status:#x}");
-                assert_eq!(libc::WEXITSTATUS(status), 37, "{name}: exit status (100+ is exec's errno)");
+                assert_eq!(
+                    libc::WEXITSTATUS(status),
+                    37,
+                    "{name}: exit status (100+ is exec's errno)"
+                );
             }
             unsafe { libc::close(sh) };
         });

@@ -1,6 +1,9 @@
 //! `slurm_shim_pipe2` against glibc's `pipe2` on the same inputs: return value, errno,
 //! `F_GETFD`/`F_GETFL` of both ends, untouched output on failure, no leaked descriptor.
 #![allow(non_snake_case)]
+// Every unsafe block here is a direct libc call on locals or descriptors made just before;
+// a SAFETY line on each would repeat that.
+#![allow(clippy::undocumented_unsafe_blocks)]
 
 #[cfg(not(target_os = "linux"))]
 #[test]
@@ -58,7 +61,12 @@ mod linux {
 
     /// (F_GETFD, F_GETFL) of a descriptor.
     fn flags_of(fd: c_int) -> (c_int, c_int) {
-        unsafe { (libc::fcntl(fd, libc::F_GETFD), libc::fcntl(fd, libc::F_GETFL)) }
+        unsafe {
+            (
+                libc::fcntl(fd, libc::F_GETFD),
+                libc::fcntl(fd, libc::F_GETFL),
+            )
+        }
     }
 
     fn close_all(fds: [c_int; 2]) {
@@ -78,7 +86,12 @@ mod linux {
     #[test]
     fn pipe2__every_flag_combination_matches_glibc() {
         leak_checked(|| {
-            for flags in [0, libc::O_CLOEXEC, libc::O_NONBLOCK, libc::O_CLOEXEC | libc::O_NONBLOCK] {
+            for flags in [
+                0,
+                libc::O_CLOEXEC,
+                libc::O_NONBLOCK,
+                libc::O_CLOEXEC | libc::O_NONBLOCK,
+            ] {
                 let (gr, ge, gfds) = glibc(flags);
                 let (sr, se, sfds) = shim(flags);
                 assert_eq!((sr, se), (gr, ge), "flags {flags:#x}");
@@ -90,8 +103,14 @@ mod linux {
                         "flags {flags:#x}, end {end}: (F_GETFD, F_GETFL) differ"
                     );
                 }
-                assert_eq!(flags_of(sfds[0]).0 & libc::FD_CLOEXEC != 0, flags & libc::O_CLOEXEC != 0);
-                assert_eq!(flags_of(sfds[1]).1 & libc::O_NONBLOCK != 0, flags & libc::O_NONBLOCK != 0);
+                assert_eq!(
+                    flags_of(sfds[0]).0 & libc::FD_CLOEXEC != 0,
+                    flags & libc::O_CLOEXEC != 0
+                );
+                assert_eq!(
+                    flags_of(sfds[1]).1 & libc::O_NONBLOCK != 0,
+                    flags & libc::O_NONBLOCK != 0
+                );
                 assert_pipe_works(sfds);
                 close_all(gfds);
                 close_all(sfds);
@@ -128,7 +147,11 @@ mod linux {
                 let s = unsafe { slurm_shim_pipe2(std::ptr::null_mut(), flags) };
                 let se = errno();
                 assert_eq!((s, se), (g, ge), "flags {flags:#x}");
-                let want = if flags == libc::O_APPEND { libc::EINVAL } else { libc::EFAULT };
+                let want = if flags == libc::O_APPEND {
+                    libc::EINVAL
+                } else {
+                    libc::EFAULT
+                };
                 assert_eq!((s, se), (-1, want), "flags {flags:#x}");
             }
         });
@@ -137,11 +160,21 @@ mod linux {
     #[test]
     fn pipe2__descriptor_limit_gives_emfile_like_glibc_without_half_a_pipe() {
         leak_checked(|| {
-            let mut old = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            let mut old = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
             assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut old) }, 0);
             // A low limit keeps the filling loop short.
-            let highest = open_fds().iter().filter_map(|s| s.parse::<u64>().ok()).max().unwrap_or(2);
-            let lim = libc::rlimit { rlim_cur: highest + 16, rlim_max: old.rlim_max };
+            let highest = open_fds()
+                .iter()
+                .filter_map(|s| s.parse::<u64>().ok())
+                .max()
+                .unwrap_or(2);
+            let lim = libc::rlimit {
+                rlim_cur: highest + 16,
+                rlim_max: old.rlim_max,
+            };
             assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0);
             // Occupy every free slot, then free exactly one: a pipe needs two.
             let mut held = Vec::new();
@@ -175,7 +208,9 @@ mod linux {
     fn pipe2__o_direct_is_not_emulated_and_gives_einval() {
         leak_checked(|| {
             let (gr, _, gfds) = glibc(libc::O_DIRECT);
-            eprintln!("documented divergence: glibc pipe2(O_DIRECT) returns {gr} (packet mode), the shim EINVAL");
+            eprintln!(
+                "documented divergence: glibc pipe2(O_DIRECT) returns {gr} (packet mode), the shim EINVAL"
+            );
             if gr == 0 {
                 close_all(gfds);
             }

@@ -2,6 +2,9 @@
 //! value, errno, `F_GETFD`/`F_GETFL`, `SO_TYPE`/`SO_DOMAIN`/`SO_PROTOCOL`, untouched output
 //! on failure, no leaked descriptor.
 #![allow(non_snake_case)]
+// Every unsafe block here is a direct libc call on locals or descriptors made just before;
+// a SAFETY line on each would repeat that.
+#![allow(clippy::undocumented_unsafe_blocks)]
 
 #[cfg(not(target_os = "linux"))]
 #[test]
@@ -42,7 +45,8 @@ mod linux {
     fn sockopt(fd: c_int, opt: c_int) -> c_int {
         let mut v: c_int = -1;
         let mut len = size_of::<c_int>() as libc::socklen_t;
-        let r = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, opt, (&raw mut v).cast(), &mut len) };
+        let r =
+            unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, opt, (&raw mut v).cast(), &mut len) };
         assert_eq!(r, 0, "getsockopt({fd}, {opt})");
         v
     }
@@ -71,8 +75,12 @@ mod linux {
         assert_eq!(unsafe { libc::close(fd) }, 0, "close({fd})");
     }
 
-    const FLAG_SETS: [c_int; 4] =
-        [0, libc::SOCK_CLOEXEC, libc::SOCK_NONBLOCK, libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK];
+    const FLAG_SETS: [c_int; 4] = [
+        0,
+        libc::SOCK_CLOEXEC,
+        libc::SOCK_NONBLOCK,
+        libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+    ];
 
     /// (domain, type, protocol) triples: valid ones and ones the kernel rejects.
     const TRIPLES: [(c_int, c_int, c_int); 12] = [
@@ -105,8 +113,14 @@ mod linux {
                     if s >= 0 {
                         assert_eq!(state(s), state(g), "{what}");
                         let st = state(s);
-                        assert_eq!(st.fd_flags & libc::FD_CLOEXEC != 0, flags & libc::SOCK_CLOEXEC != 0);
-                        assert_eq!(st.fl_flags & libc::O_NONBLOCK != 0, flags & libc::SOCK_NONBLOCK != 0);
+                        assert_eq!(
+                            st.fd_flags & libc::FD_CLOEXEC != 0,
+                            flags & libc::SOCK_CLOEXEC != 0
+                        );
+                        assert_eq!(
+                            st.fl_flags & libc::O_NONBLOCK != 0,
+                            flags & libc::SOCK_NONBLOCK != 0
+                        );
                         close(s);
                         close(g);
                         compared += 1;
@@ -114,14 +128,24 @@ mod linux {
                 }
             }
             eprintln!("socket: {compared} successful creations compared with glibc");
-            assert!(compared >= 24, "too few sockets could be created: {compared}");
+            assert!(
+                compared >= 24,
+                "too few sockets could be created: {compared}"
+            );
         });
     }
 
     #[test]
     fn socket__unknown_type_bits_give_einval_before_domain_checks_like_glibc() {
         leak_checked(|| {
-            for extra in [0x10, 0x100, libc::O_APPEND, 0x4000_0000, i32::MIN, libc::SOCK_CLOEXEC | 0x20] {
+            for extra in [
+                0x10,
+                0x100,
+                libc::O_APPEND,
+                0x4000_0000,
+                i32::MIN,
+                libc::SOCK_CLOEXEC | 0x20,
+            ] {
                 for domain in [libc::AF_INET, libc::AF_UNIX, 9999] {
                     let ty = libc::SOCK_STREAM | extra;
                     let g = unsafe { libc::socket(domain, ty, 0) };
@@ -142,10 +166,22 @@ mod linux {
                 for flags in FLAG_SETS {
                     let mut g = [-7; 2];
                     let mut s = [-7; 2];
-                    assert_eq!(unsafe { libc::socketpair(libc::AF_UNIX, ty | flags, 0, g.as_mut_ptr()) }, 0);
-                    assert_eq!(unsafe { slurm_shim_socketpair(libc::AF_UNIX, ty | flags, 0, s.as_mut_ptr()) }, 0);
+                    assert_eq!(
+                        unsafe { libc::socketpair(libc::AF_UNIX, ty | flags, 0, g.as_mut_ptr()) },
+                        0
+                    );
+                    assert_eq!(
+                        unsafe {
+                            slurm_shim_socketpair(libc::AF_UNIX, ty | flags, 0, s.as_mut_ptr())
+                        },
+                        0
+                    );
                     for end in 0..2 {
-                        assert_eq!(state(s[end]), state(g[end]), "type {ty}|{flags:#x} end {end}");
+                        assert_eq!(
+                            state(s[end]),
+                            state(g[end]),
+                            "type {ty}|{flags:#x} end {end}"
+                        );
                     }
                     let msg = *b"pair";
                     assert_eq!(unsafe { libc::write(s[0], msg.as_ptr().cast(), 4) }, 4);
@@ -183,10 +219,21 @@ mod linux {
                 assert_eq!(s, [-7, -7], "sv touched on failure");
             }
             assert_eq!(
-                unsafe { slurm_shim_socketpair(libc::AF_UNIX, libc::SOCK_STREAM | 0x100, 0, std::ptr::null_mut()) },
+                unsafe {
+                    slurm_shim_socketpair(
+                        libc::AF_UNIX,
+                        libc::SOCK_STREAM | 0x100,
+                        0,
+                        std::ptr::null_mut(),
+                    )
+                },
                 -1
             );
-            assert_eq!(errno(), libc::EINVAL, "bad type flags win over a NULL sv, as on Linux");
+            assert_eq!(
+                errno(),
+                libc::EINVAL,
+                "bad type flags win over a NULL sv, as on Linux"
+            );
         });
     }
 
@@ -197,7 +244,8 @@ mod linux {
                 let ty = libc::SOCK_STREAM | flags;
                 let g = unsafe { libc::socketpair(libc::AF_UNIX, ty, 0, std::ptr::null_mut()) };
                 let ge = errno();
-                let s = unsafe { slurm_shim_socketpair(libc::AF_UNIX, ty, 0, std::ptr::null_mut()) };
+                let s =
+                    unsafe { slurm_shim_socketpair(libc::AF_UNIX, ty, 0, std::ptr::null_mut()) };
                 let se = errno();
                 assert_eq!((s, se), (g, ge));
                 assert_eq!((s, se), (-1, libc::EFAULT));
@@ -209,7 +257,11 @@ mod linux {
     fn socket__success_preserves_errno() {
         leak_checked(|| {
             unsafe { *libc::__errno_location() = 4242 };
-            let s = slurm_shim_socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, 0);
+            let s = slurm_shim_socket(
+                libc::AF_INET,
+                libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+                0,
+            );
             assert!(s >= 0);
             assert_eq!(errno(), 4242);
             close(s);
