@@ -15,7 +15,7 @@
 //!   -DSLURM_SHIM_EMULATE_DARWIN` (the header's emulation branch renames glibc's pipe2,
 //!   accept4, timers, affinity, setresuid, ... to the shim with `#pragma redefine_extname`),
 //!   and configure is given macOS's answers where Linux can run them (cache variables
-//!   `var=no`, `--without-bpf`, and two `config.h` values with no cache variable); the list,
+//!   `var=no`, `--without-bpf`, and one `config.h` value with no cache variable); the list,
 //!   and what Linux cannot reproduce and why, is in [`configure::DARWIN_CACHE_VARS`]. The
 //!   shim stays out of configure-time `LIBS` (DARWIN-CATALOG A7: configure would otherwise
 //!   find `setresuid` and define `HAVE_SETRESUID`). It is linked once, into libslurm,
