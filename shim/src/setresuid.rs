@@ -33,8 +33,13 @@
 //!
 //! On Linux the same planner and executor run through the [`IdOs`] seam; the seam's
 //! `setreuid`/`seteuid` apply XNU's rule (via [`apply`]) and commit the result with the
-//! real `setresuid`, and the ids are read back with the real `getresuid`, so tests compare
-//! the emulation with glibc's `setresuid` on the same inputs.
+//! raw `setresuid` system call (Linux has no other call that sets the saved id exactly),
+//! and the ids are read back with the real `getresuid`, so tests compare the emulation
+//! with glibc's `setresuid` on the same inputs. The raw call changes the calling thread's
+//! credentials only (glibc's wrapper signals every thread); that is exact for Slurm, which
+//! calls these functions only in single-threaded forked children (run_command.c, slurmd's
+//! file-transfer child; slurmstepd's pty path is compiled out without `HAVE_SETRESUID`),
+//! and irrelevant on macOS, whose credentials are per process.
 //!
 //! Portability problems not fixed:
 //! * Inexpressible requests (e.g. unprivileged `setresuid(-1, -1, r)` with `r` the real uid
@@ -42,6 +47,8 @@
 //! * The change is a sequence of system calls; another thread may observe the intermediate
 //!   ids (macOS credentials are per process).
 //! * Darwin per-thread credentials (`pthread_setugid_np`) are not considered.
+//! * Linux test lane only: in a multi-threaded process the emulation changes the calling
+//!   thread's ids, not every thread's.
 #![allow(clippy::missing_safety_doc)]
 
 use libc::{c_int, gid_t, uid_t};
@@ -262,14 +269,17 @@ impl RealIdOs {
             k => k,
         };
         let next = apply(cur, op, kind).ok_or(Errno(libc::EPERM))?;
+        // The raw system call, not glibc's `setresuid`: a darwin-personality Slurm must
+        // import no glibc `setresuid`/`setresgid` (the build's nm check). Unlike glibc's
+        // wrapper it changes the calling thread only; see the module doc.
         // SAFETY: plain system calls on integers.
-        Errno::result(unsafe {
+        let rc = unsafe {
             match kind {
-                Kind::Uid => libc::setresuid(next.r, next.e, next.s),
-                Kind::Gid(_) => libc::setresgid(next.r, next.e, next.s),
+                Kind::Uid => libc::syscall(libc::SYS_setresuid, next.r, next.e, next.s),
+                Kind::Gid(_) => libc::syscall(libc::SYS_setresgid, next.r, next.e, next.s),
             }
-        })
-        .map(drop)
+        };
+        if rc == -1 { Err(Errno::last()) } else { Ok(()) }
     }
 }
 
