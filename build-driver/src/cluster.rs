@@ -142,7 +142,8 @@ fn run_cluster(sh: &Shell, prefix: &Path, layout: &Layout, user: &str) -> Result
     };
 
     let mut outcome = wait_idle(sh, prefix, &mut ctld, &mut slurmd);
-    if outcome.is_ok() {
+    let came_up = outcome.is_ok();
+    if came_up {
         println!("  node {NODE} idle after {:.1?}", t.elapsed());
         let step = |what: &str, f: &dyn Fn() -> Result<()>| -> Result<()> {
             let t = Instant::now();
@@ -156,7 +157,7 @@ fn run_cluster(sh: &Shell, prefix: &Path, layout: &Layout, user: &str) -> Result
     }
     if outcome.is_err() {
         // Leave nothing running inside the cluster; best effort, the failure is reported below.
-        if let Err(e) = clients.cancel_all() {
+        if let Err(e) = came_up.then(|| clients.cancel_all()).unwrap_or(Ok(())) {
             eprintln!("  (could not cancel the remaining jobs: {e})");
         }
         report_failure(layout, &clients);
