@@ -5,7 +5,8 @@
 //! (timer_create(2), timer_settime(2), timer_getoverrun(2), timer_delete(2); kernel
 //! `kernel/time/posix-timers.c`, glibc `sysdeps/unix/sysv/linux/timer_*.c`.)
 //!
-//! * Clocks `CLOCK_REALTIME` and `CLOCK_MONOTONIC`. Any other clock id gives `EINVAL`.
+//! * Clocks `CLOCK_REALTIME` and `CLOCK_MONOTONIC`, and on Linux `CLOCK_TAI` (what Slurm
+//!   uses under `__linux__`, so in the darwin personality). Any other clock id gives `EINVAL`.
 //! * `sigevent`: `NULL` means `SIGEV_SIGNAL` with `SIGALRM`; `SIGEV_SIGNAL` sends a
 //!   process-directed signal; `SIGEV_THREAD` calls `sigev_notify_function(sigev_value)` on
 //!   a thread; `SIGEV_NONE` delivers nothing (only `timer_gettime` observes the timer). An
@@ -60,7 +61,7 @@
 //!   signals; on Darwin a process-directed signal that every thread blocks may be parked on
 //!   another thread, in which case each expiration sends another (merged) signal and the
 //!   overrun count stays 0.
-//! * `SIGEV_THREAD_ID`, CPU-time clocks, `CLOCK_BOOTTIME`, `CLOCK_TAI` and the alarm
+//! * `SIGEV_THREAD_ID`, CPU-time clocks, `CLOCK_BOOTTIME` and the alarm
 //!   clocks are not supported (`EINVAL`); `SIGEV_THREAD` with a `NULL` function gives
 //!   `EINVAL` (glibc accepts it and crashes at expiry).
 //! * `timer_create` with a `NULL` `timerid` gives `EFAULT` (glibc crashes).
@@ -134,6 +135,12 @@ pub enum ClockKind {
     Realtime,
     /// `CLOCK_MONOTONIC`.
     Monotonic,
+    /// `CLOCK_TAI` (Linux only): the wall clock plus the kernel's TAI offset. Slurm picks it
+    /// under `__linux__` (`TIMESPEC_CLOCK_TYPE`), which the darwin personality keeps
+    /// defined; on macOS Slurm uses `CLOCK_REALTIME`. An absolute TAI deadline is converted
+    /// to the wall clock when armed (the offset changes only at a leap second), and then
+    /// behaves exactly as a `CLOCK_REALTIME` one.
+    Tai,
 }
 
 impl ClockKind {
@@ -143,11 +150,16 @@ impl ClockKind {
             Ok(ClockKind::Realtime)
         } else if clockid == libc::CLOCK_MONOTONIC {
             Ok(ClockKind::Monotonic)
+        } else if cfg!(target_os = "linux") && clockid == CLOCK_TAI {
+            Ok(ClockKind::Tai)
         } else {
             Err(Errno(libc::EINVAL))
         }
     }
 }
+
+/// Linux's `CLOCK_TAI` (11); never matched on macOS, where it is not a clock.
+const CLOCK_TAI: clockid_t = 11;
 
 /// The seam through which timers read the time, in nanoseconds since each clock's epoch.
 /// [`SystemClock`] reads the OS; tests supply a clock whose wall time they can step.
@@ -165,6 +177,8 @@ impl Clock for SystemClock {
         let id = match kind {
             ClockKind::Realtime => libc::CLOCK_REALTIME,
             ClockKind::Monotonic => libc::CLOCK_MONOTONIC,
+            ClockKind::Tai if cfg!(target_os = "linux") => CLOCK_TAI,
+            ClockKind::Tai => libc::CLOCK_REALTIME,
         };
         let mut t = ts(0, 0);
         // SAFETY: `t` is a valid, writable timespec; both clock ids exist on Linux and macOS.
@@ -581,6 +595,13 @@ impl Shared {
         let value = ts_to_ns(&new.it_value);
         t.arm = if value == 0 {
             None
+        } else if flags & TIMER_ABSTIME != 0 && t.clock == ClockKind::Tai {
+            let offset = clock.now(ClockKind::Tai) - clock.now(ClockKind::Realtime);
+            Some(Arm {
+                base: ClockKind::Realtime,
+                deadline: value - offset,
+                interval: ts_to_ns(&new.it_interval),
+            })
         } else if flags & TIMER_ABSTIME != 0 {
             Some(Arm {
                 base: t.clock,
@@ -720,7 +741,8 @@ impl Shared {
             let Some(mut arm) = t.arm else { continue };
             let now = match arm.base {
                 ClockKind::Monotonic => now_m,
-                ClockKind::Realtime => now_r,
+                // Armed TAI deadlines are stored on the wall clock (see `settime`).
+                ClockKind::Realtime | ClockKind::Tai => now_r,
             };
             if arm.deadline <= now {
                 let count = if arm.interval > 0 {
