@@ -59,6 +59,7 @@ use xshell::{Shell, cmd};
 pub struct BuildOutput {
     pub prefix: PathBuf,
     pub build_dir: PathBuf,
+    /// The patched copy of the source that was configured (printed in the summary).
     pub src_dir: PathBuf,
     pub version: String,
     pub line: String,
@@ -388,6 +389,7 @@ pub fn run(sh: &Shell, root: &Path, args: BuildArgs) -> Result<BuildOutput> {
     );
     println!("  {} in {:.1}s", if out.rebuilt { "built" } else { "up to date, nothing rebuilt" }, t.elapsed().as_secs_f64());
     println!("  prefix:    {}", out.prefix.display());
+    println!("  source:    {}", out.src_dir.display());
     println!("  build dir: {}", out.build_dir.display());
     println!("  programs:  {}", inst.present.join(" "));
     if !inst.missing.is_empty() {

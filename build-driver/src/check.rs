@@ -66,15 +66,18 @@ pub type Results = BTreeMap<String, Outcome>;
 /// result explains it (a test program that did not compile or link, for example).
 pub const MAKE_FAILED: &str = "<make check: failed outside the test results>";
 
-/// Run `make -k check` in the build directory of `out` and collect the results.
+/// Run `make -k check` in the build directory of `out`, with the make variables its build
+/// used (so a relink keeps the shim in a darwin build), and collect the results.
 pub fn make_check(sh: &Shell, out: &crate::build_slurm::BuildOutput) -> Result<Results> {
-    make_check_in(sh, &out.build_dir, default_jobs())
+    let vars = crate::build_slurm::make_vars(out)?;
+    make_check_with(sh, &out.build_dir, default_jobs(), &vars)
 }
 
-/// `make -k check -j<jobs>` in `build_dir` (a configured and built Slurm tree); the full
+/// `make -k check -j<jobs> <vars>` in `build_dir` (a configured and built Slurm tree); the full
 /// output goes to `<build_dir>/xtask-make-check.log`. Stale `.trs` files are removed first so
 /// only this run's results are read.
-pub fn make_check_in(sh: &Shell, build_dir: &Path, jobs: usize) -> Result<Results> {
+/// `vars` are extra `VAR=value` arguments for make.
+pub fn make_check_with(sh: &Shell, build_dir: &Path, jobs: usize, vars: &[String]) -> Result<Results> {
     if !build_dir.join("Makefile").is_file() {
         return Err(Error::Io {
             path: build_dir.to_path_buf(),
@@ -89,7 +92,7 @@ pub fn make_check_in(sh: &Shell, build_dir: &Path, jobs: usize) -> Result<Result
     let jobs = format!("-j{}", jobs.max(1));
     let start = Instant::now();
     let _dir = sh.push_dir(build_dir);
-    let output = cmd!(sh, "make -k check {jobs}")
+    let output = cmd!(sh, "make -k check {jobs} {vars...}")
         .ignore_status()
         .quiet()
         .output()?;
@@ -448,7 +451,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sh = Shell::new().unwrap();
         assert!(matches!(
-            make_check_in(&sh, dir.path(), 1),
+            make_check_with(&sh, dir.path(), 1, &[]),
             Err(Error::Io { .. })
         ));
     }
@@ -475,7 +478,7 @@ mod tests {
         )
         .unwrap();
         let sh = Shell::new().unwrap();
-        let r = make_check_in(&sh, dir.path(), 1).unwrap();
+        let r = make_check_with(&sh, dir.path(), 1, &[]).unwrap();
         assert_eq!(
             r,
             results(&[("u/a-test", Outcome::Pass), ("u/b-test", Outcome::Fail)])
@@ -497,7 +500,7 @@ mod tests {
         )
         .unwrap();
         let sh = Shell::new().unwrap();
-        let r = make_check_in(&sh, dir.path(), 1).unwrap();
+        let r = make_check_with(&sh, dir.path(), 1, &[]).unwrap();
         assert_eq!(
             r,
             results(&[("a-test", Outcome::Pass), (MAKE_FAILED, Outcome::Error)])
@@ -514,7 +517,7 @@ mod tests {
             return;
         };
         let sh = Shell::new().unwrap();
-        let r = make_check_in(&sh, Path::new(&dir), 2).unwrap();
+        let r = make_check_with(&sh, Path::new(&dir), 2, &[]).unwrap();
         eprintln!("{}", summary(&r));
         assert!(r.contains_key("slurm_unit/common/log-test"), "{r:?}");
         assert!(

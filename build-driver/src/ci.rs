@@ -30,6 +30,7 @@ pub fn run(sh: &Shell, root: &Path, args: CiArgs) -> Result<()> {
         slurm_lanes(sh, root, &args, &mut report);
     }
     println!("\n{}", report.table());
+    println!("{}", report.counts());
     report.result()
 }
 
@@ -409,6 +410,17 @@ impl Report {
             fmt_duration(total)
         ));
         out
+    }
+
+    /// The closing line, in the plain `N passed, N failed, N skipped` form CI tools read.
+    fn counts(&self) -> String {
+        let count = |f: fn(&Status) -> bool| self.steps.iter().filter(|s| f(&s.status)).count();
+        format!(
+            "steps: {} passed, {} failed, {} skipped",
+            count(|s| matches!(s, Status::Passed(_))),
+            count(|s| matches!(s, Status::Failed(_))),
+            count(|s| matches!(s, Status::Skipped(_)))
+        )
     }
 
     fn result(&self) -> Result<()> {

@@ -24,8 +24,6 @@ pub enum Error {
     Pins { path: PathBuf, detail: String },
     #[error("{what}: sha256 mismatch: expected {expected}, got {actual}; the file is corrupt or not the pinned release (delete it and fetch again)")]
     HashMismatch { what: String, expected: String, actual: String },
-    #[error("{what}: git commit mismatch: expected {expected}, got {actual}")]
-    CommitMismatch { what: String, expected: String, actual: String },
     #[error("{what}: cannot unpack: {detail}")]
     Unpack { what: String, detail: String },
     #[error("no source given: pass --version V (pinned) or --source PATH")]
