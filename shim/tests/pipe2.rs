@@ -12,37 +12,17 @@ fn pipe2__differential_tests_need_glibc() {
 }
 
 #[cfg(target_os = "linux")]
+mod common;
+
+#[cfg(target_os = "linux")]
 mod linux {
-    use std::collections::BTreeSet;
-    use std::sync::Mutex;
+    use crate::common::{errno, leak_checked, open_fds};
 
     use libc::c_int;
     use slurm_shim::pipe2::slurm_shim_pipe2;
 
-    /// Every test of this file runs under this lock, so the descriptor count around each
-    /// test is exact even though libtest runs tests in parallel threads.
-    static SERIAL: Mutex<()> = Mutex::new(());
 
-    fn open_fds() -> BTreeSet<String> {
-        std::fs::read_dir("/proc/self/fd")
-            .expect("/proc/self/fd")
-            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-            .collect()
-    }
 
-    /// Runs `body` serially and asserts it left no descriptor open.
-    fn leak_checked(body: impl FnOnce()) {
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let before = open_fds();
-        body();
-        let after = open_fds();
-        let leaked: Vec<_> = after.difference(&before).collect();
-        assert!(leaked.is_empty(), "descriptors leaked: {leaked:?}");
-    }
-
-    fn errno() -> c_int {
-        std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-    }
 
     /// (return value, errno if it failed, the two slots).
     type Outcome = (c_int, c_int, [c_int; 2]);

@@ -13,34 +13,17 @@ fn socket__differential_tests_need_glibc() {
 }
 
 #[cfg(target_os = "linux")]
+mod common;
+
+#[cfg(target_os = "linux")]
 mod linux {
-    use std::collections::BTreeSet;
-    use std::sync::Mutex;
+    use crate::common::{errno, leak_checked};
 
     use libc::c_int;
     use slurm_shim::socket::{slurm_shim_socket, slurm_shim_socketpair};
 
-    static SERIAL: Mutex<()> = Mutex::new(());
 
-    fn open_fds() -> BTreeSet<String> {
-        std::fs::read_dir("/proc/self/fd")
-            .expect("/proc/self/fd")
-            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-            .collect()
-    }
 
-    /// Runs `body` serially (see SERIAL) and asserts it left no descriptor open.
-    fn leak_checked(body: impl FnOnce()) {
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let before = open_fds();
-        body();
-        let leaked: Vec<_> = open_fds().difference(&before).cloned().collect();
-        assert!(leaked.is_empty(), "descriptors leaked: {leaked:?}");
-    }
-
-    fn errno() -> c_int {
-        std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-    }
 
     fn sockopt(fd: c_int, opt: c_int) -> c_int {
         let mut v: c_int = -1;
