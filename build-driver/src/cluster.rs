@@ -157,7 +157,7 @@ fn run_cluster(sh: &Shell, prefix: &Path, layout: &Layout, user: &str) -> Result
     }
     if outcome.is_err() {
         // Leave nothing running inside the cluster; best effort, the failure is reported below.
-        if let Err(e) = came_up.then(|| clients.cancel_all()).unwrap_or(Ok(())) {
+        if let Err(e) = if came_up { clients.cancel_all() } else { Ok(()) } {
             eprintln!("  (could not cancel the remaining jobs: {e})");
         }
         report_failure(layout, &clients);

@@ -2,6 +2,15 @@
 //! `__APPLE__`. On Linux (including the darwin-emulation mode) glibc's own values are used
 //! and the implementation reads them from the `libc` crate instead: see [`flags`].
 //!
+//! Header-only items (no Rust behind them), written by the header generator: `SOL_TCP`
+//! (`IPPROTO_TCP`, catalog A10), `SIGRTMAX` (`NSIG`: Darwin has no real-time signals, A11),
+//! `C_IN`/`T_SRV` (1/33, which the SDK hides behind `BIND_8_COMPAT`, A12), `eventfd_t`.
+//!
+//! Deliberately not provided: a `<pty.h>` stand-in (A15). It would make configure define
+//! `HAVE_PTY_H`, which turns on slurmstepd's `srun --pty` path; that path needs saved-uid
+//! semantics (`HAVE_SETRESUID`) that no emulation on Darwin can give, so it belongs in a
+//! tested Slurm patch, not in the shim.
+//!
 //! The two socket-type flags use high bits that no Darwin socket type uses (types are small
 //! integers); the eventfd flags reuse Darwin's `O_CLOEXEC`/`O_NONBLOCK`, as Linux does with
 //! its own.

@@ -6,7 +6,7 @@
 use crate::error::{Error, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -127,7 +127,7 @@ pub fn run_logged(mut command: Command, step: &str, log: &Path, progress: Progre
             }
         }
     };
-    let _ = reader.seek(SeekFrom::Current(0));
+    let _ = reader.stream_position();
     pump(&mut reader, &mut pending, &mut steps);
     if status.success() {
         if let Progress::Steps(_) = progress {
