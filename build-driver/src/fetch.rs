@@ -110,6 +110,27 @@ fn already(layout: &Layout, pin: &Pin) -> Option<SourceTree> {
 }
 
 /// Fails with `MissingTool` unless `program` is an executable file on the shell's PATH.
+/// Runs `command` quietly; a non-zero exit becomes [`Error::Command`] naming `step` and
+/// `program`, with the last lines of its standard error.
+pub(crate) fn run_checked(command: xshell::Cmd<'_>, step: &str, program: &str) -> Result<()> {
+    let out = command.quiet().ignore_status().output()?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(Error::Command {
+        step: step.into(),
+        program: program.into(),
+        detail: stderr_tail(&out.stderr, 15),
+    })
+}
+
+/// The last `n` lines of a command's output, trimmed.
+pub(crate) fn stderr_tail(bytes: &[u8], n: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text.trim().lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 pub(crate) fn require_tool(sh: &Shell, program: &str, step: &str, fix: &str) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let path = sh.var_os("PATH").unwrap_or_default();
@@ -207,21 +228,8 @@ fn fetch_download(sh: &Shell, root: &Path, version: &str) -> Result<SourceTree> 
             cmd!(sh, "git init -q --bare {bare}").quiet().run()?;
         }
         step(&format!("git fetch {repo} {commit}"), || {
-            let out = cmd!(
-                sh,
-                "git --git-dir {bare} fetch -q --depth 1 {repo} {commit}"
-            )
-            .quiet()
-            .ignore_status()
-            .output()?;
-            if !out.status.success() {
-                return Err(Error::Command {
-                    step: format!("fetch {version}"),
-                    program: "git fetch".into(),
-                    detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-                });
-            }
-            Ok(())
+            let fetch = cmd!(sh, "git --git-dir {bare} fetch -q --depth 1 {repo} {commit}");
+            run_checked(fetch, &format!("fetch {version}"), "git fetch")
         })?;
         return export_git(sh, &layout, pin, &bare);
     }
@@ -251,20 +259,8 @@ fn fetch_download(sh: &Shell, root: &Path, version: &str) -> Result<SourceTree> 
     let mut last_err = None;
     for url in urls {
         let got = step(&format!("downloading {url}"), || {
-            let out = cmd!(
-                sh,
-                "curl -fsSL --retry 2 --connect-timeout 30 -o {part} {url}"
-            )
-            .quiet()
-            .ignore_status()
-            .output()?;
-            if !out.status.success() {
-                return Err(Error::Command {
-                    step: format!("fetch {version}"),
-                    program: "curl".into(),
-                    detail: format!("{url}: {}", String::from_utf8_lossy(&out.stderr).trim()),
-                });
-            }
+            let curl = cmd!(sh, "curl -fsSL --retry 2 --connect-timeout 30 -o {part} {url}");
+            run_checked(curl, &format!("fetch {version} from {url}"), "curl")?;
             archive::verify_sha256(&part, sha)
         });
         match got {
@@ -346,21 +342,11 @@ fn export_git(sh: &Shell, layout: &Layout, pin: &Pin, git_dir: &Path) -> Result<
     let top = format!("slurm-{}", &commit[..12]);
     let prefix = format!("{top}/");
     step(&format!("git archive {commit}"), || {
-        let out = cmd!(
+        let archive = cmd!(
             sh,
             "git --git-dir {git_dir} archive --format=tar --prefix={prefix} -o {tar} {commit}"
-        )
-        .quiet()
-        .ignore_status()
-        .output()?;
-        if !out.status.success() {
-            return Err(Error::Command {
-                step: format!("fetch {}", pin.version),
-                program: "git archive".into(),
-                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
-        }
-        Ok(())
+        );
+        run_checked(archive, &format!("fetch {}", pin.version), "git archive")
     })?;
     let unpacked = staging.dir.join("tree");
     fs::create_dir(&unpacked).map_err(|e| Error::io(&unpacked, e))?;

@@ -3,7 +3,7 @@
 //! own apt configuration already uses (never a host name written here).
 
 use super::archive::{Staging, verify_sha256};
-use super::{require_tool, step};
+use super::{require_tool, run_checked, stderr_tail, step};
 use crate::error::{Error, Result};
 use crate::pins::DebianPin;
 use std::fs;
@@ -200,12 +200,6 @@ fn machine_config(etc_apt: &Path) -> (Vec<String>, Vec<String>) {
     (one_line, deb822)
 }
 
-fn tail(bytes: &[u8], n: usize) -> String {
-    let s = String::from_utf8_lossy(bytes);
-    let lines: Vec<&str> = s.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
 /// Downloads `deb.orig` with `apt-get source --download-only` through a private apt state
 /// directory, verifies it against `sha256`, and moves it to `downloads/<orig>`.
 pub fn fetch_orig(sh: &Shell, deb: &DebianPin, sha256: &str, downloads: &Path) -> Result<PathBuf> {
@@ -257,18 +251,8 @@ pub fn fetch_orig(sh: &Shell, deb: &DebianPin, sha256: &str, downloads: &Path) -
     step(
         &format!("apt-get update ({} {})", deb.suite, "deb-src"),
         || {
-            let out = cmd!(sh, "apt-get {opts...} update")
-                .quiet()
-                .ignore_status()
-                .output()?;
-            if !out.status.success() {
-                return Err(Error::Command {
-                    step: "fetch --from debian: apt-get update".into(),
-                    program: "apt-get".into(),
-                    detail: tail(&out.stderr, 15),
-                });
-            }
-            Ok(())
+            let update = cmd!(sh, "apt-get {opts...} update");
+            run_checked(update, "fetch --from debian: apt-get update", "apt-get")
         },
     )?;
     let package = &deb.package;
@@ -288,7 +272,7 @@ pub fn fetch_orig(sh: &Shell, deb: &DebianPin, sha256: &str, downloads: &Path) -
                     "fetch: apt-get exited with {} but {} arrived; continuing (last message: {})",
                     out.status,
                     deb.orig,
-                    tail(&out.stderr, 1)
+                    stderr_tail(&out.stderr, 1)
                 );
             }
             return Ok(());
@@ -309,7 +293,7 @@ pub fn fetch_orig(sh: &Shell, deb: &DebianPin, sha256: &str, downloads: &Path) -
                 "{} did not arrive (got: [{}]): {}",
                 deb.orig,
                 arrived.join(", "),
-                tail(&out.stderr, 15)
+                stderr_tail(&out.stderr, 15)
             ),
         })
     })?;
