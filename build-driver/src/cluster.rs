@@ -212,18 +212,8 @@ fn report_failure(layout: &Layout, clients: &jobs::Clients<'_>) {
 
 /// The programs and plugin the smoke test needs.
 fn check_prefix(prefix: &Path) -> Result<()> {
-    let needed = [
-        "sbin/slurmctld",
-        "sbin/slurmd",
-        "sbin/slurmstepd",
-        "bin/sbatch",
-        "bin/srun",
-        "bin/scancel",
-        "bin/sinfo",
-        "bin/squeue",
-        "bin/scontrol",
-    ];
-    if let Some(missing) = needed.iter().map(|p| prefix.join(p)).find(|p| !p.is_file()) {
+    let needed = crate::build_slurm::KEY_BINARIES.iter().map(|(dir, name)| format!("{dir}/{name}"));
+    if let Some(missing) = needed.map(|p| prefix.join(p)).find(|p| !p.is_file()) {
         return Err(Error::Cluster(format!(
             "{} is missing: {} is not a complete Slurm installation (run `cargo xtask build-slurm`)",
             missing.display(),
@@ -321,17 +311,8 @@ mod tests {
     #[test]
     fn check_prefix__requires_auth_slurm() {
         let dir = tempfile::tempdir().unwrap();
-        for p in [
-            "sbin/slurmctld",
-            "sbin/slurmd",
-            "sbin/slurmstepd",
-            "bin/sbatch",
-            "bin/srun",
-            "bin/scancel",
-            "bin/sinfo",
-            "bin/squeue",
-            "bin/scontrol",
-        ] {
+        for (d, n) in crate::build_slurm::KEY_BINARIES {
+            let p = format!("{d}/{n}");
             let f = dir.path().join(p);
             std::fs::create_dir_all(f.parent().unwrap()).unwrap();
             std::fs::write(f, "").unwrap();
