@@ -92,7 +92,13 @@ pub fn personality_name(p: Personality) -> &'static str {
 }
 
 /// The staging directory name: `<version>-<personality>[-nopatch][-<triple>]`.
-pub fn staging_name(version: &str, p: Personality, no_patches: bool, target: &Target, host: &Target) -> String {
+pub fn staging_name(
+    version: &str,
+    p: Personality,
+    no_patches: bool,
+    target: &Target,
+    host: &Target,
+) -> String {
     let mut s = format!("{version}-{}", personality_name(p));
     if no_patches {
         s.push_str("-nopatch");
@@ -138,14 +144,20 @@ fn on_path(program: &str) -> bool {
 
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
 }
 
 fn require(program: &str, step: &str, fix: &str) -> Result<()> {
     if on_path(program) {
         Ok(())
     } else {
-        Err(Error::MissingTool { program: program.into(), step: step.into(), fix: fix.into() })
+        Err(Error::MissingTool {
+            program: program.into(),
+            step: step.into(),
+            fix: fix.into(),
+        })
     }
 }
 
@@ -162,20 +174,38 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         None => host,
     };
     check_personality(args.personality, target, host)?;
-    require("make", "building Slurm", "install GNU make (Debian: apt-get install make)")?;
-    require("pkg-config", "finding Slurm's dependencies", "Debian: apt-get install pkg-config; macOS: brew install pkgconf")?;
+    require(
+        "make",
+        "building Slurm",
+        "install GNU make (Debian: apt-get install make)",
+    )?;
+    require(
+        "pkg-config",
+        "finding Slurm's dependencies",
+        "Debian: apt-get install pkg-config; macOS: brew install pkgconf",
+    )?;
 
     let source = fetch::resolve(sh, root, &args.src)?;
     let base = link::cargo_target_dir(root, env_var("CARGO_TARGET_DIR"))
         .join("slurm")
-        .join(staging_name(&source.version, args.personality, args.no_patches, target, host));
+        .join(staging_name(
+            &source.version,
+            args.personality,
+            args.no_patches,
+            target,
+            host,
+        ));
     let src_dir = base.join("src");
     let build_dir = base.join("build");
     let prefix = match &args.prefix {
         Some(p) => std::path::absolute(p).map_err(|e| Error::io(p, e))?,
         None => base.join("prefix"),
     };
-    let series = if args.no_patches { Vec::new() } else { patches::series(root, &source.line)? };
+    let series = if args.no_patches {
+        Vec::new()
+    } else {
+        patches::series(root, &source.line)?
+    };
 
     let compiler = configure::compiler(target, host, &env_var, on_path("ccache"))?;
     let spec = configure::ConfigureSpec {
@@ -188,7 +218,14 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         user_cppflags: env_var("CPPFLAGS"),
     };
     let uses_shim = configure::uses_shim(args.personality, target);
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
+        .max(1);
 
     // The inputs and the make variables.
     let mut inputs = stamp::Inputs::default();
@@ -197,7 +234,12 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
     inputs.add("personality", personality_name(args.personality));
     inputs.add(
         "source",
-        format!("{} {} {}", source.version, source.line, stamp::tree_metadata_digest(&source.path)?),
+        format!(
+            "{} {} {}",
+            source.version,
+            source.line,
+            stamp::tree_metadata_digest(&source.path)?
+        ),
     );
     if !args.no_patches {
         let series_file = root.join("patches").join(&source.line).join("series");
@@ -224,14 +266,28 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         eprintln!("build-slurm: building the shim for {}", target.rust);
         let mut shim = link::build_shim(sh, root, target)?;
         if target.os == Os::Linux {
-            shim = link::relocatable_object(sh, target, host, &shim, &base.join("shim").join("slurm_shim.o"))?;
+            shim = link::relocatable_object(
+                sh,
+                target,
+                host,
+                &shim,
+                &base.join("shim").join("slurm_shim.o"),
+            )?;
         }
         let flags = link::lib_ldflags(target, &shim, &link::shim_symbols());
         make_vars.push(format!("LIB_LDFLAGS={}", flags.join(" ")));
     }
     let conf_args = configure::configure_args(&spec);
     inputs.add("compiler", &compiler.cc);
-    inputs.add("configure", conf_args.iter().filter(|a| !a.starts_with("CC=")).cloned().collect::<Vec<_>>().join("\u{1f}"));
+    inputs.add(
+        "configure",
+        conf_args
+            .iter()
+            .filter(|a| !a.starts_with("CC="))
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\u{1f}"),
+    );
     inputs.add("make", make_vars.join("\u{1f}"));
 
     let stamp_path = base.join("stamp");
@@ -245,9 +301,18 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         patched: !series.is_empty(),
         rebuilt: true,
     };
-    if stamp::read(&stamp_path).as_deref() == Some(inputs.hash().as_str()) && prefix.is_dir() && build_dir.is_dir() {
-        eprintln!("build-slurm: {} is up to date (inputs unchanged)", base.display());
-        return Ok(BuildOutput { rebuilt: false, ..out });
+    if stamp::read(&stamp_path).as_deref() == Some(inputs.hash().as_str())
+        && prefix.is_dir()
+        && build_dir.is_dir()
+    {
+        eprintln!(
+            "build-slurm: {} is up to date (inputs unchanged)",
+            base.display()
+        );
+        return Ok(BuildOutput {
+            rebuilt: false,
+            ..out
+        });
     }
 
     // From here on, an interrupted build must not leave a stamp behind.
@@ -255,14 +320,25 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
     stamp::remove(&stamp_path)?;
 
     let t = Instant::now();
-    eprintln!("build-slurm: copying {} to {}", source.path.display(), src_dir.display());
+    eprintln!(
+        "build-slurm: copying {} to {}",
+        source.path.display(),
+        src_dir.display()
+    );
     patches::copy_tree(&source.path, &src_dir)?;
     if !series.is_empty() {
-        eprintln!("build-slurm: applying {} patch(es) from patches/{}/series", series.len(), source.line);
+        eprintln!(
+            "build-slurm: applying {} patch(es) from patches/{}/series",
+            series.len(),
+            source.line
+        );
         patches::apply(sh, &series, &src_dir)?;
         patches::regenerate(sh, &src_dir)?;
     }
-    eprintln!("build-slurm: source ready in {:.1}s", t.elapsed().as_secs_f64());
+    eprintln!(
+        "build-slurm: source ready in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
 
     if build_dir.exists() {
         std::fs::remove_dir_all(&build_dir).map_err(|e| Error::io(&build_dir, e))?;
@@ -282,10 +358,23 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         std::process::Command::from(c)
     };
     conf.current_dir(&build_dir);
-    eprintln!("build-slurm: configure ({}, {}, CC={})", personality_name(args.personality), target.rust, compiler.command());
-    make::run_logged(conf, "configure", &base.join("configure.log"), make::Progress::Spinner)?;
+    eprintln!(
+        "build-slurm: configure ({}, {}, CC={})",
+        personality_name(args.personality),
+        target.rust,
+        compiler.command()
+    );
+    make::run_logged(
+        conf,
+        "configure",
+        &base.join("configure.log"),
+        make::Progress::Spinner,
+    )?;
     configure::fix_config_h(&build_dir, args.personality)?;
-    eprintln!("build-slurm: configure done in {:.0}s", t.elapsed().as_secs_f64());
+    eprintln!(
+        "build-slurm: configure done in {:.0}s",
+        t.elapsed().as_secs_f64()
+    );
 
     // make
     let t = Instant::now();
@@ -299,7 +388,10 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
     };
     mk.current_dir(&build_dir);
     let steps = make::run_logged(mk, "make", &make_log, make::Progress::Steps(estimate))?;
-    eprintln!("build-slurm: make done in {:.0}s ({steps} compile/link steps, -j{jobs})", t.elapsed().as_secs_f64());
+    eprintln!(
+        "build-slurm: make done in {:.0}s ({steps} compile/link steps, -j{jobs})",
+        t.elapsed().as_secs_f64()
+    );
 
     // make install
     let t = Instant::now();
@@ -309,8 +401,16 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         std::process::Command::from(cmd!(sh, "make {jobs_arg} {make_refs...} install"))
     };
     inst.current_dir(&build_dir);
-    make::run_logged(inst, "make install", &base.join("install.log"), make::Progress::Spinner)?;
-    eprintln!("build-slurm: install done in {:.0}s", t.elapsed().as_secs_f64());
+    make::run_logged(
+        inst,
+        "make install",
+        &base.join("install.log"),
+        make::Progress::Spinner,
+    )?;
+    eprintln!(
+        "build-slurm: install done in {:.0}s",
+        t.elapsed().as_secs_f64()
+    );
 
     if args.personality == Personality::Darwin {
         // A config.status rerun during make would have restored the Linux answers.
@@ -325,7 +425,8 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         );
     }
     let vars_file = base.join("make-vars");
-    std::fs::write(&vars_file, make_vars.join("\n") + "\n").map_err(|e| Error::io(&vars_file, e))?;
+    std::fs::write(&vars_file, make_vars.join("\n") + "\n")
+        .map_err(|e| Error::io(&vars_file, e))?;
     stamp::write(&stamp_path, &inputs)?;
     Ok(out)
 }
@@ -337,7 +438,11 @@ pub fn make_vars(out: &BuildOutput) -> Result<Vec<String>> {
     let base = out.build_dir.parent().unwrap_or(&out.build_dir);
     let path = base.join("make-vars");
     let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-    Ok(text.lines().filter(|l| !l.is_empty()).map(str::to_string).collect())
+    Ok(text
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect())
 }
 
 /// What the summary reports about an installed prefix.
@@ -370,7 +475,11 @@ pub fn inspect(prefix: &Path) -> Installed {
                 .count()
         })
         .unwrap_or(0);
-    Installed { present, missing, plugins }
+    Installed {
+        present,
+        missing,
+        plugins,
+    }
 }
 
 /// The CLI command: build, then print what was built and where.
@@ -385,9 +494,21 @@ pub fn run(sh: &Shell, root: &Path, args: BuildArgs) -> Result<BuildOutput> {
         out.line,
         personality_name(out.personality),
         target,
-        if out.patched { "patched" } else { "no patches applied" }
+        if out.patched {
+            "patched"
+        } else {
+            "no patches applied"
+        }
     );
-    println!("  {} in {:.1}s", if out.rebuilt { "built" } else { "up to date, nothing rebuilt" }, t.elapsed().as_secs_f64());
+    println!(
+        "  {} in {:.1}s",
+        if out.rebuilt {
+            "built"
+        } else {
+            "up to date, nothing rebuilt"
+        },
+        t.elapsed().as_secs_f64()
+    );
     println!("  prefix:    {}", out.prefix.display());
     println!("  source:    {}", out.src_dir.display());
     println!("  build dir: {}", out.build_dir.display());
@@ -395,7 +516,11 @@ pub fn run(sh: &Shell, root: &Path, args: BuildArgs) -> Result<BuildOutput> {
     if !inst.missing.is_empty() {
         println!("  MISSING:   {}", inst.missing.join(" "));
     }
-    println!("  plugins:   {} in {}", inst.plugins, out.prefix.join("lib").join("slurm").display());
+    println!(
+        "  plugins:   {} in {}",
+        inst.plugins,
+        out.prefix.join("lib").join("slurm").display()
+    );
     if out.personality == Personality::Darwin {
         println!("  shim:      linked into libslurm/libslurmfull (nm check passed)");
     }
@@ -412,9 +537,18 @@ mod tests {
     fn staging_name__personality_nopatch_and_cross_triple() {
         let linux = lookup("x86_64-unknown-linux-gnu").unwrap();
         let arm = lookup("aarch64-unknown-linux-gnu").unwrap();
-        assert_eq!(staging_name("24.11.5", Personality::Native, false, linux, linux), "24.11.5-native");
-        assert_eq!(staging_name("24.11.5", Personality::Native, true, linux, linux), "24.11.5-native-nopatch");
-        assert_eq!(staging_name("24.11.5", Personality::Darwin, false, linux, linux), "24.11.5-darwin");
+        assert_eq!(
+            staging_name("24.11.5", Personality::Native, false, linux, linux),
+            "24.11.5-native"
+        );
+        assert_eq!(
+            staging_name("24.11.5", Personality::Native, true, linux, linux),
+            "24.11.5-native-nopatch"
+        );
+        assert_eq!(
+            staging_name("24.11.5", Personality::Darwin, false, linux, linux),
+            "24.11.5-darwin"
+        );
         assert_eq!(
             staging_name("24.11.5", Personality::Native, false, arm, linux),
             "24.11.5-native-aarch64-unknown-linux-gnu"
@@ -426,8 +560,14 @@ mod tests {
         let linux = lookup("x86_64-unknown-linux-gnu").unwrap();
         let mac = lookup("aarch64-apple-darwin").unwrap();
         assert!(check_personality(Personality::Darwin, linux, linux).is_ok());
-        assert!(matches!(check_personality(Personality::Darwin, linux, mac), Err(Error::Unsupported(_))));
-        assert!(matches!(check_personality(Personality::Darwin, mac, linux), Err(Error::Unsupported(_))));
+        assert!(matches!(
+            check_personality(Personality::Darwin, linux, mac),
+            Err(Error::Unsupported(_))
+        ));
+        assert!(matches!(
+            check_personality(Personality::Darwin, mac, linux),
+            Err(Error::Unsupported(_))
+        ));
         assert!(check_personality(Personality::Native, mac, linux).is_ok());
         assert!(check_personality(Personality::Native, linux, mac).is_ok());
     }
@@ -445,7 +585,12 @@ mod tests {
         }
         std::fs::write(p.join("bin/sinfo"), "").unwrap(); // not executable: missing
         std::fs::create_dir_all(p.join("lib/slurm")).unwrap();
-        for n in ["auth_none.so", "select_cons_tres.so", "libslurmfull.so", "auth_none.la"] {
+        for n in [
+            "auth_none.so",
+            "select_cons_tres.so",
+            "libslurmfull.so",
+            "auth_none.la",
+        ] {
             std::fs::write(p.join("lib/slurm").join(n), "").unwrap();
         }
         let i = inspect(p);

@@ -77,7 +77,12 @@ pub fn make_check(sh: &Shell, out: &crate::build_slurm::BuildOutput) -> Result<R
 /// output goes to `<build_dir>/xtask-make-check.log`. Stale `.trs` files are removed first so
 /// only this run's results are read.
 /// `vars` are extra `VAR=value` arguments for make.
-pub fn make_check_with(sh: &Shell, build_dir: &Path, jobs: usize, vars: &[String]) -> Result<Results> {
+pub fn make_check_with(
+    sh: &Shell,
+    build_dir: &Path,
+    jobs: usize,
+    vars: &[String],
+) -> Result<Results> {
     if !build_dir.join("Makefile").is_file() {
         return Err(Error::Io {
             path: build_dir.to_path_buf(),

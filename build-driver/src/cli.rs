@@ -4,7 +4,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
-#[command(name = "cargo xtask", about = "Build upstream Slurm for macOS compute nodes, and prove Linux unchanged")]
+#[command(
+    name = "cargo xtask",
+    about = "Build upstream Slurm for macOS compute nodes, and prove Linux unchanged"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

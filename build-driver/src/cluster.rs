@@ -157,7 +157,11 @@ fn run_cluster(sh: &Shell, prefix: &Path, layout: &Layout, user: &str) -> Result
     }
     if outcome.is_err() {
         // Leave nothing running inside the cluster; best effort, the failure is reported below.
-        if let Err(e) = if came_up { clients.cancel_all() } else { Ok(()) } {
+        if let Err(e) = if came_up {
+            clients.cancel_all()
+        } else {
+            Ok(())
+        } {
             eprintln!("  (could not cancel the remaining jobs: {e})");
         }
         report_failure(layout, &clients);
@@ -212,7 +216,9 @@ fn report_failure(layout: &Layout, clients: &jobs::Clients<'_>) {
 
 /// The programs and plugin the smoke test needs.
 fn check_prefix(prefix: &Path) -> Result<()> {
-    let needed = crate::build_slurm::KEY_BINARIES.iter().map(|(dir, name)| format!("{dir}/{name}"));
+    let needed = crate::build_slurm::KEY_BINARIES
+        .iter()
+        .map(|(dir, name)| format!("{dir}/{name}"));
     if let Some(missing) = needed.map(|p| prefix.join(p)).find(|p| !p.is_file()) {
         return Err(Error::Cluster(format!(
             "{} is missing: {} is not a complete Slurm installation (run `cargo xtask build-slurm`)",

@@ -199,7 +199,10 @@ pub fn generate(root: &Path) -> Result<String> {
     w.push('\n');
     w.push_str(APPLE_MISC);
     w.push_str("\n/* Linux names mapped onto the shim (export table: shim/src/table.rs). */\n");
-    for e in ENTRIES.iter().filter(|e| matches!(e.map, Map::Both | Map::Apple)) {
+    for e in ENTRIES
+        .iter()
+        .filter(|e| matches!(e.map, Map::Both | Map::Apple))
+    {
         let _ = writeln!(w, "#define {} {}", e.linux_name(), e.symbol);
     }
     w.push_str("\n#ifdef __cplusplus\n}\n#endif\n\n");
@@ -209,9 +212,16 @@ pub fn generate(root: &Path) -> Result<String> {
          * links against the shim instead (no system header may be included here). */\n",
     );
     for e in ENTRIES.iter().filter(|e| e.map == Map::Both) {
-        let _ = writeln!(w, "#pragma redefine_extname {} {}", e.linux_name(), e.symbol);
+        let _ = writeln!(
+            w,
+            "#pragma redefine_extname {} {}",
+            e.linux_name(),
+            e.symbol
+        );
     }
-    w.push_str("\n#endif /* __APPLE__ / SLURM_SHIM_EMULATE_DARWIN */\n\n#endif /* SLURM_SHIM_H */\n");
+    w.push_str(
+        "\n#endif /* __APPLE__ / SLURM_SHIM_EMULATE_DARWIN */\n\n#endif /* SLURM_SHIM_H */\n",
+    );
     Ok(out)
 }
 

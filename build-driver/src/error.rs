@@ -9,9 +9,17 @@ pub enum Error {
     #[error("could not start a shell: {0}")]
     Shell(String),
     #[error("{step}: `{program}` failed: {detail}")]
-    Command { step: String, program: String, detail: String },
+    Command {
+        step: String,
+        program: String,
+        detail: String,
+    },
     #[error("{program} not found (needed for {step}): {fix}")]
-    MissingTool { program: String, step: String, fix: String },
+    MissingTool {
+        program: String,
+        step: String,
+        fix: String,
+    },
     #[error("{path}: {detail}")]
     Io { path: PathBuf, detail: String },
     #[error("codegen: {0}")]
@@ -22,8 +30,14 @@ pub enum Error {
     UnknownVersion { version: String, known: String },
     #[error("pins file {path}: {detail}")]
     Pins { path: PathBuf, detail: String },
-    #[error("{what}: sha256 mismatch: expected {expected}, got {actual}; the file is corrupt or not the pinned release (delete it and fetch again)")]
-    HashMismatch { what: String, expected: String, actual: String },
+    #[error(
+        "{what}: sha256 mismatch: expected {expected}, got {actual}; the file is corrupt or not the pinned release (delete it and fetch again)"
+    )]
+    HashMismatch {
+        what: String,
+        expected: String,
+        actual: String,
+    },
     #[error("{what}: cannot unpack: {detail}")]
     Unpack { what: String, detail: String },
     #[error("no source given: pass --version V (pinned) or --source PATH")]
@@ -31,38 +45,69 @@ pub enum Error {
     #[error("source {path} is not fetched: run `cargo xtask fetch --version {version}` first")]
     NotFetched { path: PathBuf, version: String },
     #[error("patch {patch} failed to apply ({file}): {detail}")]
-    Patch { patch: String, file: String, detail: String },
+    Patch {
+        patch: String,
+        file: String,
+        detail: String,
+    },
     #[error("unknown target triple `{triple}`; known: {known}")]
     UnknownTarget { triple: String, known: String },
     #[error("{0}")]
     Unsupported(String),
     #[error("{step} failed; see {log}:\n{tail}")]
-    Build { step: String, log: PathBuf, tail: String },
+    Build {
+        step: String,
+        log: PathBuf,
+        tail: String,
+    },
     #[error("non-regression: test results differ between the pristine and the patched tree:\n{0}")]
     Regression(String),
     #[error("cluster: {0}")]
     Cluster(String),
-    #[error("pin `{version}` in {path} has no verified sha256 yet (sha256 = \"\"): verify the release tarball and fill in its hash first")]
+    #[error(
+        "pin `{version}` in {path} has no verified sha256 yet (sha256 = \"\"): verify the release tarball and fill in its hash first"
+    )]
     UnverifiedPin { version: String, path: PathBuf },
-    #[error("{path}: sha256 {actual} matches no pinned tarball (pinned: {known}); pass --version V to check it against one pin, or add a pin")]
-    UnknownTarball { path: PathBuf, actual: String, known: String },
+    #[error(
+        "{path}: sha256 {actual} matches no pinned tarball (pinned: {known}); pass --version V to check it against one pin, or add a pin"
+    )]
+    UnknownTarball {
+        path: PathBuf,
+        actual: String,
+        known: String,
+    },
     #[error("{path} is not a Slurm source: {detail}")]
     NotASource { path: PathBuf, detail: String },
-    #[error("{repo}: commit {commit} pinned for `{version}` is not in this repository; fetch it there (`git --git-dir {repo} fetch <remote> {commit}`) or pass a repository that has it")]
-    MissingCommit { repo: PathBuf, commit: String, version: String },
-    #[error("patch {patch} touches the generated file {file}: patch its source of truth (configure.ac, *.m4, Makefile.am) instead; the driver regenerates generated files")]
+    #[error(
+        "{repo}: commit {commit} pinned for `{version}` is not in this repository; fetch it there (`git --git-dir {repo} fetch <remote> {commit}`) or pass a repository that has it"
+    )]
+    MissingCommit {
+        repo: PathBuf,
+        commit: String,
+        version: String,
+    },
+    #[error(
+        "patch {patch} touches the generated file {file}: patch its source of truth (configure.ac, *.m4, Makefile.am) instead; the driver regenerates generated files"
+    )]
     GeneratedFile { patch: String, file: String },
 }
 
 impl Error {
     /// An I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>, e: std::io::Error) -> Error {
-        Error::Io { path: path.into(), detail: e.to_string() }
+        Error::Io {
+            path: path.into(),
+            detail: e.to_string(),
+        }
     }
 }
 
 impl From<xshell::Error> for Error {
     fn from(e: xshell::Error) -> Error {
-        Error::Command { step: "command".into(), program: String::new(), detail: e.to_string() }
+        Error::Command {
+            step: "command".into(),
+            program: String::new(),
+            detail: e.to_string(),
+        }
     }
 }

@@ -228,7 +228,10 @@ fn fetch_download(sh: &Shell, root: &Path, version: &str) -> Result<SourceTree> 
             cmd!(sh, "git init -q --bare {bare}").quiet().run()?;
         }
         step(&format!("git fetch {repo} {commit}"), || {
-            let fetch = cmd!(sh, "git --git-dir {bare} fetch -q --depth 1 {repo} {commit}");
+            let fetch = cmd!(
+                sh,
+                "git --git-dir {bare} fetch -q --depth 1 {repo} {commit}"
+            );
             run_checked(fetch, &format!("fetch {version}"), "git fetch")
         })?;
         return export_git(sh, &layout, pin, &bare);
@@ -259,7 +262,10 @@ fn fetch_download(sh: &Shell, root: &Path, version: &str) -> Result<SourceTree> 
     let mut last_err = None;
     for url in urls {
         let got = step(&format!("downloading {url}"), || {
-            let curl = cmd!(sh, "curl -fsSL --retry 2 --connect-timeout 30 -o {part} {url}");
+            let curl = cmd!(
+                sh,
+                "curl -fsSL --retry 2 --connect-timeout 30 -o {part} {url}"
+            );
             run_checked(curl, &format!("fetch {version} from {url}"), "curl")?;
             archive::verify_sha256(&part, sha)
         });

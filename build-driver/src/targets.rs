@@ -74,7 +74,11 @@ pub const TARGETS: &[Target] = &[
 
 /// The known triples, comma-separated (for error messages).
 pub fn known() -> String {
-    TARGETS.iter().map(|t| t.rust).collect::<Vec<_>>().join(", ")
+    TARGETS
+        .iter()
+        .map(|t| t.rust)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The row for `triple`, exactly as written; anything else is [`Error::UnknownTarget`].
@@ -82,7 +86,10 @@ pub fn lookup(triple: &str) -> Result<&'static Target> {
     TARGETS
         .iter()
         .find(|t| t.rust == triple)
-        .ok_or_else(|| Error::UnknownTarget { triple: triple.to_string(), known: known() })
+        .ok_or_else(|| Error::UnknownTarget {
+            triple: triple.to_string(),
+            known: known(),
+        })
 }
 
 /// The triple this driver was compiled for, which is the machine it runs on.
@@ -132,7 +139,14 @@ mod tests {
 
     #[test]
     fn lookup__unknown_triple_is_an_error_listing_the_known_ones() {
-        for bad in ["x86_64-unknown-linux-musl", "aarch64-apple-ios", "x86_64", "linux", "", "X86_64-unknown-linux-gnu"] {
+        for bad in [
+            "x86_64-unknown-linux-musl",
+            "aarch64-apple-ios",
+            "x86_64",
+            "linux",
+            "",
+            "X86_64-unknown-linux-gnu",
+        ] {
             match lookup(bad) {
                 Err(Error::UnknownTarget { triple, known }) => {
                     assert_eq!(triple, bad);

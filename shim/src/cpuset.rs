@@ -92,7 +92,11 @@ impl CpuOs for RealCpuOs {
         }
         // SAFETY: sysconf has no memory-safety preconditions.
         let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-        if n > 0 { Ok(n as usize) } else { Err(Errno(libc::EINVAL)) }
+        if n > 0 {
+            Ok(n as usize)
+        } else {
+            Err(Errno(libc::EINVAL))
+        }
     }
 
     fn own_pid(&self) -> pid_t {
@@ -159,7 +163,11 @@ pub fn setaffinity_impl(os: &impl CpuOs, pid: pid_t, mask: Option<&[u8]>) -> Res
     };
     check_target(os, pid)?;
     let ncpus = errno::preserve(|| os.online_cpus())?;
-    let is_set = |cpu: usize| bytes.get(cpu / 8).is_some_and(|b| b & (1 << (cpu % 8)) != 0);
+    let is_set = |cpu: usize| {
+        bytes
+            .get(cpu / 8)
+            .is_some_and(|b| b & (1 << (cpu % 8)) != 0)
+    };
     let mut any = false;
     let mut all = true;
     for cpu in 0..ncpus {
@@ -172,7 +180,11 @@ pub fn setaffinity_impl(os: &impl CpuOs, pid: pid_t, mask: Option<&[u8]>) -> Res
     if !any {
         return Err(Errno(libc::EINVAL));
     }
-    if all { Ok(()) } else { Err(Errno(libc::ENOTSUP)) }
+    if all {
+        Ok(())
+    } else {
+        Err(Errno(libc::ENOTSUP))
+    }
 }
 
 /// Counts the set bits of the first `setsize / sizeof(unsigned long)` words.
@@ -192,22 +204,24 @@ pub unsafe extern "C" fn slurm_shim_sched_getaffinity(
     cpusetsize: size_t,
     mask: *mut slurm_shim_cpu_set_t,
 ) -> c_int {
-    errno::to_c(getaffinity_impl(&RealCpuOs, pid, cpusetsize).and_then(|ncpus| {
-        if mask.is_null() {
-            return Err(Errno(libc::EFAULT));
-        }
-        // SAFETY: the caller provides `cpusetsize` writable bytes at `mask`, aligned for
-        // `unsigned long` like every cpu_set_t (CPU_ALLOC and the type guarantee it);
-        // cpusetsize is a multiple of the word size (checked above).
-        let words = unsafe {
-            core::slice::from_raw_parts_mut(
-                mask.cast::<c_ulong>(),
-                cpusetsize / size_of::<c_ulong>(),
-            )
-        };
-        fill_mask(words, ncpus);
-        Ok(0)
-    }))
+    errno::to_c(
+        getaffinity_impl(&RealCpuOs, pid, cpusetsize).and_then(|ncpus| {
+            if mask.is_null() {
+                return Err(Errno(libc::EFAULT));
+            }
+            // SAFETY: the caller provides `cpusetsize` writable bytes at `mask`, aligned for
+            // `unsigned long` like every cpu_set_t (CPU_ALLOC and the type guarantee it);
+            // cpusetsize is a multiple of the word size (checked above).
+            let words = unsafe {
+                core::slice::from_raw_parts_mut(
+                    mask.cast::<c_ulong>(),
+                    cpusetsize / size_of::<c_ulong>(),
+                )
+            };
+            fill_mask(words, ncpus);
+            Ok(0)
+        }),
+    )
 }
 
 /// `sched_setaffinity(2)`: validates, then `ENOTSUP` unless the mask allows every CPU.

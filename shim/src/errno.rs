@@ -18,7 +18,11 @@ impl Errno {
 
     /// `Ok(value)` when `value != -1`, otherwise the current errno (nix's `Errno::result`).
     pub fn result(value: c_int) -> Result<c_int, Errno> {
-        if value == -1 { Err(Errno::last()) } else { Ok(value) }
+        if value == -1 {
+            Err(Errno::last())
+        } else {
+            Ok(value)
+        }
     }
 }
 

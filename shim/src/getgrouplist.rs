@@ -47,10 +47,18 @@ impl GroupListOs for RealGroupListOs {
         let mut n = c_int::try_from(buf.len()).unwrap_or(c_int::MAX);
         #[cfg(target_vendor = "apple")]
         // SAFETY: `user` is NUL-terminated; `buf` has room for `n` ints.
-        let rc = unsafe { libc::getgrouplist(user.as_ptr(), group as c_int, buf.as_mut_ptr(), &mut n) };
+        let rc =
+            unsafe { libc::getgrouplist(user.as_ptr(), group as c_int, buf.as_mut_ptr(), &mut n) };
         #[cfg(target_os = "linux")]
         // SAFETY: as above; gid_t and c_int have the same size and alignment.
-        let rc = unsafe { libc::getgrouplist(user.as_ptr(), group, buf.as_mut_ptr().cast::<gid_t>(), &mut n) };
+        let rc = unsafe {
+            libc::getgrouplist(
+                user.as_ptr(),
+                group,
+                buf.as_mut_ptr().cast::<gid_t>(),
+                &mut n,
+            )
+        };
         if rc == -1 {
             // Darwin leaves `n` meaningless here: ignore it on every OS.
             return None;
@@ -60,11 +68,17 @@ impl GroupListOs for RealGroupListOs {
 }
 
 /// The complete, deduplicated group list of `user`, `group` first.
-pub fn getgrouplist_impl(os: &impl GroupListOs, user: &CStr, group: gid_t, hint: usize) -> Result<Vec<gid_t>, Errno> {
+pub fn getgrouplist_impl(
+    os: &impl GroupListOs,
+    user: &CStr,
+    group: gid_t,
+    hint: usize,
+) -> Result<Vec<gid_t>, Errno> {
     let mut size = hint.max(64);
     let raw = loop {
         let mut buf: Vec<c_int> = Vec::new();
-        buf.try_reserve_exact(size).map_err(|_| Errno(libc::ENOMEM))?;
+        buf.try_reserve_exact(size)
+            .map_err(|_| Errno(libc::ENOMEM))?;
         buf.resize(size, 0);
         if let Some(n) = errno::preserve(|| os.getgrouplist(user, group, &mut buf)) {
             buf.truncate(n);

@@ -6,7 +6,10 @@
 //! `include/slurm_shim.h` maps the Linux names onto these symbols; [`table`] is the single
 //! list that drives both. One emulated API (or a tight family) per module; each module's
 //! documentation states the Linux behaviour, the macOS mechanism and what is not fixed.
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
 #![allow(non_camel_case_types)]
 
 pub mod errno;

@@ -87,7 +87,9 @@ pub struct RealPeerOs;
 fn raw_getsockopt<T>(fd: c_int, level: c_int, name: c_int, v: &mut T) -> Result<socklen_t, Errno> {
     let mut len = size_of::<T>() as socklen_t;
     // SAFETY: `v` is writable for `len` bytes; `len` is a valid socklen_t.
-    Errno::result(unsafe { libc::getsockopt(fd, level, name, (v as *mut T).cast::<c_void>(), &mut len) })?;
+    Errno::result(unsafe {
+        libc::getsockopt(fd, level, name, (v as *mut T).cast::<c_void>(), &mut len)
+    })?;
     Ok(len)
 }
 
@@ -111,16 +113,29 @@ impl PeerOs for RealPeerOs {
 
     #[cfg(target_os = "linux")]
     fn peer_xucred(&self, fd: c_int) -> Result<(RawXucred, socklen_t), Errno> {
-        let mut u = libc::ucred { pid: 0, uid: 0, gid: 0 };
+        let mut u = libc::ucred {
+            pid: 0,
+            uid: 0,
+            gid: 0,
+        };
         raw_getsockopt(fd, libc::SOL_SOCKET, libc::SO_PEERCRED, &mut u)?;
-        let mut x = RawXucred { cr_version: XUCRED_VERSION, cr_uid: u.uid, cr_ngroups: 1, ..Default::default() };
+        let mut x = RawXucred {
+            cr_version: XUCRED_VERSION,
+            cr_uid: u.uid,
+            cr_ngroups: 1,
+            ..Default::default()
+        };
         x.cr_groups[0] = u.gid;
         Ok((x, size_of::<RawXucred>() as socklen_t))
     }
 
     #[cfg(target_os = "linux")]
     fn peer_pid(&self, fd: c_int) -> Result<pid_t, Errno> {
-        let mut u = libc::ucred { pid: 0, uid: 0, gid: 0 };
+        let mut u = libc::ucred {
+            pid: 0,
+            uid: 0,
+            gid: 0,
+        };
         raw_getsockopt(fd, libc::SOL_SOCKET, libc::SO_PEERCRED, &mut u)?;
         Ok(u.pid)
     }
@@ -137,7 +152,11 @@ pub fn peercred_impl(os: &impl PeerOs, fd: c_int) -> Result<slurm_shim_ucred, Er
         return Err(Errno(libc::EINVAL));
     }
     let pid = os.peer_pid(fd)?;
-    Ok(slurm_shim_ucred { pid, uid: x.cr_uid, gid: x.cr_groups[0] })
+    Ok(slurm_shim_ucred {
+        pid,
+        uid: x.cr_uid,
+        gid: x.cr_groups[0],
+    })
 }
 
 /// Offset of `psi.soi_type` in Darwin's `struct socket_fdinfo`.
@@ -170,7 +189,13 @@ fn acceptconn_darwin(fd: c_int) -> Option<c_int> {
     // SAFETY: `buf` is writable for the size passed (larger than struct socket_fdinfo,
     // which the kernel accepts; it returns the bytes written).
     let n = unsafe {
-        libc::proc_pidfdinfo(libc::getpid(), fd, PROC_PIDFDSOCKETINFO, buf.0.as_mut_ptr().cast::<c_void>(), 2048)
+        libc::proc_pidfdinfo(
+            libc::getpid(),
+            fd,
+            PROC_PIDFDSOCKETINFO,
+            buf.0.as_mut_ptr().cast::<c_void>(),
+            2048,
+        )
     };
     let n = usize::try_from(n).ok()?.min(buf.0.len());
     acceptconn_from_fdinfo(&buf.0[..n], so_type)
@@ -226,7 +251,10 @@ pub unsafe extern "C" fn slurm_shim_getsockopt(
     // SAFETY: pass-through with the caller's arguments and contract.
     let rc = unsafe { libc::getsockopt(fd, level, name, value, len) };
     #[cfg(target_vendor = "apple")]
-    if rc == -1 && level == libc::SOL_SOCKET && name == libc::SO_ACCEPTCONN && errno::get() == libc::ENOPROTOOPT
+    if rc == -1
+        && level == libc::SOL_SOCKET
+        && name == libc::SO_ACCEPTCONN
+        && errno::get() == libc::ENOPROTOOPT
         && !len.is_null()
     {
         let saved = errno::get();

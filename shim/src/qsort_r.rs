@@ -38,7 +38,11 @@ pub struct Thunk {
 ///
 /// # Safety
 /// `thunk` points at a live [`Thunk`]; `a`/`b` are what the comparator expects.
-pub unsafe extern "C" fn trampoline(thunk: *mut c_void, a: *const c_void, b: *const c_void) -> c_int {
+pub unsafe extern "C" fn trampoline(
+    thunk: *mut c_void,
+    a: *const c_void,
+    b: *const c_void,
+) -> c_int {
     // SAFETY: the sort passes back the thunk pointer it was given, a live &Thunk.
     let t = unsafe { &*thunk.cast::<Thunk>() };
     // SAFETY: forwarding the sort's element pointers and the caller's argument, as the
@@ -52,7 +56,14 @@ pub trait BsdQsortR {
     ///
     /// # Safety
     /// As BSD `qsort_r(3)`: `base` holds `nmemb` elements of `size` bytes.
-    unsafe fn qsort_r(&self, base: *mut c_void, nmemb: usize, size: usize, thunk: *mut c_void, compar: BsdCompar);
+    unsafe fn qsort_r(
+        &self,
+        base: *mut c_void,
+        nmemb: usize,
+        size: usize,
+        thunk: *mut c_void,
+        compar: BsdCompar,
+    );
 }
 
 /// The real OS: Darwin's `qsort_r`, or on Linux glibc's through an adapter.
@@ -75,7 +86,14 @@ unsafe extern "C" fn bsd_adapter(a: *const c_void, b: *const c_void, ctx: *mut c
 }
 
 impl BsdQsortR for RealQsort {
-    unsafe fn qsort_r(&self, base: *mut c_void, nmemb: usize, size: usize, thunk: *mut c_void, compar: BsdCompar) {
+    unsafe fn qsort_r(
+        &self,
+        base: *mut c_void,
+        nmemb: usize,
+        size: usize,
+        thunk: *mut c_void,
+        compar: BsdCompar,
+    ) {
         #[cfg(target_vendor = "apple")]
         // SAFETY: the caller's contract is Darwin qsort_r's contract.
         unsafe {
@@ -86,7 +104,13 @@ impl BsdQsortR for RealQsort {
             let mut ad = BsdAdapter { thunk, compar };
             // SAFETY: `ad` outlives the call; glibc's GNU qsort_r hands it to bsd_adapter.
             unsafe {
-                libc::qsort_r(base, nmemb, size, Some(bsd_adapter), (&raw mut ad).cast::<c_void>())
+                libc::qsort_r(
+                    base,
+                    nmemb,
+                    size,
+                    Some(bsd_adapter),
+                    (&raw mut ad).cast::<c_void>(),
+                )
             }
         }
     }
@@ -110,7 +134,15 @@ pub unsafe fn qsort_r_impl(
     let Some(compar) = compar else { return };
     let mut thunk = Thunk { compar, arg };
     // SAFETY: `thunk` outlives the sort; the caller's contract covers base/nmemb/size.
-    unsafe { os.qsort_r(base, nmemb, size, (&raw mut thunk).cast::<c_void>(), trampoline) }
+    unsafe {
+        os.qsort_r(
+            base,
+            nmemb,
+            size,
+            (&raw mut thunk).cast::<c_void>(),
+            trampoline,
+        )
+    }
 }
 
 /// `qsort_r(3)` with the GNU argument order.

@@ -140,7 +140,15 @@ impl Plan {
     }
 }
 
-fn dfs(cur: Ids, target: Ids, kind: Kind, cands: &[u32; 7], path: &mut Plan, depth: usize, left: usize) -> bool {
+fn dfs(
+    cur: Ids,
+    target: Ids,
+    kind: Kind,
+    cands: &[u32; 7],
+    path: &mut Plan,
+    depth: usize,
+    left: usize,
+) -> bool {
     if cur == target {
         path.len = depth;
         return true;
@@ -177,14 +185,23 @@ fn dfs(cur: Ids, target: Ids, kind: Kind, cands: &[u32; 7], path: &mut Plan, dep
 /// children of `fork`).
 pub fn plan(cur: Ids, target: Ids, kind: Kind) -> Option<Plan> {
     let cands = [NONE, target.r, target.e, target.s, cur.r, cur.e, cur.s];
-    let mut path = Plan { ops: [Op::SetE(NONE); MAX_STEPS], len: 0 };
-    (0..=MAX_STEPS).find(|&max| dfs(cur, target, kind, &cands, &mut path, 0, max)).map(|_| path)
+    let mut path = Plan {
+        ops: [Op::SetE(NONE); MAX_STEPS],
+        len: 0,
+    };
+    (0..=MAX_STEPS)
+        .find(|&max| dfs(cur, target, kind, &cands, &mut path, 0, max))
+        .map(|_| path)
 }
 
 /// The requested triple: `NONE` entries keep the current value.
 pub fn resolve(cur: Ids, r: u32, e: u32, s: u32) -> Ids {
     let pick = |want: u32, have: u32| if want == NONE { have } else { want };
-    Ids { r: pick(r, cur.r), e: pick(e, cur.e), s: pick(s, cur.s) }
+    Ids {
+        r: pick(r, cur.r),
+        e: pick(e, cur.e),
+        s: pick(s, cur.s),
+    }
 }
 
 /// The OS mechanism under the emulation.
@@ -209,10 +226,20 @@ fn bsdinfo() -> Result<libc::proc_bsdinfo, Errno> {
     let size = core::mem::size_of::<libc::proc_bsdinfo>() as c_int;
     // SAFETY: `info` is writable for `size` bytes; getpid has no preconditions.
     let n = unsafe {
-        libc::proc_pidinfo(libc::getpid(), libc::PROC_PIDTBSDINFO, 0, info.as_mut_ptr().cast::<libc::c_void>(), size)
+        libc::proc_pidinfo(
+            libc::getpid(),
+            libc::PROC_PIDTBSDINFO,
+            0,
+            info.as_mut_ptr().cast::<libc::c_void>(),
+            size,
+        )
     };
     if n != size {
-        return Err(if n < 0 { Errno::last() } else { Errno(libc::EINVAL) });
+        return Err(if n < 0 {
+            Errno::last()
+        } else {
+            Errno(libc::EINVAL)
+        });
     }
     // SAFETY: the kernel filled all `size` bytes (and the buffer was zeroed before).
     Ok(unsafe { info.assume_init() })
@@ -223,13 +250,21 @@ impl IdOs for RealIdOs {
     fn uids(&self) -> Result<Ids, Errno> {
         let info = bsdinfo()?;
         // SAFETY: getuid/geteuid have no preconditions.
-        Ok(Ids { r: unsafe { libc::getuid() }, e: unsafe { libc::geteuid() }, s: info.pbi_svuid })
+        Ok(Ids {
+            r: unsafe { libc::getuid() },
+            e: unsafe { libc::geteuid() },
+            s: info.pbi_svuid,
+        })
     }
 
     fn gids(&self) -> Result<Ids, Errno> {
         let info = bsdinfo()?;
         // SAFETY: getgid/getegid have no preconditions.
-        Ok(Ids { r: unsafe { libc::getgid() }, e: unsafe { libc::getegid() }, s: info.pbi_svgid })
+        Ok(Ids {
+            r: unsafe { libc::getgid() },
+            e: unsafe { libc::getegid() },
+            s: info.pbi_svgid,
+        })
     }
 
     fn setre(&self, kind: Kind, a: u32, b: u32) -> Result<(), Errno> {
@@ -350,7 +385,11 @@ pub fn setres_impl(os: &impl IdOs, kind: Kind, r: u32, e: u32, s: u32) -> Result
     }
     let p = plan(orig, target, kind).ok_or(Errno(libc::EPERM))?;
     let outcome = run(os, kind, &p).and_then(|()| {
-        if read(os, kind)? == target { Ok(()) } else { Err(Errno(libc::EPERM)) }
+        if read(os, kind)? == target {
+            Ok(())
+        } else {
+            Err(Errno(libc::EPERM))
+        }
     });
     if outcome.is_err() {
         restore(os, kind, orig);
@@ -402,14 +441,22 @@ unsafe fn write3(ids: Result<Ids, Errno>, r: *mut u32, e: *mut u32, s: *mut u32)
 
 /// `getresuid(2)`: the saved uid is the kernel's (`pbi_svuid` on macOS).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn slurm_shim_getresuid(ruid: *mut uid_t, euid: *mut uid_t, suid: *mut uid_t) -> c_int {
+pub unsafe extern "C" fn slurm_shim_getresuid(
+    ruid: *mut uid_t,
+    euid: *mut uid_t,
+    suid: *mut uid_t,
+) -> c_int {
     // SAFETY: the caller's pointers are forwarded under the same contract.
     unsafe { write3(errno::preserve(|| RealIdOs.uids()), ruid, euid, suid) }
 }
 
 /// `getresgid(2)`: the saved gid is the kernel's (`pbi_svgid` on macOS).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn slurm_shim_getresgid(rgid: *mut gid_t, egid: *mut gid_t, sgid: *mut gid_t) -> c_int {
+pub unsafe extern "C" fn slurm_shim_getresgid(
+    rgid: *mut gid_t,
+    egid: *mut gid_t,
+    sgid: *mut gid_t,
+) -> c_int {
     // SAFETY: the caller's pointers are forwarded under the same contract.
     unsafe { write3(errno::preserve(|| RealIdOs.gids()), rgid, egid, sgid) }
 }

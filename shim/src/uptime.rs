@@ -79,7 +79,10 @@ pub trait UptimeOs {
 pub struct RealUptimeOs;
 
 fn clock(id: libc::clockid_t) -> Result<libc::timespec, Errno> {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid timespec to write.
     Errno::result(unsafe { libc::clock_gettime(id, &mut ts) })?;
     Ok(ts)
@@ -88,13 +91,19 @@ fn clock(id: libc::clockid_t) -> Result<libc::timespec, Errno> {
 impl UptimeOs for RealUptimeOs {
     fn now(&self) -> Result<timeval, Errno> {
         let ts = clock(libc::CLOCK_REALTIME)?;
-        Ok(timeval { tv_sec: ts.tv_sec, tv_usec: (ts.tv_nsec / 1000) as _ })
+        Ok(timeval {
+            tv_sec: ts.tv_sec,
+            tv_usec: (ts.tv_nsec / 1000) as _,
+        })
     }
 
     #[cfg(target_vendor = "apple")]
     fn boot_time(&self) -> Result<timeval, Errno> {
         let mut mib = [libc::CTL_KERN, libc::KERN_BOOTTIME];
-        let mut tv = timeval { tv_sec: 0, tv_usec: 0 };
+        let mut tv = timeval {
+            tv_sec: 0,
+            tv_usec: 0,
+        };
         let mut len = core::mem::size_of::<timeval>();
         // SAFETY: the mib has 2 entries; `tv`/`len` are writable with the sizes given.
         Errno::result(unsafe {
@@ -153,11 +162,18 @@ impl UptimeOs for RealUptimeOs {
     #[cfg(target_os = "linux")]
     fn total_ram(&self) -> Result<u64, Errno> {
         // SAFETY: sysconf has no memory-safety preconditions.
-        let (pages, size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+        let (pages, size) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
         if pages <= 0 || size <= 0 {
             return Err(Errno(libc::EINVAL));
         }
-        (pages as u64).checked_mul(size as u64).ok_or(Errno(libc::EOVERFLOW))
+        (pages as u64)
+            .checked_mul(size as u64)
+            .ok_or(Errno(libc::EOVERFLOW))
     }
 }
 

@@ -23,9 +23,6 @@ mod linux {
     use libc::{c_int, sockaddr, sockaddr_storage, socklen_t};
     use slurm_shim::accept4::slurm_shim_accept4;
 
-
-
-
     fn close(fd: c_int) {
         assert_eq!(unsafe { libc::close(fd) }, 0, "close({fd})");
     }

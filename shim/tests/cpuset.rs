@@ -32,13 +32,17 @@ fn unrestricted() -> bool {
     let mut set: cpu_set_t = unsafe { core::mem::zeroed() };
     let (rc, _) = glibc_get(0, size_of::<cpu_set_t>(), &mut set);
     // SAFETY: `set` is a valid cpu_set_t.
-    rc == 0 && unsafe { libc::CPU_COUNT(&set) } as usize == online() && (0..online()).all(|i| unsafe { libc::CPU_ISSET(i, &set) })
+    rc == 0
+        && unsafe { libc::CPU_COUNT(&set) } as usize == online()
+        && (0..online()).all(|i| unsafe { libc::CPU_ISSET(i, &set) })
 }
 
 #[test]
 fn sched_getaffinity__same_mask_as_glibc_for_own_process() {
     if !unrestricted() {
-        eprintln!("skipped: this process's affinity is restricted (taskset/cpuset), glibc's mask is not all online CPUs");
+        eprintln!(
+            "skipped: this process's affinity is restricted (taskset/cpuset), glibc's mask is not all online CPUs"
+        );
         return;
     }
     for pid in [0, std::process::id() as pid_t, 1] {
@@ -46,7 +50,10 @@ fn sched_getaffinity__same_mask_as_glibc_for_own_process() {
         let mut g: cpu_set_t = unsafe { core::mem::zeroed() };
         let mut s = slurm_shim_cpu_set_t { __bits: [!0; 16] };
         assert_eq!(glibc_get(pid, size_of::<cpu_set_t>(), &mut g), (0, 0));
-        assert_eq!(shim_get(pid, size_of::<slurm_shim_cpu_set_t>(), &mut s), (0, 0));
+        assert_eq!(
+            shim_get(pid, size_of::<slurm_shim_cpu_set_t>(), &mut s),
+            (0, 0)
+        );
         // SAFETY: same size and layout (checked in another test).
         let g_words: [c_ulong; 16] = unsafe { core::mem::transmute(g) };
         assert_eq!(s.__bits, g_words, "pid {pid}");
@@ -57,7 +64,10 @@ fn sched_getaffinity__same_mask_as_glibc_for_own_process() {
 fn sched_getaffinity__layout_matches_glibc_cpu_set_t() {
     assert_eq!(size_of::<slurm_shim_cpu_set_t>(), size_of::<cpu_set_t>());
     assert_eq!(size_of::<slurm_shim_cpu_set_t>(), 128);
-    assert_eq!(core::mem::align_of::<slurm_shim_cpu_set_t>(), core::mem::align_of::<cpu_set_t>());
+    assert_eq!(
+        core::mem::align_of::<slurm_shim_cpu_set_t>(),
+        core::mem::align_of::<cpu_set_t>()
+    );
 }
 
 #[test]
@@ -68,13 +78,13 @@ fn sched_getaffinity__errors_match_glibc() {
     let sp = s.as_mut_ptr().cast::<slurm_shim_cpu_set_t>();
     let big = size_of::<cpu_set_t>();
     let cases: &[(pid_t, usize, bool, i32)] = &[
-        (0, 0, true, libc::EINVAL),        // too small for any CPU
-        (0, 4, true, libc::EINVAL),        // not a multiple of sizeof(long)
-        (0, 12, true, libc::EINVAL),       // idem
-        (0, big, false, libc::EFAULT),     // NULL mask
-        (-5, big, true, libc::ESRCH),      // negative pid
-        (0x3fff_fff0, big, true, libc::ESRCH), // no such process
-        (0x3fff_fff0, 4, true, libc::EINVAL),  // size is checked before the pid
+        (0, 0, true, libc::EINVAL),             // too small for any CPU
+        (0, 4, true, libc::EINVAL),             // not a multiple of sizeof(long)
+        (0, 12, true, libc::EINVAL),            // idem
+        (0, big, false, libc::EFAULT),          // NULL mask
+        (-5, big, true, libc::ESRCH),           // negative pid
+        (0x3fff_fff0, big, true, libc::ESRCH),  // no such process
+        (0x3fff_fff0, 4, true, libc::EINVAL),   // size is checked before the pid
         (0x3fff_fff0, big, false, libc::ESRCH), // pid before the pointer
     ];
     for &(pid, size, ptr, want) in cases {
@@ -88,14 +98,24 @@ fn sched_getaffinity__errors_match_glibc() {
 #[test]
 fn sched_getaffinity__sizes_larger_and_smaller_than_cpu_set_t() {
     if !unrestricted() {
-        eprintln!("skipped: this process's affinity is restricted, glibc's mask is not all online CPUs");
+        eprintln!(
+            "skipped: this process's affinity is restricted, glibc's mask is not all online CPUs"
+        );
         return;
     }
     for size in [8usize, 16, 128, 256] {
         let mut g = vec![!0 as c_ulong; size / 8];
         let mut s = vec![!0 as c_ulong; size / 8];
-        assert_eq!(glibc_get(0, size, g.as_mut_ptr().cast()), (0, 0), "size {size}");
-        assert_eq!(shim_get(0, size, s.as_mut_ptr().cast()), (0, 0), "size {size}");
+        assert_eq!(
+            glibc_get(0, size, g.as_mut_ptr().cast()),
+            (0, 0),
+            "size {size}"
+        );
+        assert_eq!(
+            shim_get(0, size, s.as_mut_ptr().cast()),
+            (0, 0),
+            "size {size}"
+        );
         assert_eq!(s, g, "size {size}");
     }
 }
@@ -119,7 +139,11 @@ impl CpuOs for Fake {
         100
     }
     fn check_pid(&self, pid: pid_t) -> Result<(), Errno> {
-        if pid == 200 { Ok(()) } else { Err(Errno(libc::ESRCH)) }
+        if pid == 200 {
+            Ok(())
+        } else {
+            Err(Errno(libc::ESRCH))
+        }
     }
 }
 
@@ -129,7 +153,10 @@ fn sched_getaffinity__seam_many_cpus() {
     assert_eq!(getaffinity_impl(&Fake(100), 0, 8), Err(Errno(libc::EINVAL)));
     assert_eq!(getaffinity_impl(&Fake(100), 100, 16), Ok(100));
     assert_eq!(getaffinity_impl(&Fake(100), 200, 16), Ok(100));
-    assert_eq!(getaffinity_impl(&Fake(100), 300, 16), Err(Errno(libc::ESRCH)));
+    assert_eq!(
+        getaffinity_impl(&Fake(100), 300, 16),
+        Err(Errno(libc::ESRCH))
+    );
     let mut w = [0 as c_ulong; 3];
     fill_mask(&mut w, 100);
     assert_eq!(w, [!0, (1 << 36) - 1, 0]);
@@ -167,7 +194,10 @@ fn sched_setaffinity__full_mask_succeeds_partial_is_enotsup() {
     m[12] = 0x0f;
     assert_eq!(setaffinity_impl(&Fake(100), 0, Some(&m)), Ok(()));
     m[12] = 0x07;
-    assert_eq!(setaffinity_impl(&Fake(100), 0, Some(&m)), Err(Errno(libc::ENOTSUP)));
+    assert_eq!(
+        setaffinity_impl(&Fake(100), 0, Some(&m)),
+        Err(Errno(libc::ENOTSUP))
+    );
 }
 
 #[test]

@@ -57,15 +57,31 @@ fn get_current_dir_name__same_as_glibc_for_right_wrong_unset_and_symlinked_pwd()
     let old_cwd = std::env::current_dir().expect("cwd");
     let old_pwd = std::env::var_os("PWD");
     std::env::set_current_dir(&link).expect("chdir");
-    let canon = std::fs::canonicalize(&real).expect("canon").as_os_str().as_bytes().to_vec();
+    let canon = std::fs::canonicalize(&real)
+        .expect("canon")
+        .as_os_str()
+        .as_bytes()
+        .to_vec();
     let link_b = link.as_os_str().as_bytes().to_vec();
 
     type Case = (&'static str, Option<Vec<u8>>, Vec<u8>);
     let cases: Vec<Case> = vec![
-        ("PWD through the symlink", Some(link_b.clone()), link_b.clone()),
+        (
+            "PWD through the symlink",
+            Some(link_b.clone()),
+            link_b.clone(),
+        ),
         ("PWD canonical", Some(canon.clone()), canon.clone()),
-        ("PWD names another directory", Some(other.as_os_str().as_bytes().to_vec()), canon.clone()),
-        ("PWD does not exist", Some(b"/nonexistent/xyz".to_vec()), canon.clone()),
+        (
+            "PWD names another directory",
+            Some(other.as_os_str().as_bytes().to_vec()),
+            canon.clone(),
+        ),
+        (
+            "PWD does not exist",
+            Some(b"/nonexistent/xyz".to_vec()),
+            canon.clone(),
+        ),
         ("PWD empty", Some(Vec::new()), canon.clone()),
         ("PWD unset", None, canon.clone()),
         ("PWD relative '.'", Some(b".".to_vec()), Vec::new()),

@@ -26,9 +26,6 @@ mod linux {
         slurm_shim_eventfd, slurm_shim_eventfd_read, slurm_shim_eventfd_write,
     };
 
-
-
-
     fn set_errno(v: c_int) {
         unsafe { *libc::__errno_location() = v };
     }

@@ -25,7 +25,11 @@ fn exports__staticlib_defines_exactly_the_table() {
         .arg(&lib)
         .output()
         .expect("run nm");
-    assert!(out.status.success(), "nm failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "nm failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let defined: BTreeSet<&str> = text
         .lines()
@@ -33,9 +37,19 @@ fn exports__staticlib_defines_exactly_the_table() {
         .filter(|s| s.starts_with(PREFIX))
         .collect();
     let table: BTreeSet<&str> = ENTRIES.iter().map(|e| e.symbol).collect();
-    assert_eq!(defined, table, "staticlib exports and shim/src/table.rs differ");
-    let all: BTreeSet<&str> = text.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    assert_eq!(
+        defined, table,
+        "staticlib exports and shim/src/table.rs differ"
+    );
+    let all: BTreeSet<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
     for e in ENTRIES {
-        assert!(!all.contains(e.linux_name()), "the bare name {} is exported", e.linux_name());
+        assert!(
+            !all.contains(e.linux_name()),
+            "the bare name {} is exported",
+            e.linux_name()
+        );
     }
 }

@@ -24,9 +24,6 @@ mod linux {
     use libc::{c_char, c_int};
     use slurm_shim::fexecve::slurm_shim_fexecve;
 
-
-
-
     type Fexecve = unsafe extern "C" fn(c_int, *const *const c_char, *const *const c_char) -> c_int;
     const IMPLS: [(&str, Fexecve); 2] = [("glibc", libc::fexecve), ("shim", slurm_shim_fexecve)];
 

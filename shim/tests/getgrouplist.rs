@@ -26,7 +26,13 @@ fn shim(user: &CStr, group: gid_t, cap: c_int) -> (c_int, c_int, Vec<gid_t>) {
 
 #[test]
 fn getgrouplist__same_as_glibc_for_existing_users() {
-    let users: &[(&CStr, gid_t)] = &[(c"root", 0), (c"daemon", 1), (c"nobody", 65534), (c"no-such-user-xyz", 4242), (c"root", 777)];
+    let users: &[(&CStr, gid_t)] = &[
+        (c"root", 0),
+        (c"daemon", 1),
+        (c"nobody", 65534),
+        (c"no-such-user-xyz", 4242),
+        (c"root", 777),
+    ];
     for &(u, g) in users {
         let (_, total, _) = glibc(u, g, 0);
         assert!(total >= 1);
@@ -34,7 +40,11 @@ fn getgrouplist__same_as_glibc_for_existing_users() {
             if cap < 0 {
                 continue;
             }
-            assert_eq!(shim(u, g, cap), glibc(u, g, cap), "user {u:?} group {g} cap {cap}");
+            assert_eq!(
+                shim(u, g, cap),
+                glibc(u, g, cap),
+                "user {u:?} group {g} cap {cap}"
+            );
         }
     }
 }
@@ -48,7 +58,8 @@ fn getgrouplist__null_arguments() {
     assert_eq!((rc, slurm_shim::errno::get(), n), (-1, libc::EFAULT, 4));
     let mut n0: c_int = 0;
     // SAFETY: NULL groups with count 0 is allowed (size query).
-    let rc = unsafe { slurm_shim_getgrouplist(c"root".as_ptr(), 0, core::ptr::null_mut(), &mut n0) };
+    let rc =
+        unsafe { slurm_shim_getgrouplist(c"root".as_ptr(), 0, core::ptr::null_mut(), &mut n0) };
     assert_eq!(rc, -1);
     assert!(n0 >= 1);
 }
@@ -77,7 +88,10 @@ fn getgrouplist__seam_user_in_100_groups_grows_and_reports_count() {
     // services may return them.
     let mut groups: Vec<c_int> = (1000..1100).collect();
     groups.extend([1000, 1050, 20]);
-    let os = Darwin { groups, calls: Cell::new(0) };
+    let os = Darwin {
+        groups,
+        calls: Cell::new(0),
+    };
     let list = getgrouplist_impl(&os, c"many", 20, 64).expect("ok");
     assert_eq!(list.len(), 101);
     assert_eq!(list[0], 20, "base group first");
@@ -102,5 +116,8 @@ fn getgrouplist__seam_gives_up_at_the_cap_with_enomem() {
             None
         }
     }
-    assert_eq!(getgrouplist_impl(&Never, c"x", 0, 0), Err(slurm_shim::errno::Errno(libc::ENOMEM)));
+    assert_eq!(
+        getgrouplist_impl(&Never, c"x", 0, 0),
+        Err(slurm_shim::errno::Errno(libc::ENOMEM))
+    );
 }

@@ -25,14 +25,18 @@ fn include_dir() -> PathBuf {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("header-tests").join(name);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("header-tests")
+        .join(name);
     std::fs::create_dir_all(&dir).expect("create scratch dir");
     dir
 }
 
 /// Runs a compiler command and panics with its output when it fails.
 fn must_succeed(mut cmd: Command, what: &str) {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: cannot start {cmd:?}: {e}"));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot start {cmd:?}: {e}"));
     assert!(
         out.status.success(),
         "{what} failed: {cmd:?}\n--- stdout\n{}\n--- stderr\n{}",
@@ -43,7 +47,9 @@ fn must_succeed(mut cmd: Command, what: &str) {
 
 /// `python3 -m ziglang cc`, if the PyPI package is installed.
 fn zig_cc() -> Option<Command> {
-    let probe = Command::new("python3").args(["-m", "ziglang", "version"]).output();
+    let probe = Command::new("python3")
+        .args(["-m", "ziglang", "version"])
+        .output();
     match probe {
         Ok(o) if o.status.success() => {
             let mut c = Command::new("python3");
@@ -74,7 +80,13 @@ fn header__compiles_alone_on_linux_native_mode() {
     let dir = scratch("alone-native");
     let src = write(&dir, "alone.c", ALONE);
     let mut cc = Command::new("cc");
-    cc.args(STRICT).arg("-I").arg(include_dir()).arg("-c").arg(&src).arg("-o").arg(dir.join("a.o"));
+    cc.args(STRICT)
+        .arg("-I")
+        .arg(include_dir())
+        .arg("-c")
+        .arg(&src)
+        .arg("-o")
+        .arg(dir.join("a.o"));
     must_succeed(cc, "native-mode header");
 }
 
@@ -155,7 +167,11 @@ fn header__emulation_mode_links_the_linux_names_to_the_shim() {
         .arg("-o")
         .arg(&obj);
     must_succeed(cc, "emulation-mode translation unit");
-    let nm = Command::new("nm").arg("-u").arg(&obj).output().expect("run nm");
+    let nm = Command::new("nm")
+        .arg("-u")
+        .arg(&obj)
+        .output()
+        .expect("run nm");
     let undefined = String::from_utf8_lossy(&nm.stdout);
     let names: Vec<&str> = undefined.split_whitespace().filter(|w| *w != "U").collect();
     for linux in [
@@ -169,35 +185,94 @@ fn header__emulation_mode_links_the_linux_names_to_the_shim() {
         "getresuid",
     ] {
         let shim = format!("slurm_shim_{linux}");
-        assert!(names.contains(&shim.as_str()), "{shim} not referenced; nm -u: {names:?}");
-        assert!(!names.contains(&linux), "glibc's {linux} still referenced; nm -u: {names:?}");
+        assert!(
+            names.contains(&shim.as_str()),
+            "{shim} not referenced; nm -u: {names:?}"
+        );
+        assert!(
+            !names.contains(&linux),
+            "glibc's {linux} still referenced; nm -u: {names:?}"
+        );
     }
     assert!(names.contains(&"strerror_r") || names.contains(&"__xpg_strerror_r"));
-    assert!(!names.contains(&"__xpg_strerror_r"), "strerror_r flavour changed: the header fixed glibc's feature set");
+    assert!(
+        !names.contains(&"__xpg_strerror_r"),
+        "strerror_r flavour changed: the header fixed glibc's feature set"
+    );
 }
 
 /// `_Static_assert`s of the Rust layouts, for a C compiler to check.
-fn layout_asserts(cpu_set: &str, itimerspec: &str, ucred: &str, timer: &str, sysinfo: &str) -> String {
+fn layout_asserts(
+    cpu_set: &str,
+    itimerspec: &str,
+    ucred: &str,
+    timer: &str,
+    sysinfo: &str,
+) -> String {
     let mut s = String::new();
     let mut a = |expr: String, n: usize| {
-        s.push_str(&format!("_Static_assert({expr} == {n}, \"{expr} differs from Rust ({n})\");\n"));
+        s.push_str(&format!(
+            "_Static_assert({expr} == {n}, \"{expr} differs from Rust ({n})\");\n"
+        ));
     };
-    a(format!("sizeof({cpu_set})"), size_of::<slurm_shim_cpu_set_t>());
-    a(format!("_Alignof({cpu_set})"), std::mem::align_of::<slurm_shim_cpu_set_t>());
-    a(format!("sizeof({itimerspec})"), size_of::<slurm_shim_itimerspec>());
-    a(format!("offsetof({itimerspec}, it_interval)"), offset_of!(slurm_shim_itimerspec, it_interval));
-    a(format!("offsetof({itimerspec}, it_value)"), offset_of!(slurm_shim_itimerspec, it_value));
+    a(
+        format!("sizeof({cpu_set})"),
+        size_of::<slurm_shim_cpu_set_t>(),
+    );
+    a(
+        format!("_Alignof({cpu_set})"),
+        std::mem::align_of::<slurm_shim_cpu_set_t>(),
+    );
+    a(
+        format!("sizeof({itimerspec})"),
+        size_of::<slurm_shim_itimerspec>(),
+    );
+    a(
+        format!("offsetof({itimerspec}, it_interval)"),
+        offset_of!(slurm_shim_itimerspec, it_interval),
+    );
+    a(
+        format!("offsetof({itimerspec}, it_value)"),
+        offset_of!(slurm_shim_itimerspec, it_value),
+    );
     a(format!("sizeof({ucred})"), size_of::<slurm_shim_ucred>());
-    a(format!("offsetof({ucred}, pid)"), offset_of!(slurm_shim_ucred, pid));
-    a(format!("offsetof({ucred}, uid)"), offset_of!(slurm_shim_ucred, uid));
-    a(format!("offsetof({ucred}, gid)"), offset_of!(slurm_shim_ucred, gid));
+    a(
+        format!("offsetof({ucred}, pid)"),
+        offset_of!(slurm_shim_ucred, pid),
+    );
+    a(
+        format!("offsetof({ucred}, uid)"),
+        offset_of!(slurm_shim_ucred, uid),
+    );
+    a(
+        format!("offsetof({ucred}, gid)"),
+        offset_of!(slurm_shim_ucred, gid),
+    );
     a(format!("sizeof({timer})"), size_of::<slurm_shim_timer_t>());
-    a(format!("sizeof({sysinfo})"), size_of::<slurm_shim_sysinfo>());
-    a(format!("offsetof({sysinfo}, uptime)"), offset_of!(slurm_shim_sysinfo, uptime));
-    a(format!("offsetof({sysinfo}, loads)"), offset_of!(slurm_shim_sysinfo, loads));
-    a(format!("offsetof({sysinfo}, totalram)"), offset_of!(slurm_shim_sysinfo, totalram));
-    a(format!("offsetof({sysinfo}, procs)"), offset_of!(slurm_shim_sysinfo, procs));
-    a(format!("offsetof({sysinfo}, mem_unit)"), offset_of!(slurm_shim_sysinfo, mem_unit));
+    a(
+        format!("sizeof({sysinfo})"),
+        size_of::<slurm_shim_sysinfo>(),
+    );
+    a(
+        format!("offsetof({sysinfo}, uptime)"),
+        offset_of!(slurm_shim_sysinfo, uptime),
+    );
+    a(
+        format!("offsetof({sysinfo}, loads)"),
+        offset_of!(slurm_shim_sysinfo, loads),
+    );
+    a(
+        format!("offsetof({sysinfo}, totalram)"),
+        offset_of!(slurm_shim_sysinfo, totalram),
+    );
+    a(
+        format!("offsetof({sysinfo}, procs)"),
+        offset_of!(slurm_shim_sysinfo, procs),
+    );
+    a(
+        format!("offsetof({sysinfo}, mem_unit)"),
+        offset_of!(slurm_shim_sysinfo, mem_unit),
+    );
     s
 }
 
@@ -208,11 +283,20 @@ fn header__linux_types_have_the_rust_layout() {
     let text = format!(
         "#define _GNU_SOURCE\n#include <sched.h>\n#include <time.h>\n#include <stddef.h>\n\
          #include <sys/socket.h>\n#include <sys/sysinfo.h>\n{}",
-        layout_asserts("cpu_set_t", "struct itimerspec", "struct ucred", "timer_t", "struct sysinfo")
+        layout_asserts(
+            "cpu_set_t",
+            "struct itimerspec",
+            "struct ucred",
+            "timer_t",
+            "struct sysinfo"
+        )
     );
     let src = write(&dir, "abi.c", &text);
     let mut cc = Command::new("cc");
-    cc.args(["-std=gnu11", "-Wall", "-Werror", "-c"]).arg(&src).arg("-o").arg(dir.join("abi.o"));
+    cc.args(["-std=gnu11", "-Wall", "-Werror", "-c"])
+        .arg(&src)
+        .arg("-o")
+        .arg(dir.join("abi.o"));
     must_succeed(cc, "glibc layout vs Rust");
 }
 
@@ -220,13 +304,23 @@ fn header__linux_types_have_the_rust_layout() {
 fn header__macos_types_have_the_rust_layout() {
     // The Rust values are the host's (x86_64 Linux); aarch64-apple-darwin is LP64 with the
     // same sizes and alignments for these types, which this assertion pins down.
-    assert_eq!(size_of::<libc::c_long>(), 8, "the layout test assumes an LP64 host");
+    assert_eq!(
+        size_of::<libc::c_long>(),
+        8,
+        "the layout test assumes an LP64 host"
+    );
     for target in ["aarch64-macos", "x86_64-macos"] {
         let Some(mut cc) = zig_cc() else { return };
         let dir = scratch(&format!("abi-{target}"));
         let text = format!(
             "#include \"slurm_shim.h\"\n{}",
-            layout_asserts("cpu_set_t", "struct itimerspec", "struct ucred", "timer_t", "struct sysinfo")
+            layout_asserts(
+                "cpu_set_t",
+                "struct itimerspec",
+                "struct ucred",
+                "timer_t",
+                "struct sysinfo"
+            )
         );
         let src = write(&dir, "abi.c", &text);
         cc.args(["-target", target, "-std=c11", "-Wall", "-Werror", "-I"])
@@ -284,11 +378,21 @@ fn header__linux_program_links_into_an_arm64_macho_executable() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut build = Command::new(cargo);
     build
-        .args(["build", "-p", "slurm-shim", "--release", "--target", "aarch64-apple-darwin"])
+        .args([
+            "build",
+            "-p",
+            "slurm-shim",
+            "--release",
+            "--target",
+            "aarch64-apple-darwin",
+        ])
         .arg("--target-dir")
         .arg(&target_dir)
         .current_dir(env!("CARGO_MANIFEST_DIR"));
-    must_succeed(build, "cross-build of libslurm_shim.a for aarch64-apple-darwin");
+    must_succeed(
+        build,
+        "cross-build of libslurm_shim.a for aarch64-apple-darwin",
+    );
     let lib = target_dir.join("aarch64-apple-darwin/release/libslurm_shim.a");
     assert!(lib.is_file(), "{} missing", lib.display());
 

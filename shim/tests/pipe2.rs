@@ -21,9 +21,6 @@ mod linux {
     use libc::c_int;
     use slurm_shim::pipe2::slurm_shim_pipe2;
 
-
-
-
     /// (return value, errno if it failed, the two slots).
     type Outcome = (c_int, c_int, [c_int; 2]);
 

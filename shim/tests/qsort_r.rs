@@ -33,8 +33,14 @@ fn qsort_r__same_order_as_glibc() {
     for n in [0usize, 1, 2, 3, 10, 100, 1000] {
         let mut a = data(n);
         let mut b = a.clone();
-        let mut ca = Ctx { modulus: 7, calls: 0 };
-        let mut cb = Ctx { modulus: 7, calls: 0 };
+        let mut ca = Ctx {
+            modulus: 7,
+            calls: 0,
+        };
+        let mut cb = Ctx {
+            modulus: 7,
+            calls: 0,
+        };
         // SAFETY: valid u32 arrays, matching comparator and context.
         unsafe {
             libc::qsort_r(a.as_mut_ptr().cast(), n, 4, Some(cmp), (&raw mut ca).cast());
@@ -50,7 +56,10 @@ fn qsort_r__same_order_as_glibc() {
 
 #[test]
 fn qsort_r__degenerate_inputs_do_not_crash() {
-    let mut c = Ctx { modulus: 3, calls: 0 };
+    let mut c = Ctx {
+        modulus: 3,
+        calls: 0,
+    };
     // SAFETY: n == 0 or size == 0 never touches base.
     unsafe {
         slurm_shim_qsort_r(core::ptr::null_mut(), 0, 4, Some(cmp), (&raw mut c).cast());
@@ -69,14 +78,27 @@ struct RustBsd {
     calls: std::cell::Cell<usize>,
 }
 impl BsdQsortR for RustBsd {
-    unsafe fn qsort_r(&self, base: *mut c_void, n: usize, size: usize, thunk: *mut c_void, compar: BsdCompar) {
+    unsafe fn qsort_r(
+        &self,
+        base: *mut c_void,
+        n: usize,
+        size: usize,
+        thunk: *mut c_void,
+        compar: BsdCompar,
+    ) {
         let base = base.cast::<u8>();
         let mut tmp = vec![0u8; size];
         for i in 1..n {
             let mut j = i;
             // SAFETY: indices stay within the n elements of `size` bytes.
             unsafe {
-                while j > 0 && compar(thunk, base.add((j - 1) * size).cast(), base.add(j * size).cast()) > 0 {
+                while j > 0
+                    && compar(
+                        thunk,
+                        base.add((j - 1) * size).cast(),
+                        base.add(j * size).cast(),
+                    ) > 0
+                {
                     self.calls.set(self.calls.get() + 1);
                     core::ptr::copy_nonoverlapping(base.add(j * size), tmp.as_mut_ptr(), size);
                     core::ptr::copy(base.add((j - 1) * size), base.add(j * size), size);
@@ -90,15 +112,36 @@ impl BsdQsortR for RustBsd {
 
 #[test]
 fn qsort_r__trampoline_through_bsd_order_sort() {
-    let os = RustBsd { calls: std::cell::Cell::new(0) };
+    let os = RustBsd {
+        calls: std::cell::Cell::new(0),
+    };
     let mut a = data(200);
     let mut b = a.clone();
-    let mut ca = Ctx { modulus: 11, calls: 0 };
-    let mut cb = Ctx { modulus: 11, calls: 0 };
+    let mut ca = Ctx {
+        modulus: 11,
+        calls: 0,
+    };
+    let mut cb = Ctx {
+        modulus: 11,
+        calls: 0,
+    };
     // SAFETY: valid arrays and contexts.
     unsafe {
-        libc::qsort_r(a.as_mut_ptr().cast(), 200, 4, Some(cmp), (&raw mut ca).cast());
-        qsort_r_impl(&os, b.as_mut_ptr().cast(), 200, 4, Some(cmp), (&raw mut cb).cast());
+        libc::qsort_r(
+            a.as_mut_ptr().cast(),
+            200,
+            4,
+            Some(cmp),
+            (&raw mut ca).cast(),
+        );
+        qsort_r_impl(
+            &os,
+            b.as_mut_ptr().cast(),
+            200,
+            4,
+            Some(cmp),
+            (&raw mut cb).cast(),
+        );
     }
     assert_eq!(a, b);
     assert!(os.calls.get() > 0 && cb.calls > 0);
@@ -109,7 +152,13 @@ fn qsort_r__wide_elements() {
     // 24-byte records sorted by their first u64 key.
     unsafe extern "C" fn by_key(a: *const c_void, b: *const c_void, arg: *mut c_void) -> c_int {
         // SAFETY: elements are [u64; 3]; arg is a &i32 sign.
-        let (a, b, sign) = unsafe { (*a.cast::<[u64; 3]>(), *b.cast::<[u64; 3]>(), *arg.cast::<i32>()) };
+        let (a, b, sign) = unsafe {
+            (
+                *a.cast::<[u64; 3]>(),
+                *b.cast::<[u64; 3]>(),
+                *arg.cast::<i32>(),
+            )
+        };
         sign * a[0].cmp(&b[0]) as c_int
     }
     let mut v: Vec<[u64; 3]> = data(50).into_iter().map(|x| [u64::from(x), 1, 2]).collect();
@@ -117,8 +166,20 @@ fn qsort_r__wide_elements() {
     let mut sign: i32 = -1;
     // SAFETY: valid arrays of 24-byte elements.
     unsafe {
-        slurm_shim_qsort_r(v.as_mut_ptr().cast(), 50, 24, Some(by_key), (&raw mut sign).cast());
-        libc::qsort_r(g.as_mut_ptr().cast(), 50, 24, Some(by_key), (&raw mut sign).cast());
+        slurm_shim_qsort_r(
+            v.as_mut_ptr().cast(),
+            50,
+            24,
+            Some(by_key),
+            (&raw mut sign).cast(),
+        );
+        libc::qsort_r(
+            g.as_mut_ptr().cast(),
+            50,
+            24,
+            Some(by_key),
+            (&raw mut sign).cast(),
+        );
     }
     assert_eq!(v, g);
     assert!(v.windows(2).all(|w| w[0][0] >= w[1][0]));

@@ -23,7 +23,11 @@ fn pthread_rwlock_init__reinit_of_write_held_lock_succeeds_and_lock_works() {
         assert_eq!(libc::pthread_rwlock_rdlock(p), 0);
         assert_eq!(libc::pthread_rwlock_tryrdlock(p), 0);
         assert_eq!(libc::pthread_rwlock_trywrlock(p), libc::EBUSY);
-        assert_eq!(slurm_shim_pthread_rwlock_init(p, core::ptr::null()), 0, "read-held");
+        assert_eq!(
+            slurm_shim_pthread_rwlock_init(p, core::ptr::null()),
+            0,
+            "read-held"
+        );
         assert_eq!(libc::pthread_rwlock_wrlock(p), 0);
         assert_eq!(libc::pthread_rwlock_unlock(p), 0);
         assert_eq!(libc::pthread_rwlock_destroy(p), 0);
@@ -37,14 +41,24 @@ fn pthread_rwlock_init__with_attributes_and_null_lock() {
     unsafe {
         let mut attr: libc::pthread_rwlockattr_t = core::mem::zeroed();
         assert_eq!(libc::pthread_rwlockattr_init(&mut attr), 0);
-        assert_eq!(libc::pthread_rwlockattr_setpshared(&mut attr, libc::PTHREAD_PROCESS_PRIVATE), 0);
+        assert_eq!(
+            libc::pthread_rwlockattr_setpshared(&mut attr, libc::PTHREAD_PROCESS_PRIVATE),
+            0
+        );
         assert_eq!(slurm_shim_pthread_rwlock_init(&mut *l, &attr), 0);
         assert_eq!(libc::pthread_rwlock_wrlock(&mut *l), 0);
         assert_eq!(libc::pthread_rwlock_unlock(&mut *l), 0);
         assert_eq!(libc::pthread_rwlockattr_destroy(&mut attr), 0);
         slurm_shim::errno::set(77);
-        assert_eq!(slurm_shim_pthread_rwlock_init(core::ptr::null_mut(), core::ptr::null()), libc::EINVAL);
-        assert_eq!(slurm_shim::errno::get(), 77, "pthread functions return the error, errno untouched");
+        assert_eq!(
+            slurm_shim_pthread_rwlock_init(core::ptr::null_mut(), core::ptr::null()),
+            libc::EINVAL
+        );
+        assert_eq!(
+            slurm_shim::errno::get(),
+            77,
+            "pthread functions return the error, errno untouched"
+        );
     }
 }
 
@@ -93,5 +107,9 @@ fn pthread_rwlock_init__child_of_fork_reinits_lock_held_by_parent_thread() {
     done_tx.send(()).expect("send");
     holder.join().expect("join");
     assert!(libc::WIFEXITED(status), "child status {status:#x}");
-    assert_eq!(libc::WEXITSTATUS(status), 0, "child step that failed (10 = lock not inherited held)");
+    assert_eq!(
+        libc::WEXITSTATUS(status),
+        0,
+        "child step that failed (10 = lock not inherited held)"
+    );
 }

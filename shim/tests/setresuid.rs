@@ -15,18 +15,46 @@ fn ids(r: u32, e: u32, s: u32) -> Ids {
 #[test]
 fn setresuid__xnu_model_follows_kern_prot() {
     // Saved follows the new effective unless the old saved equals a raw argument.
-    assert_eq!(apply(ids(0, 0, 0), Op::SetRe(1000, 1000), Kind::Uid), Some(ids(1000, 1000, 1000)));
-    assert_eq!(apply(ids(0, 0, 0), Op::SetRe(1000, 0), Kind::Uid), Some(ids(1000, 0, 0)));
-    assert_eq!(apply(ids(0, 0, 0), Op::SetRe(N, 5), Kind::Uid), Some(ids(0, 5, 5)));
-    assert_eq!(apply(ids(7, 5, 9), Op::SetRe(9, N), Kind::Uid), Some(ids(9, 5, 9)));
+    assert_eq!(
+        apply(ids(0, 0, 0), Op::SetRe(1000, 1000), Kind::Uid),
+        Some(ids(1000, 1000, 1000))
+    );
+    assert_eq!(
+        apply(ids(0, 0, 0), Op::SetRe(1000, 0), Kind::Uid),
+        Some(ids(1000, 0, 0))
+    );
+    assert_eq!(
+        apply(ids(0, 0, 0), Op::SetRe(N, 5), Kind::Uid),
+        Some(ids(0, 5, 5))
+    );
+    assert_eq!(
+        apply(ids(7, 5, 9), Op::SetRe(9, N), Kind::Uid),
+        Some(ids(9, 5, 9))
+    );
     // Unprivileged: only current ids.
     assert_eq!(apply(ids(7, 5, 9), Op::SetRe(8, N), Kind::Uid), None);
-    assert_eq!(apply(ids(7, 5, 9), Op::SetRe(N, 9), Kind::Uid), Some(ids(7, 9, 9)));
-    assert_eq!(apply(ids(7, 5, 9), Op::SetE(7), Kind::Uid), Some(ids(7, 7, 9)));
-    assert_eq!(apply(ids(7, 5, 9), Op::SetE(5), Kind::Uid), None, "seteuid needs real or saved");
-    assert_eq!(apply(ids(0, 0, 0), Op::SetE(5), Kind::Uid), Some(ids(0, 5, 0)));
+    assert_eq!(
+        apply(ids(7, 5, 9), Op::SetRe(N, 9), Kind::Uid),
+        Some(ids(7, 9, 9))
+    );
+    assert_eq!(
+        apply(ids(7, 5, 9), Op::SetE(7), Kind::Uid),
+        Some(ids(7, 7, 9))
+    );
+    assert_eq!(
+        apply(ids(7, 5, 9), Op::SetE(5), Kind::Uid),
+        None,
+        "seteuid needs real or saved"
+    );
+    assert_eq!(
+        apply(ids(0, 0, 0), Op::SetE(5), Kind::Uid),
+        Some(ids(0, 5, 0))
+    );
     // gid privilege comes from the euid flag.
-    assert_eq!(apply(ids(7, 5, 9), Op::SetE(100), Kind::Gid(true)), Some(ids(7, 100, 9)));
+    assert_eq!(
+        apply(ids(7, 5, 9), Op::SetE(100), Kind::Gid(true)),
+        Some(ids(7, 100, 9))
+    );
     assert_eq!(apply(ids(7, 5, 9), Op::SetE(100), Kind::Gid(false)), None);
 }
 
@@ -50,7 +78,10 @@ fn setresuid__slurm_call_sites_are_expressible() {
     // Unprivileged setresuid(geteuid(), geteuid(), -1) with euid == saved.
     check_plan(ids(1000, 2000, 2000), ids(2000, 2000, 2000), Kind::Uid);
     // No change is always fine.
-    assert_eq!(plan(ids(5, 6, 7), ids(5, 6, 7), Kind::Uid).map(|p| p.len), Some(0));
+    assert_eq!(
+        plan(ids(5, 6, 7), ids(5, 6, 7), Kind::Uid).map(|p| p.len),
+        Some(0)
+    );
 }
 
 #[test]
@@ -58,7 +89,10 @@ fn setresuid__inexpressible_requests_have_no_plan() {
     // Root with real uid 0 can always come back (seteuid(0)), so this one is expressible.
     check_plan(ids(0, 0, 0), ids(0, 1000, 2000), Kind::Uid);
     // Unprivileged: a value the process does not hold.
-    assert_eq!(plan(ids(1000, 1000, 1000), ids(1000, 1000, 0), Kind::Uid), None);
+    assert_eq!(
+        plan(ids(1000, 1000, 1000), ids(1000, 1000, 0), Kind::Uid),
+        None
+    );
     assert_eq!(plan(ids(1, 2, 3), ids(1, 2, 4), Kind::Gid(false)), None);
 }
 
@@ -75,7 +109,11 @@ impl IdOs for Fake {
     fn uids(&self) -> Result<Ids, Errno> {
         let v = self.u.get();
         self.reads.set(self.reads.get() + 1);
-        Ok(if self.lie && self.reads.get() == 2 { Ids { s: v.s ^ 1, ..v } } else { v })
+        Ok(if self.lie && self.reads.get() == 2 {
+            Ids { s: v.s ^ 1, ..v }
+        } else {
+            v
+        })
     }
     fn gids(&self) -> Result<Ids, Errno> {
         Err(Errno(libc::ENOSYS))
@@ -94,17 +132,33 @@ impl Fake {
         if n == self.fail_call {
             return Err(Errno(libc::EAGAIN));
         }
-        self.u.set(apply(self.u.get(), op, kind).ok_or(Errno(libc::EPERM))?);
+        self.u
+            .set(apply(self.u.get(), op, kind).ok_or(Errno(libc::EPERM))?);
         Ok(())
     }
 }
 
 #[test]
 fn setresuid__failed_second_step_rolls_back() {
-    let f = Fake { u: ids(0, 0, 0).into(), fail_call: 2, calls: 0.into(), lie: false, reads: 0.into() };
-    assert_eq!(setres_impl(&f, Kind::Uid, 1000, 1000, N), Err(Errno(libc::EAGAIN)));
+    let f = Fake {
+        u: ids(0, 0, 0).into(),
+        fail_call: 2,
+        calls: 0.into(),
+        lie: false,
+        reads: 0.into(),
+    };
+    assert_eq!(
+        setres_impl(&f, Kind::Uid, 1000, 1000, N),
+        Err(Errno(libc::EAGAIN))
+    );
     assert_eq!(f.u.get(), ids(0, 0, 0), "restored");
-    let ok = Fake { u: ids(0, 0, 0).into(), fail_call: 0, calls: 0.into(), lie: false, reads: 0.into() };
+    let ok = Fake {
+        u: ids(0, 0, 0).into(),
+        fail_call: 0,
+        calls: 0.into(),
+        lie: false,
+        reads: 0.into(),
+    };
     assert_eq!(setres_impl(&ok, Kind::Uid, 1000, 1000, N), Ok(()));
     assert_eq!(ok.u.get(), ids(1000, 1000, 0));
     assert_eq!(ok.calls.get(), 2);
@@ -112,8 +166,17 @@ fn setresuid__failed_second_step_rolls_back() {
 
 #[test]
 fn setresuid__readback_mismatch_fails_with_eperm_and_restores() {
-    let f = Fake { u: ids(0, 0, 0).into(), fail_call: 0, calls: 0.into(), lie: true, reads: 0.into() };
-    assert_eq!(setres_impl(&f, Kind::Uid, 1000, 1000, N), Err(Errno(libc::EPERM)));
+    let f = Fake {
+        u: ids(0, 0, 0).into(),
+        fail_call: 0,
+        calls: 0.into(),
+        lie: true,
+        reads: 0.into(),
+    };
+    assert_eq!(
+        setres_impl(&f, Kind::Uid, 1000, 1000, N),
+        Err(Errno(libc::EPERM))
+    );
     assert_eq!(f.u.get(), ids(0, 0, 0), "restored");
 }
 
@@ -121,16 +184,34 @@ fn setresuid__readback_mismatch_fails_with_eperm_and_restores() {
 fn setresuid__inexpressible_changes_nothing() {
     // Unprivileged, values held but the combination is unreachable on XNU.
     let start = ids(1000, 2000, 3000);
-    let f = Fake { u: start.into(), fail_call: 0, calls: 0.into(), lie: false, reads: 0.into() };
+    let f = Fake {
+        u: start.into(),
+        fail_call: 0,
+        calls: 0.into(),
+        lie: false,
+        reads: 0.into(),
+    };
     let target = (0..3u32.pow(3) as usize)
         .map(|i| [1000u32, 2000, 3000].map(|_| 0).map(|_| i))
-        .map(|i| ids([1000, 2000, 3000][i[0] % 3], [1000, 2000, 3000][i[0] / 3 % 3], [1000, 2000, 3000][i[0] / 9]))
+        .map(|i| {
+            ids(
+                [1000, 2000, 3000][i[0] % 3],
+                [1000, 2000, 3000][i[0] / 3 % 3],
+                [1000, 2000, 3000][i[0] / 9],
+            )
+        })
         .find(|t| plan(start, *t, Kind::Uid).is_none())
         .expect("some inexpressible triple");
-    assert_eq!(setres_impl(&f, Kind::Uid, target.r, target.e, target.s), Err(Errno(libc::EPERM)));
+    assert_eq!(
+        setres_impl(&f, Kind::Uid, target.r, target.e, target.s),
+        Err(Errno(libc::EPERM))
+    );
     assert_eq!((f.u.get(), f.calls.get()), (start, 0));
     // Not held and unprivileged: Linux's EPERM, before any planning.
-    assert_eq!(setres_impl(&f, Kind::Uid, 1000, 1000, 0), Err(Errno(libc::EPERM)));
+    assert_eq!(
+        setres_impl(&f, Kind::Uid, 1000, 1000, 0),
+        Err(Errno(libc::EPERM))
+    );
     assert_eq!((f.u.get(), f.calls.get()), (start, 0));
 }
 
@@ -212,7 +293,9 @@ fn run_uid(start: [u32; 3], req: [u32; 3], shim: bool) -> [i32; 7] {
 fn run_gid(start: [u32; 3], euid: u32, req: [u32; 3], shim: bool) -> [i32; 7] {
     in_child(|| {
         // SAFETY: plain system calls in the child (gids first, then drop the euid).
-        if unsafe { libc::setresgid(start[0], start[1], start[2]) } != 0 || unsafe { libc::setresuid(0, euid, 0) } != 0 {
+        if unsafe { libc::setresgid(start[0], start[1], start[2]) } != 0
+            || unsafe { libc::setresuid(0, euid, 0) } != 0
+        {
             return pack(0, 0, 0, now_gids());
         }
         errno::set(0);
@@ -241,12 +324,26 @@ fn requests() -> Vec<[u32; 3]> {
 }
 
 /// Compares; counts (same success, both EPERM, glibc succeeds but shim EPERM).
-fn compare(what: &str, start: [u32; 3], req: [u32; 3], g: [i32; 7], s: [i32; 7], counts: &mut (usize, usize, usize)) {
-    assert_eq!((g[0], s[0]), (1, 1), "{what}: start state {start:?} not reached");
+fn compare(
+    what: &str,
+    start: [u32; 3],
+    req: [u32; 3],
+    g: [i32; 7],
+    s: [i32; 7],
+    counts: &mut (usize, usize, usize),
+) {
+    assert_eq!(
+        (g[0], s[0]),
+        (1, 1),
+        "{what}: start state {start:?} not reached"
+    );
     let start_i = [start[0] as i32, start[1] as i32, start[2] as i32];
     if s[1] == 0 {
         counts.0 += 1;
-        assert_eq!(g[1], 0, "{what}: shim succeeded where glibc failed: start {start:?} req {req:?}");
+        assert_eq!(
+            g[1], 0,
+            "{what}: shim succeeded where glibc failed: start {start:?} req {req:?}"
+        );
         assert_eq!(&s[3..6], &g[3..6], "{what}: start {start:?} req {req:?}");
     } else {
         if g[1] == 0 {
@@ -255,7 +352,11 @@ fn compare(what: &str, start: [u32; 3], req: [u32; 3], g: [i32; 7], s: [i32; 7],
             counts.1 += 1;
         }
         assert_eq!(s[2], libc::EPERM, "{what}: start {start:?} req {req:?}");
-        assert_eq!(&s[3..6], &start_i[..], "{what}: ids changed on failure: start {start:?} req {req:?}");
+        assert_eq!(
+            &s[3..6],
+            &start_i[..],
+            "{what}: ids changed on failure: start {start:?} req {req:?}"
+        );
         if g[1] == -1 {
             assert_eq!(g[2], libc::EPERM);
         }
@@ -268,7 +369,16 @@ fn setresuid__same_ids_as_glibc_for_every_expressible_request() {
         eprintln!("skipped: needs root to set arbitrary starting uids");
         return;
     }
-    let starts = [[0, 0, 0], [1000, 0, 0], [0, 1000, 0], [0, 0, 1000], [1000, 1000, 0], [1000, 2000, 0], [1000, 2000, 3000], [2000, 2000, 1000]];
+    let starts = [
+        [0, 0, 0],
+        [1000, 0, 0],
+        [0, 1000, 0],
+        [0, 0, 1000],
+        [1000, 1000, 0],
+        [1000, 2000, 0],
+        [1000, 2000, 3000],
+        [2000, 2000, 1000],
+    ];
     let mut all = (0, 0, 0);
     for start in starts {
         let mut counts = (0, 0, 0);
@@ -285,7 +395,10 @@ fn setresuid__same_ids_as_glibc_for_every_expressible_request() {
                 assert_eq!(s[1] == -1, gap, "root request {req:?}");
             }
         }
-        eprintln!("setresuid from {start:?}: {} same as glibc, {} EPERM in both, {} inexpressible (glibc ok, shim EPERM)", counts.0, counts.1, counts.2);
+        eprintln!(
+            "setresuid from {start:?}: {} same as glibc, {} EPERM in both, {} inexpressible (glibc ok, shim EPERM)",
+            counts.0, counts.1, counts.2
+        );
         all = (all.0 + counts.0, all.1 + counts.1, all.2 + counts.2);
     }
     eprintln!("setresuid total: {all:?}");
@@ -297,18 +410,34 @@ fn setresgid__same_ids_as_glibc_for_every_expressible_request() {
         eprintln!("skipped: needs root to set arbitrary starting gids");
         return;
     }
-    let starts = [[0, 0, 0], [1000, 0, 0], [0, 1000, 0], [1000, 2000, 3000], [2000, 2000, 1000]];
+    let starts = [
+        [0, 0, 0],
+        [1000, 0, 0],
+        [0, 1000, 0],
+        [1000, 2000, 3000],
+        [2000, 2000, 1000],
+    ];
     let mut counts = (0, 0, 0);
     for euid in [0, 4000] {
         for start in starts {
             for req in requests() {
                 let g = run_gid(start, euid, req, false);
                 let s = run_gid(start, euid, req, true);
-                compare(&format!("setresgid euid {euid}"), start, req, g, s, &mut counts);
+                compare(
+                    &format!("setresgid euid {euid}"),
+                    start,
+                    req,
+                    g,
+                    s,
+                    &mut counts,
+                );
             }
         }
     }
-    eprintln!("setresgid: {} same as glibc, {} EPERM in both, {} inexpressible", counts.0, counts.1, counts.2);
+    eprintln!(
+        "setresgid: {} same as glibc, {} EPERM in both, {} inexpressible",
+        counts.0, counts.1, counts.2
+    );
 }
 
 #[test]
@@ -330,16 +459,31 @@ fn setresuid__slurm_call_sites_work_like_glibc() {
             // SAFETY: plain system calls.
             let (eg, eu) = unsafe { (libc::getegid(), libc::geteuid()) };
             let (a, b) = if shim {
-                (slurm_shim_setresgid(eg, eg, N), slurm_shim_setresuid(eu, eu, N))
+                (
+                    slurm_shim_setresgid(eg, eg, N),
+                    slurm_shim_setresuid(eu, eu, N),
+                )
             } else {
                 // SAFETY: plain system calls.
                 unsafe { (libc::setresgid(eg, eg, N), libc::setresuid(eu, eu, N)) }
             };
             let u = now_uids();
             let g = now_gids();
-            [a, b, u[0] as i32, u[1] as i32, u[2] as i32, g[0] as i32, g[2] as i32]
+            [
+                a,
+                b,
+                u[0] as i32,
+                u[1] as i32,
+                u[2] as i32,
+                g[0] as i32,
+                g[2] as i32,
+            ]
         });
-        assert_eq!(out, [0, 0, 1000, 1000, 0, 100, 0], "run_command sites, shim={shim}");
+        assert_eq!(
+            out,
+            [0, 0, 1000, 1000, 0, 100, 0],
+            "run_command sites, shim={shim}"
+        );
     }
     // req.c: setresuid(uid, uid, -1) as root.
     let g = run_uid([0, 0, 0], [1000, 1000, N], false);
@@ -359,7 +503,10 @@ fn getresuid__matches_glibc_and_checks_pointers() {
     assert_eq!([r, e, s], now_gids());
     errno::set(0);
     // SAFETY: NULL is checked.
-    assert_eq!(unsafe { slurm_shim_getresuid(&mut r, core::ptr::null_mut(), &mut s) }, -1);
+    assert_eq!(
+        unsafe { slurm_shim_getresuid(&mut r, core::ptr::null_mut(), &mut s) },
+        -1
+    );
     assert_eq!(errno::get(), libc::EFAULT);
     if is_root() {
         let out = in_child(|| {

@@ -22,9 +22,6 @@ mod linux {
     use libc::c_int;
     use slurm_shim::socket::{slurm_shim_socket, slurm_shim_socketpair};
 
-
-
-
     fn sockopt(fd: c_int, opt: c_int) -> c_int {
         let mut v: c_int = -1;
         let mut len = size_of::<c_int>() as libc::socklen_t;

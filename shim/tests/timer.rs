@@ -251,10 +251,7 @@ fn timer_create__invalid_clock_and_sigevent_errno_like_glibc() {
 #[test]
 fn timer_create__unsupported_clocks_and_null_function_einval() {
     // Documented divergences: glibc accepts these.
-    for clock in [
-        libc::CLOCK_PROCESS_CPUTIME_ID,
-        libc::CLOCK_BOOTTIME,
-    ] {
+    for clock in [libc::CLOCK_PROCESS_CPUTIME_ID, libc::CLOCK_BOOTTIME] {
         assert_eq!(
             create::<Shim>(clock, None).map(|_| ()),
             Err(libc::EINVAL),

@@ -8,18 +8,27 @@ use slurm_shim::errno::{self, Errno};
 use slurm_shim::uptime::*;
 
 fn tv(sec: i64, usec: i64) -> timeval {
-    timeval { tv_sec: sec as _, tv_usec: usec as _ }
+    timeval {
+        tv_sec: sec as _,
+        tv_usec: usec as _,
+    }
 }
 
 #[test]
 fn sysinfo__layout_matches_glibc_struct_sysinfo() {
     assert_eq!(size_of::<slurm_shim_sysinfo>(), size_of::<libc::sysinfo>());
     assert_eq!(size_of::<slurm_shim_sysinfo>(), 112);
-    assert_eq!(core::mem::align_of::<slurm_shim_sysinfo>(), core::mem::align_of::<libc::sysinfo>());
+    assert_eq!(
+        core::mem::align_of::<slurm_shim_sysinfo>(),
+        core::mem::align_of::<libc::sysinfo>()
+    );
     macro_rules! same {
         ($($f:ident),*) => { $( assert_eq!(offset_of!(slurm_shim_sysinfo, $f), offset_of!(libc::sysinfo, $f), stringify!($f)); )* };
     }
-    same!(uptime, loads, totalram, freeram, sharedram, bufferram, totalswap, freeswap, procs, pad, totalhigh, freehigh, mem_unit);
+    same!(
+        uptime, loads, totalram, freeram, sharedram, bufferram, totalswap, freeswap, procs, pad,
+        totalhigh, freehigh, mem_unit
+    );
 }
 
 #[test]
@@ -32,14 +41,27 @@ fn sysinfo__close_to_glibc() {
     let (gr, sr) = unsafe { (libc::sysinfo(&mut g), slurm_shim_sysinfo(&mut s)) };
     assert_eq!((gr, sr), (0, 0));
     assert_eq!(errno::get(), 4321, "errno preserved on success");
-    assert!((s.uptime - g.uptime).abs() <= 1, "uptime shim {} glibc {}", s.uptime, g.uptime);
+    assert!(
+        (s.uptime - g.uptime).abs() <= 1,
+        "uptime shim {} glibc {}",
+        s.uptime,
+        g.uptime
+    );
     assert_eq!(s.mem_unit, 1);
-    assert_eq!(u128::from(s.totalram), u128::from(g.totalram) * u128::from(g.mem_unit));
+    assert_eq!(
+        u128::from(s.totalram),
+        u128::from(g.totalram) * u128::from(g.mem_unit)
+    );
     for i in 0..3 {
         // Both scaled by 65536; the kernel's fixed point has 11 fraction bits, so allow
         // one kernel step (32 units) plus a change between the two reads.
         let d = (s.loads[i] as i128 - g.loads[i] as i128).abs();
-        assert!(d <= 65536 / 10, "load {i}: shim {} glibc {}", s.loads[i], g.loads[i]);
+        assert!(
+            d <= 65536 / 10,
+            "load {i}: shim {} glibc {}",
+            s.loads[i],
+            g.loads[i]
+        );
     }
 }
 
@@ -73,7 +95,12 @@ impl UptimeOs for Fake {
 }
 
 fn fake(now: timeval, boot: timeval) -> Fake {
-    Fake { now, boot: Ok(boot), loads: ([1.5, 0.25, 2.0], 3), ram: 64 << 30 }
+    Fake {
+        now,
+        boot: Ok(boot),
+        loads: ([1.5, 0.25, 2.0], 3),
+        ram: 64 << 30,
+    }
 }
 
 #[test]
@@ -85,31 +112,54 @@ fn sysinfo__seam_normal_boot() {
     assert_eq!(v.mem_unit, 1);
     assert_eq!((v.freeram, v.procs, v.totalswap), (0, 0, 0));
     // Partial seconds round up like the kernel.
-    assert_eq!(uptime_seconds(tv(1_800_000_100, 1), tv(1_800_000_000, 0)), Ok(101));
-    assert_eq!(uptime_seconds(tv(1_800_000_100, 0), tv(1_800_000_000, 500_000)), Ok(100));
-    assert_eq!(uptime_seconds(tv(1_800_000_000, 0), tv(1_800_000_000, 0)), Ok(0));
+    assert_eq!(
+        uptime_seconds(tv(1_800_000_100, 1), tv(1_800_000_000, 0)),
+        Ok(101)
+    );
+    assert_eq!(
+        uptime_seconds(tv(1_800_000_100, 0), tv(1_800_000_000, 500_000)),
+        Ok(100)
+    );
+    assert_eq!(
+        uptime_seconds(tv(1_800_000_000, 0), tv(1_800_000_000, 0)),
+        Ok(0)
+    );
 }
 
 #[test]
 fn sysinfo__seam_boot_in_future_is_einval() {
     let f = fake(tv(1_800_000_000, 0), tv(1_800_000_001, 0));
     assert_eq!(sysinfo_impl(&f), Err(Errno(libc::EINVAL)));
-    assert_eq!(uptime_seconds(tv(1_800_000_000, 0), tv(1_800_000_000, 1)), Err(Errno(libc::EINVAL)));
+    assert_eq!(
+        uptime_seconds(tv(1_800_000_000, 0), tv(1_800_000_000, 1)),
+        Err(Errno(libc::EINVAL))
+    );
 }
 
 #[test]
 fn sysinfo__seam_out_of_range_boot_is_einval() {
     for boot in [tv(0, 0), tv(-5, 0), tv(1_000, -1), tv(1_000, 1_000_000)] {
         let f = fake(tv(1_800_000_000, 0), boot);
-        assert_eq!(sysinfo_impl(&f), Err(Errno(libc::EINVAL)), "boot {:?}", (boot.tv_sec, boot.tv_usec));
+        assert_eq!(
+            sysinfo_impl(&f),
+            Err(Errno(libc::EINVAL)),
+            "boot {:?}",
+            (boot.tv_sec, boot.tv_usec)
+        );
     }
     // The OS error is passed on.
-    let f = Fake { boot: Err(Errno(libc::ENOMEM)), ..fake(tv(1, 0), tv(1, 0)) };
+    let f = Fake {
+        boot: Err(Errno(libc::ENOMEM)),
+        ..fake(tv(1, 0), tv(1, 0))
+    };
     assert_eq!(sysinfo_impl(&f), Err(Errno(libc::ENOMEM)));
 }
 
 #[test]
 fn sysinfo__seam_missing_loads_are_zero() {
-    let f = Fake { loads: ([3.0, f64::NAN, 7.0], 1), ..fake(tv(1_800_000_100, 0), tv(1_800_000_000, 0)) };
+    let f = Fake {
+        loads: ([3.0, f64::NAN, 7.0], 1),
+        ..fake(tv(1_800_000_100, 0), tv(1_800_000_000, 0))
+    };
     assert_eq!(sysinfo_impl(&f).expect("ok").loads, [3 * 65536, 0, 0]);
 }

@@ -123,12 +123,20 @@ pub fn compiler(
     let names = [
         format!("CC_{}", target.rust),
         format!("CC_{}", target.rust.replace('-', "_")),
-        if cross { "TARGET_CC".to_string() } else { "HOST_CC".to_string() },
+        if cross {
+            "TARGET_CC".to_string()
+        } else {
+            "HOST_CC".to_string()
+        },
         "CC".to_string(),
     ];
     for name in names {
         if let Some(v) = env(&name).filter(|v| !v.trim().is_empty()) {
-            return Ok(Compiler { cc: v, from_env: Some(name), launcher: None });
+            return Ok(Compiler {
+                cc: v,
+                from_env: Some(name),
+                launcher: None,
+            });
         }
     }
     let cc = if cross {
@@ -200,7 +208,12 @@ pub fn configure_args(spec: &ConfigureSpec) -> Vec<String> {
     args.push(format!("CC={}", spec.compiler.command()));
     let shim = shim_cppflags(spec);
     if !shim.is_empty() {
-        let mut cpp: Vec<String> = spec.user_cppflags.iter().filter(|s| !s.trim().is_empty()).cloned().collect();
+        let mut cpp: Vec<String> = spec
+            .user_cppflags
+            .iter()
+            .filter(|s| !s.trim().is_empty())
+            .cloned()
+            .collect();
         cpp.extend(shim);
         args.push(format!("CPPFLAGS={}", cpp.join(" ")));
     }
@@ -230,15 +243,25 @@ pub fn apply_config_h_answers(text: &str) -> Result<String, String> {
         out.push_str(replaced.as_deref().unwrap_or(line));
         out.push('\n');
     }
-    let missing: Vec<&str> =
-        CONFIG_H_ANSWERS.iter().zip(&seen).filter(|(_, s)| !**s).map(|((n, _), _)| *n).collect();
-    if missing.is_empty() { Ok(out) } else { Err(format!("config.h has no line for {}", missing.join(", "))) }
+    let missing: Vec<&str> = CONFIG_H_ANSWERS
+        .iter()
+        .zip(&seen)
+        .filter(|(_, s)| !**s)
+        .map(|((n, _), _)| *n)
+        .collect();
+    if missing.is_empty() {
+        Ok(out)
+    } else {
+        Err(format!("config.h has no line for {}", missing.join(", ")))
+    }
 }
 
 /// The macro a `#define X ...` or `/* #undef X */` line is about.
 fn macro_line_name(line: &str) -> Option<&str> {
     let t = line.trim_start();
-    let rest = t.strip_prefix("#define ").or_else(|| t.strip_prefix("/* #undef "))?;
+    let rest = t
+        .strip_prefix("#define ")
+        .or_else(|| t.strip_prefix("/* #undef "))?;
     rest.split_whitespace().next()
 }
 
@@ -274,7 +297,10 @@ pub fn fix_config_h(build_dir: &Path, personality: Personality) -> Result<()> {
     }
     let path = build_dir.join("config.h");
     let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-    let new = apply_config_h_answers(&text).map_err(|detail| Error::Io { path: path.clone(), detail })?;
+    let new = apply_config_h_answers(&text).map_err(|detail| Error::Io {
+        path: path.clone(),
+        detail,
+    })?;
     if new != text {
         std::fs::write(&path, &new).map_err(|e| Error::io(&path, e))?;
     }
@@ -306,13 +332,22 @@ mod tests {
     use super::*;
     use crate::targets::lookup;
 
-    fn spec<'a>(p: Personality, target: &'a Target, host: &'a Target, prefix: &str) -> ConfigureSpec<'a> {
+    fn spec<'a>(
+        p: Personality,
+        target: &'a Target,
+        host: &'a Target,
+        prefix: &str,
+    ) -> ConfigureSpec<'a> {
         ConfigureSpec {
             personality: p,
             target,
             host,
             prefix: PathBuf::from(prefix),
-            compiler: Compiler { cc: "gcc".into(), from_env: None, launcher: Some("ccache".into()) },
+            compiler: Compiler {
+                cc: "gcc".into(),
+                from_env: None,
+                launcher: Some("ccache".into()),
+            },
             header: PathBuf::from("/r/shim/include/slurm_shim.h"),
             user_cppflags: None,
         }
@@ -325,13 +360,26 @@ mod tests {
     #[test]
     fn configure_args__native_is_plain_upstream() {
         let args = configure_args(&spec(Personality::Native, linux(), linux(), "/p"));
-        assert_eq!(args, vec!["--prefix=/p".to_string(), "CC=ccache gcc".to_string()]);
+        assert_eq!(
+            args,
+            vec!["--prefix=/p".to_string(), "CC=ccache gcc".to_string()]
+        );
     }
 
     #[test]
     fn configure_args__native_patched_and_unpatched_differ_only_in_prefix() {
-        let a = configure_args(&spec(Personality::Native, linux(), linux(), "/t/24.11.5-native/prefix"));
-        let b = configure_args(&spec(Personality::Native, linux(), linux(), "/t/24.11.5-native-nopatch/prefix"));
+        let a = configure_args(&spec(
+            Personality::Native,
+            linux(),
+            linux(),
+            "/t/24.11.5-native/prefix",
+        ));
+        let b = configure_args(&spec(
+            Personality::Native,
+            linux(),
+            linux(),
+            "/t/24.11.5-native-nopatch/prefix",
+        ));
         assert_eq!(a[1..], b[1..]);
         assert_ne!(a[0], b[0]);
     }
@@ -340,13 +388,27 @@ mod tests {
     fn configure_args__darwin_adds_header_switches_and_every_cache_var() {
         let args = configure_args(&spec(Personality::Darwin, linux(), linux(), "/p"));
         assert_eq!(args[0], "--prefix=/p");
-        assert!(args.contains(&"CPPFLAGS=-include /r/shim/include/slurm_shim.h -DSLURM_SHIM_EMULATE_DARWIN".to_string()));
+        assert!(
+            args.contains(
+                &"CPPFLAGS=-include /r/shim/include/slurm_shim.h -DSLURM_SHIM_EMULATE_DARWIN"
+                    .to_string()
+            )
+        );
         assert!(args.contains(&"--without-bpf".to_string()));
         for v in DARWIN_CACHE_VARS {
-            assert!(args.contains(&format!("{v}=no")), "{v} missing from {args:?}");
+            assert!(
+                args.contains(&format!("{v}=no")),
+                "{v} missing from {args:?}"
+            );
         }
-        assert!(!args.iter().any(|a| a.starts_with("--host")), "native host: no --host");
-        assert!(!args.iter().any(|a| a.starts_with("LIBS")), "the shim stays out of configure's LIBS");
+        assert!(
+            !args.iter().any(|a| a.starts_with("--host")),
+            "native host: no --host"
+        );
+        assert!(
+            !args.iter().any(|a| a.starts_with("LIBS")),
+            "the shim stays out of configure's LIBS"
+        );
     }
 
     #[test]
@@ -379,18 +441,37 @@ mod tests {
         assert_eq!(c.command(), "clang-16");
         assert_eq!(c.from_env.as_deref(), Some("CC_x86_64_unknown_linux_gnu"));
         let only_cc = |k: &str| (k == "CC").then(|| "gcc-12".to_string());
-        assert_eq!(compiler(linux(), linux(), &only_cc, true).unwrap().command(), "gcc-12");
+        assert_eq!(
+            compiler(linux(), linux(), &only_cc, true)
+                .unwrap()
+                .command(),
+            "gcc-12"
+        );
         let host_cc = |k: &str| (k == "HOST_CC").then(|| "gcc-13".to_string());
-        assert_eq!(compiler(linux(), linux(), &host_cc, true).unwrap().command(), "gcc-13");
+        assert_eq!(
+            compiler(linux(), linux(), &host_cc, true)
+                .unwrap()
+                .command(),
+            "gcc-13"
+        );
     }
 
     #[test]
     fn compiler__default_uses_ccache_only_when_present() {
         let none = |_: &str| None;
-        assert_eq!(compiler(linux(), linux(), &none, true).unwrap().command(), "ccache gcc");
-        assert_eq!(compiler(linux(), linux(), &none, false).unwrap().command(), "gcc");
+        assert_eq!(
+            compiler(linux(), linux(), &none, true).unwrap().command(),
+            "ccache gcc"
+        );
+        assert_eq!(
+            compiler(linux(), linux(), &none, false).unwrap().command(),
+            "gcc"
+        );
         let arm = lookup("aarch64-unknown-linux-gnu").unwrap();
-        assert_eq!(compiler(arm, linux(), &none, false).unwrap().command(), "aarch64-linux-gnu-gcc");
+        assert_eq!(
+            compiler(arm, linux(), &none, false).unwrap().command(),
+            "aarch64-linux-gnu-gcc"
+        );
     }
 
     #[test]
@@ -401,8 +482,12 @@ mod tests {
             Err(Error::Unsupported(m)) => assert!(m.contains("CC_aarch64_apple_darwin"), "{m}"),
             other => panic!("expected Unsupported, got {other:?}"),
         }
-        let target_cc = |k: &str| (k == "TARGET_CC").then(|| "zig cc -target aarch64-macos".to_string());
-        assert_eq!(compiler(mac, linux(), &target_cc, true).unwrap().command(), "zig cc -target aarch64-macos");
+        let target_cc =
+            |k: &str| (k == "TARGET_CC").then(|| "zig cc -target aarch64-macos".to_string());
+        assert_eq!(
+            compiler(mac, linux(), &target_cc, true).unwrap().command(),
+            "zig cc -target aarch64-macos"
+        );
     }
 
     const CONFIG_H: &str = "/* x */\n#define HAVE_EPOLL 1\n#define HAVE_PROGRAM_INVOCATION_NAME 1\n#define USE_ALIAS 1\n/* #undef HAVE_SETRESUID */\n";
@@ -412,7 +497,10 @@ mod tests {
         let out = apply_config_h_answers(CONFIG_H).unwrap();
         assert!(out.contains("/* #undef HAVE_PROGRAM_INVOCATION_NAME */"));
         assert!(!out.contains("#define HAVE_PROGRAM_INVOCATION_NAME"));
-        assert!(out.contains("#define USE_ALIAS 1\n"), "USE_ALIAS stays (Mach-O only)");
+        assert!(
+            out.contains("#define USE_ALIAS 1\n"),
+            "USE_ALIAS stays (Mach-O only)"
+        );
         assert!(out.contains("#define HAVE_EPOLL 1"), "other lines are kept");
         // Idempotent.
         assert_eq!(apply_config_h_answers(&out).unwrap(), out);
@@ -427,10 +515,23 @@ mod tests {
     #[test]
     fn darwin_config_h_violations__names_each_linux_answer() {
         let bad = darwin_config_h_violations(CONFIG_H);
-        assert!(bad.iter().any(|b| b.starts_with("HAVE_EPOLL is defined")), "{bad:?}");
-        assert!(bad.iter().any(|b| b.starts_with("HAVE_PROGRAM_INVOCATION_NAME")), "{bad:?}");
-        assert!(!bad.iter().any(|b| b.starts_with("HAVE_SETRESUID")), "{bad:?}");
-        let fixed = apply_config_h_answers(&CONFIG_H.replace("#define HAVE_EPOLL 1", "/* #undef HAVE_EPOLL */")).unwrap();
+        assert!(
+            bad.iter().any(|b| b.starts_with("HAVE_EPOLL is defined")),
+            "{bad:?}"
+        );
+        assert!(
+            bad.iter()
+                .any(|b| b.starts_with("HAVE_PROGRAM_INVOCATION_NAME")),
+            "{bad:?}"
+        );
+        assert!(
+            !bad.iter().any(|b| b.starts_with("HAVE_SETRESUID")),
+            "{bad:?}"
+        );
+        let fixed = apply_config_h_answers(
+            &CONFIG_H.replace("#define HAVE_EPOLL 1", "/* #undef HAVE_EPOLL */"),
+        )
+        .unwrap();
         assert_eq!(darwin_config_h_violations(&fixed), Vec::<String>::new());
     }
 

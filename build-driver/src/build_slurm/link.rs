@@ -86,19 +86,34 @@ pub fn build_shim(sh: &Shell, root: &Path, target: &Target) -> Result<ShimLib> {
         .join("release")
         .join("libslurm_shim.a");
     if !archive.is_file() {
-        return Err(Error::Io { path: archive, detail: "cargo succeeded but the shim archive is not there".into() });
+        return Err(Error::Io {
+            path: archive,
+            detail: "cargo succeeded but the shim archive is not there".into(),
+        });
     }
-    Ok(ShimLib { archive, native_libs })
+    Ok(ShimLib {
+        archive,
+        native_libs,
+    })
 }
 
 /// Linux: turns the shim archive into one relocatable object at `out` whose only global
 /// symbols are the export table's (see the module doc). Cross targets use `<host>-ld` and
 /// `<host>-objcopy`.
-pub fn relocatable_object(sh: &Shell, target: &Target, host: &Target, shim: &ShimLib, out: &Path) -> Result<ShimLib> {
+pub fn relocatable_object(
+    sh: &Shell,
+    target: &Target,
+    host: &Target,
+    shim: &ShimLib,
+    out: &Path,
+) -> Result<ShimLib> {
     let (ld, objcopy) = if target.rust == host.rust {
         ("ld".to_string(), "objcopy".to_string())
     } else {
-        (format!("{}-ld", target.autoconf_host), format!("{}-objcopy", target.autoconf_host))
+        (
+            format!("{}-ld", target.autoconf_host),
+            format!("{}-objcopy", target.autoconf_host),
+        )
     };
     let dir = out.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
@@ -111,10 +126,19 @@ pub fn relocatable_object(sh: &Shell, target: &Target, host: &Target, shim: &Shi
         program: program.to_string(),
         detail: format!("{e} (binutils needed: Debian: apt-get install binutils)"),
     };
-    cmd!(sh, "{ld} -r -o {whole} --whole-archive {archive}").quiet().run().map_err(|e| fail(&ld, e))?;
-    cmd!(sh, "{objcopy} --keep-global-symbols={keep} {whole} {out}").quiet().run().map_err(|e| fail(&objcopy, e))?;
+    cmd!(sh, "{ld} -r -o {whole} --whole-archive {archive}")
+        .quiet()
+        .run()
+        .map_err(|e| fail(&ld, e))?;
+    cmd!(sh, "{objcopy} --keep-global-symbols={keep} {whole} {out}")
+        .quiet()
+        .run()
+        .map_err(|e| fail(&objcopy, e))?;
     let _ = std::fs::remove_file(&whole);
-    Ok(ShimLib { archive: out.to_path_buf(), native_libs: shim.native_libs.clone() })
+    Ok(ShimLib {
+        archive: out.to_path_buf(),
+        native_libs: shim.native_libs.clone(),
+    })
 }
 
 /// The libraries on rustc's `note: native-static-libs: ...` line.
@@ -147,12 +171,21 @@ pub fn lib_ldflags(target: &Target, shim: &ShimLib, symbols: &[&str]) -> Vec<Str
 
 /// The exported symbols of the shim, from its export table.
 pub fn shim_symbols() -> Vec<&'static str> {
-    slurm_shim::table::ENTRIES.iter().map(|e| e.symbol).collect()
+    slurm_shim::table::ENTRIES
+        .iter()
+        .map(|e| e.symbol)
+        .collect()
 }
 
 /// glibc functions a darwin-personality libslurmfull must no longer import (the shim
 /// replaces them; importing one means the header's mapping did not reach a call).
-pub const MUST_NOT_IMPORT: &[&str] = &["pipe2", "accept4", "timer_create", "setresuid", "sched_getaffinity"];
+pub const MUST_NOT_IMPORT: &[&str] = &[
+    "pipe2",
+    "accept4",
+    "timer_create",
+    "setresuid",
+    "sched_getaffinity",
+];
 
 /// What `nm -D` says about one shared object.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -189,11 +222,19 @@ pub fn parse_nm_dynamic(text: &str) -> DynSymbols {
 /// glibc functions of [`MUST_NOT_IMPORT`] it still imports.
 pub fn check_libslurmfull(syms: &DynSymbols, shim_symbols: &[&str]) -> Vec<String> {
     let mut bad = Vec::new();
-    let missing: Vec<&str> = shim_symbols.iter().copied().filter(|s| !syms.defined.contains(*s)).collect();
+    let missing: Vec<&str> = shim_symbols
+        .iter()
+        .copied()
+        .filter(|s| !syms.defined.contains(*s))
+        .collect();
     if !missing.is_empty() {
         bad.push(format!("does not define {}", missing.join(" ")));
     }
-    let imported: Vec<&str> = MUST_NOT_IMPORT.iter().copied().filter(|s| syms.undefined.contains(*s)).collect();
+    let imported: Vec<&str> = MUST_NOT_IMPORT
+        .iter()
+        .copied()
+        .filter(|s| syms.undefined.contains(*s))
+        .collect();
     if !imported.is_empty() {
         bad.push(format!("still imports glibc's {}", imported.join(" ")));
     }
@@ -215,11 +256,14 @@ pub struct LinkReport {
 pub fn verify_darwin_link(sh: &Shell, prefix: &Path) -> Result<LinkReport> {
     let libdir = prefix.join("lib").join("slurm");
     let full = libdir.join("libslurmfull.so");
-    let text = cmd!(sh, "nm -D {full}").quiet().read().map_err(|e| Error::Command {
-        step: "darwin link check".into(),
-        program: "nm -D".into(),
-        detail: e.to_string(),
-    })?;
+    let text = cmd!(sh, "nm -D {full}")
+        .quiet()
+        .read()
+        .map_err(|e| Error::Command {
+            step: "darwin link check".into(),
+            program: "nm -D".into(),
+            detail: e.to_string(),
+        })?;
     let syms = parse_nm_dynamic(&text);
     let shim = shim_symbols();
     let bad = check_libslurmfull(&syms, &shim);
@@ -235,21 +279,29 @@ pub fn verify_darwin_link(sh: &Shell, prefix: &Path) -> Result<LinkReport> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.extension().is_some_and(|x| x == "so")
-                && p.file_name().is_some_and(|n| n != "libslurmfull.so" && n != "libslurm_pmi.so")
+                && p.file_name()
+                    .is_some_and(|n| n != "libslurmfull.so" && n != "libslurm_pmi.so")
         })
         .collect();
     plugins.sort();
     let mut offenders = Vec::new();
     if !plugins.is_empty() {
         let plugin_refs: Vec<&PathBuf> = plugins.iter().collect();
-        let text = cmd!(sh, "nm -D -A --defined-only {plugin_refs...}").quiet().read().map_err(|e| Error::Command {
-            step: "darwin link check".into(),
-            program: "nm -D -A".into(),
-            detail: e.to_string(),
-        })?;
+        let text = cmd!(sh, "nm -D -A --defined-only {plugin_refs...}")
+            .quiet()
+            .read()
+            .map_err(|e| Error::Command {
+                step: "darwin link check".into(),
+                program: "nm -D -A".into(),
+                detail: e.to_string(),
+            })?;
         for line in text.lines() {
             if let Some((file, rest)) = line.split_once(':') {
-                if rest.split_whitespace().last().is_some_and(|n| n.starts_with(slurm_shim::table::PREFIX)) {
+                if rest
+                    .split_whitespace()
+                    .last()
+                    .is_some_and(|n| n.starts_with(slurm_shim::table::PREFIX))
+                {
                     offenders.push(file.to_string());
                 }
             }
@@ -263,7 +315,10 @@ pub fn verify_darwin_link(sh: &Shell, prefix: &Path) -> Result<LinkReport> {
             tail: offenders.join("\n"),
         });
     }
-    Ok(LinkReport { defined: shim.len(), plugins_checked: plugins.len() })
+    Ok(LinkReport {
+        defined: shim.len(),
+        plugins_checked: plugins.len(),
+    })
 }
 
 #[cfg(test)]
@@ -273,7 +328,10 @@ mod tests {
     use crate::targets::lookup;
 
     fn shim() -> ShimLib {
-        ShimLib { archive: PathBuf::from("/t/x/release/libslurm_shim.a"), native_libs: vec!["-lgcc_s".into(), "-lc".into()] }
+        ShimLib {
+            archive: PathBuf::from("/t/x/release/libslurm_shim.a"),
+            native_libs: vec!["-lgcc_s".into(), "-lc".into()],
+        }
     }
 
     #[test]
@@ -311,10 +369,19 @@ mod tests {
 
     #[test]
     fn parse_native_static_libs__reads_rustc_note() {
-        let err = "warning: x\nnote: native-static-libs: -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc\n";
+        let err =
+            "warning: x\nnote: native-static-libs: -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc\n";
         assert_eq!(
             parse_native_static_libs(err).unwrap(),
-            vec!["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl", "-lc"]
+            vec![
+                "-lgcc_s",
+                "-lutil",
+                "-lrt",
+                "-lpthread",
+                "-lm",
+                "-ldl",
+                "-lc"
+            ]
         );
         assert_eq!(parse_native_static_libs("nothing"), None);
     }
@@ -341,9 +408,14 @@ mod tests {
         let s = parse_nm_dynamic(NM);
         let bad = check_libslurmfull(&s, &["slurm_shim_pipe2", "slurm_shim_timer_create"]);
         assert_eq!(bad.len(), 2, "{bad:?}");
-        assert!(bad[0].contains("slurm_shim_timer_create") && !bad[0].contains("slurm_shim_pipe2 "), "{bad:?}");
+        assert!(
+            bad[0].contains("slurm_shim_timer_create") && !bad[0].contains("slurm_shim_pipe2 "),
+            "{bad:?}"
+        );
         assert!(bad[1].contains("pipe2"), "{bad:?}");
-        let ok = parse_nm_dynamic("0000000000012340 T slurm_shim_pipe2\n                 U pipe@GLIBC_2.2.5\n");
+        let ok = parse_nm_dynamic(
+            "0000000000012340 T slurm_shim_pipe2\n                 U pipe@GLIBC_2.2.5\n",
+        );
         assert!(check_libslurmfull(&ok, &["slurm_shim_pipe2"]).is_empty());
     }
 
@@ -351,8 +423,17 @@ mod tests {
     fn cargo_target_dir__env_absolute_relative_or_default() {
         let root = Path::new("/r");
         assert_eq!(cargo_target_dir(root, None), PathBuf::from("/r/target"));
-        assert_eq!(cargo_target_dir(root, Some(String::new())), PathBuf::from("/r/target"));
-        assert_eq!(cargo_target_dir(root, Some("/x/t".into())), PathBuf::from("/x/t"));
-        assert_eq!(cargo_target_dir(root, Some("tt".into())), PathBuf::from("/r/tt"));
+        assert_eq!(
+            cargo_target_dir(root, Some(String::new())),
+            PathBuf::from("/r/target")
+        );
+        assert_eq!(
+            cargo_target_dir(root, Some("/x/t".into())),
+            PathBuf::from("/x/t")
+        );
+        assert_eq!(
+            cargo_target_dir(root, Some("tt".into())),
+            PathBuf::from("/r/tt")
+        );
     }
 }

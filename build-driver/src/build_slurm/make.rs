@@ -24,7 +24,9 @@ pub fn count_steps(text: &str) -> u64 {
 
 /// The last `n` lines of a log file.
 pub fn tail(log: &Path, n: usize) -> String {
-    let text = std::fs::read(log).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    let text = std::fs::read(log)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
@@ -39,7 +41,9 @@ pub fn estimate(previous_log: &Path, src: &Path) -> u64 {
         }
     }
     fn count_c(dir: &Path) -> u64 {
-        let Ok(rd) = std::fs::read_dir(dir) else { return 0 };
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return 0;
+        };
         rd.filter_map(|e| e.ok())
             .map(|e| {
                 let p = e.path();
@@ -69,7 +73,10 @@ pub enum Progress {
 pub fn run_logged(mut command: Command, step: &str, log: &Path, progress: Progress) -> Result<u64> {
     let file = File::create(log).map_err(|e| Error::io(log, e))?;
     let file2 = file.try_clone().map_err(|e| Error::io(log, e))?;
-    command.stdin(Stdio::null()).stdout(Stdio::from(file)).stderr(Stdio::from(file2));
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(file))
+        .stderr(Stdio::from(file2));
     let bar = match progress {
         Progress::Spinner => {
             let b = ProgressBar::new_spinner();
@@ -123,7 +130,11 @@ pub fn run_logged(mut command: Command, step: &str, log: &Path, progress: Progre
             Ok(None) => std::thread::sleep(Duration::from_millis(150)),
             Err(e) => {
                 bar.abandon();
-                return Err(Error::Command { step: step.into(), program: "wait".into(), detail: e.to_string() });
+                return Err(Error::Command {
+                    step: step.into(),
+                    program: "wait".into(),
+                    detail: e.to_string(),
+                });
             }
         }
     };
@@ -138,7 +149,11 @@ pub fn run_logged(mut command: Command, step: &str, log: &Path, progress: Progre
         Ok(steps)
     } else {
         bar.abandon_with_message("FAILED".to_string());
-        Err(Error::Build { step: step.into(), log: PathBuf::from(log), tail: tail(log, 40) })
+        Err(Error::Build {
+            step: step.into(),
+            log: PathBuf::from(log),
+            tail: tail(log, 40),
+        })
     }
 }
 
@@ -185,10 +200,16 @@ mod tests {
     fn run_logged__success_counts_steps_and_logs_everything() {
         let d = tempfile::tempdir().unwrap();
         let log = d.path().join("out.log");
-        let c = script(d.path(), "echo '  CC a.lo'; echo '  CCLD b.la'; echo warn >&2");
+        let c = script(
+            d.path(),
+            "echo '  CC a.lo'; echo '  CCLD b.la'; echo warn >&2",
+        );
         assert_eq!(run_logged(c, "test", &log, Progress::Steps(5)).unwrap(), 2);
         let text = std::fs::read_to_string(&log).unwrap();
-        assert!(text.contains("warn") && text.contains("CCLD b.la"), "{text}");
+        assert!(
+            text.contains("warn") && text.contains("CCLD b.la"),
+            "{text}"
+        );
     }
 
     #[test]

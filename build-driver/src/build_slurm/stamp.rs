@@ -111,7 +111,12 @@ pub fn contents_digest(root: &Path, paths: &[PathBuf]) -> Result<String> {
     let mut h = Sha256::new();
     for f in files {
         let data = fs::read(&f).map_err(|e| Error::io(&f, e))?;
-        h.update(f.strip_prefix(root).unwrap_or(&f).as_os_str().as_encoded_bytes());
+        h.update(
+            f.strip_prefix(root)
+                .unwrap_or(&f)
+                .as_os_str()
+                .as_encoded_bytes(),
+        );
         h.update([0]);
         h.update((data.len() as u64).to_le_bytes());
         h.update(&data);
@@ -122,7 +127,10 @@ pub fn contents_digest(root: &Path, paths: &[PathBuf]) -> Result<String> {
 /// The hash recorded in a stamp file, if there is one.
 pub fn read(path: &Path) -> Option<String> {
     let text = fs::read_to_string(path).ok()?;
-    text.lines().next().map(|l| l.trim().to_string()).filter(|l| !l.is_empty())
+    text.lines()
+        .next()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
 }
 
 /// Removes a stamp (missing is fine).
@@ -203,7 +211,11 @@ mod tests {
         fs::create_dir(&src).unwrap();
         fs::write(src.join("lib.rs"), "fn a() {}").unwrap();
         fs::write(d.path().join("Cargo.lock"), "v1").unwrap();
-        let paths = [src.clone(), d.path().join("Cargo.lock"), d.path().join("absent.h")];
+        let paths = [
+            src.clone(),
+            d.path().join("Cargo.lock"),
+            d.path().join("absent.h"),
+        ];
         let h1 = contents_digest(d.path(), &paths).unwrap();
         fs::write(d.path().join("Cargo.lock"), "v2").unwrap();
         let h2 = contents_digest(d.path(), &paths).unwrap();
