@@ -17,43 +17,11 @@ mod common;
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use crate::common::{errno, leak_checked};
+    use crate::common::{close, errno, leak_checked, socket_state as state};
     use std::time::{Duration, Instant};
 
     use libc::{c_int, sockaddr, sockaddr_storage, socklen_t};
     use slurm_shim::accept4::slurm_shim_accept4;
-
-    fn close(fd: c_int) {
-        assert_eq!(unsafe { libc::close(fd) }, 0, "close({fd})");
-    }
-
-    fn sockopt(fd: c_int, opt: c_int) -> c_int {
-        let mut v: c_int = -1;
-        let mut len = size_of::<c_int>() as socklen_t;
-        let r =
-            unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, opt, (&raw mut v).cast(), &mut len) };
-        assert_eq!(r, 0, "getsockopt({fd}, {opt})");
-        v
-    }
-
-    #[derive(Debug, PartialEq, Eq)]
-    struct State {
-        fd_flags: c_int,
-        fl_flags: c_int,
-        so_type: c_int,
-        so_domain: c_int,
-        so_acceptconn: c_int,
-    }
-
-    fn state(fd: c_int) -> State {
-        State {
-            fd_flags: unsafe { libc::fcntl(fd, libc::F_GETFD) },
-            fl_flags: unsafe { libc::fcntl(fd, libc::F_GETFL) },
-            so_type: sockopt(fd, libc::SO_TYPE),
-            so_domain: sockopt(fd, libc::SO_DOMAIN),
-            so_acceptconn: sockopt(fd, libc::SO_ACCEPTCONN),
-        }
-    }
 
     /// A listening socket and the address clients connect to.
     struct Listener {

@@ -1,4 +1,8 @@
 //! `sched_getaffinity`/`sched_setaffinity` and the CPU_* helpers against glibc.
+//!
+//! glibc is the oracle, so this file runs on Linux only (for macOS targets the shim is
+//! compiled, and linked into a Mach-O program by tests/header.rs).
+#![cfg(target_os = "linux")]
 #![allow(non_snake_case)]
 
 use core::mem::size_of;

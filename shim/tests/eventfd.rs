@@ -18,7 +18,7 @@ mod common;
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use crate::common::{errno, leak_checked};
+    use crate::common::{close, errno, leak_checked};
     use std::time::{Duration, Instant};
 
     use libc::{c_int, c_uint};
@@ -28,10 +28,6 @@ mod linux {
 
     fn set_errno(v: c_int) {
         unsafe { *libc::__errno_location() = v };
-    }
-
-    fn close(fd: c_int) {
-        assert_eq!(unsafe { libc::close(fd) }, 0, "close({fd})");
     }
 
     /// One implementation: glibc's or the shim's.

@@ -1,5 +1,9 @@
 //! `getgrouplist` with GNU semantics: against glibc for existing users, and the growth
 //! logic through the seam with a Darwin-like fake (which never reports the size needed).
+//!
+//! glibc is the oracle, so this file runs on Linux only (for macOS targets the shim is
+//! compiled, and linked into a Mach-O program by tests/header.rs).
+#![cfg(target_os = "linux")]
 #![allow(non_snake_case)]
 
 use std::cell::Cell;

@@ -1,4 +1,8 @@
 //! GNU-order `qsort_r` against glibc's.
+//!
+//! glibc is the oracle, so this file runs on Linux only (for macOS targets the shim is
+//! compiled, and linked into a Mach-O program by tests/header.rs).
+#![cfg(target_os = "linux")]
 #![allow(non_snake_case)]
 
 use libc::{c_int, c_void};

@@ -1,5 +1,9 @@
 //! `setresuid`/`setresgid`/`getres*`: the XNU model and planner, and (as root) the
 //! emulation against glibc's `setresuid` in forked children on the same inputs.
+//!
+//! glibc is the oracle, so this file runs on Linux only (for macOS targets the shim is
+//! compiled, and linked into a Mach-O program by tests/header.rs).
+#![cfg(target_os = "linux")]
 #![allow(non_snake_case)]
 
 use libc::c_int;
@@ -293,9 +297,9 @@ fn run_uid(start: [u32; 3], req: [u32; 3], shim: bool) -> [i32; 7] {
 fn run_gid(start: [u32; 3], euid: u32, req: [u32; 3], shim: bool) -> [i32; 7] {
     in_child(|| {
         // SAFETY: plain system calls in the child (gids first, then drop the euid).
-        if unsafe { libc::setresgid(start[0], start[1], start[2]) } != 0
-            || unsafe { libc::setresuid(0, euid, 0) } != 0
-        {
+        let gids = unsafe { libc::setresgid(start[0], start[1], start[2]) };
+        // SAFETY: as above.
+        if gids != 0 || unsafe { libc::setresuid(0, euid, 0) } != 0 {
             return pack(0, 0, 0, now_gids());
         }
         errno::set(0);
@@ -503,10 +507,8 @@ fn getresuid__matches_glibc_and_checks_pointers() {
     assert_eq!([r, e, s], now_gids());
     errno::set(0);
     // SAFETY: NULL is checked.
-    assert_eq!(
-        unsafe { slurm_shim_getresuid(&mut r, core::ptr::null_mut(), &mut s) },
-        -1
-    );
+    let rc = unsafe { slurm_shim_getresuid(&mut r, core::ptr::null_mut(), &mut s) };
+    assert_eq!(rc, -1);
     assert_eq!(errno::get(), libc::EFAULT);
     if is_root() {
         let out = in_child(|| {

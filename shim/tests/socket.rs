@@ -17,43 +17,10 @@ mod common;
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use crate::common::{errno, leak_checked};
+    use crate::common::{close, errno, leak_checked, socket_state as state};
 
     use libc::c_int;
     use slurm_shim::socket::{slurm_shim_socket, slurm_shim_socketpair};
-
-    fn sockopt(fd: c_int, opt: c_int) -> c_int {
-        let mut v: c_int = -1;
-        let mut len = size_of::<c_int>() as libc::socklen_t;
-        let r =
-            unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, opt, (&raw mut v).cast(), &mut len) };
-        assert_eq!(r, 0, "getsockopt({fd}, {opt})");
-        v
-    }
-
-    /// Everything observable about a new socket.
-    #[derive(Debug, PartialEq, Eq)]
-    struct State {
-        fd_flags: c_int,
-        fl_flags: c_int,
-        so_type: c_int,
-        so_domain: c_int,
-        so_protocol: c_int,
-    }
-
-    fn state(fd: c_int) -> State {
-        State {
-            fd_flags: unsafe { libc::fcntl(fd, libc::F_GETFD) },
-            fl_flags: unsafe { libc::fcntl(fd, libc::F_GETFL) },
-            so_type: sockopt(fd, libc::SO_TYPE),
-            so_domain: sockopt(fd, libc::SO_DOMAIN),
-            so_protocol: sockopt(fd, libc::SO_PROTOCOL),
-        }
-    }
-
-    fn close(fd: c_int) {
-        assert_eq!(unsafe { libc::close(fd) }, 0, "close({fd})");
-    }
 
     const FLAG_SETS: [c_int; 4] = [
         0,

@@ -1,4 +1,8 @@
 //! `sysinfo` against glibc's, and the uptime logic through the seam.
+//!
+//! glibc is the oracle, so this file runs on Linux only (for macOS targets the shim is
+//! compiled, and linked into a Mach-O program by tests/header.rs).
+#![cfg(target_os = "linux")]
 #![allow(non_snake_case)]
 
 use core::mem::{offset_of, size_of};

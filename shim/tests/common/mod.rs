@@ -29,3 +29,49 @@ pub fn leak_checked(body: impl FnOnce()) {
 pub fn errno() -> libc::c_int {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
+
+/// Closes `fd`, asserting success.
+pub fn close(fd: libc::c_int) {
+    // SAFETY: closing a descriptor the test owns.
+    assert_eq!(unsafe { libc::close(fd) }, 0, "close({fd})");
+}
+
+/// An integer `SOL_SOCKET` option of `fd`.
+pub fn sockopt(fd: libc::c_int, opt: libc::c_int) -> libc::c_int {
+    let mut v: libc::c_int = -1;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` and `len` are valid for the call.
+    let r = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, opt, (&raw mut v).cast(), &mut len) };
+    assert_eq!(r, 0, "getsockopt({fd}, {opt})");
+    v
+}
+
+/// Everything a differential test compares about a socket descriptor.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SocketState {
+    pub fd_flags: libc::c_int,
+    pub fl_flags: libc::c_int,
+    pub so_type: libc::c_int,
+    pub so_domain: libc::c_int,
+    pub so_protocol: libc::c_int,
+    pub so_acceptconn: libc::c_int,
+}
+
+/// The [`SocketState`] of `fd`.
+pub fn socket_state(fd: libc::c_int) -> SocketState {
+    // SAFETY: fcntl queries on a descriptor the test owns.
+    let (fd_flags, fl_flags) = unsafe {
+        (
+            libc::fcntl(fd, libc::F_GETFD),
+            libc::fcntl(fd, libc::F_GETFL),
+        )
+    };
+    SocketState {
+        fd_flags,
+        fl_flags,
+        so_type: sockopt(fd, libc::SO_TYPE),
+        so_domain: sockopt(fd, libc::SO_DOMAIN),
+        so_protocol: sockopt(fd, libc::SO_PROTOCOL),
+        so_acceptconn: sockopt(fd, libc::SO_ACCEPTCONN),
+    }
+}
