@@ -26,6 +26,8 @@ pub enum Command {
     Ci(CiArgs),
     /// A local Slurm cluster on loopback from an installed prefix.
     Cluster(ClusterArgs),
+    /// Check that every plugin's undefined symbols resolve in every program that loads it.
+    Audit(AuditArgs),
 }
 
 #[derive(Debug, Args)]
@@ -121,4 +123,19 @@ pub enum ClusterAction {
         #[arg(long)]
         prefix: PathBuf,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// The installed Slurm prefix (with lib/slurm/ and sbin/ or bin/), ELF or Mach-O.
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// Accepted findings (e.g. ci/expectations/audit-24.11-native.toml): succeed only when
+    /// the findings are exactly these.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
+    /// Another SDK stub (.tbd) with system-library exports for a Mach-O prefix, beyond the
+    /// libSystem stubs zig ships (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub tbd: Vec<PathBuf>,
 }

@@ -90,6 +90,16 @@ pub enum Error {
         "patch {patch} touches the generated file {file}: patch its source of truth (configure.ac, *.m4, Makefile.am) instead; the driver regenerates generated files"
     )]
     GeneratedFile { patch: String, file: String },
+    #[error(
+        "{path} is not a Slurm install prefix: {detail} (pass the --prefix given to build-slurm, the directory holding sbin/ and lib/slurm/)"
+    )]
+    NotASlurmPrefix { path: PathBuf, detail: String },
+    #[error(
+        "{0}: no plugins (*.so, *.dylib); was the install complete? (cargo xtask build-slurm installs them)"
+    )]
+    NoPlugins(PathBuf),
+    #[error("audit: {0}")]
+    Audit(String),
 }
 
 impl Error {

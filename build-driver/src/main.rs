@@ -1,6 +1,7 @@
 //! `cargo xtask`: the build driver. One file per subcommand; `main` builds the shell, moves
 //! to the project root and dispatches.
 
+mod audit;
 mod build_slurm;
 mod check;
 mod ci;
@@ -40,6 +41,7 @@ fn run(cli: cli::Cli) -> Result<()> {
         cli::Command::BuildSlurm(args) => build_slurm::run(&sh, &root, args).map(|_| ()),
         cli::Command::Ci(args) => ci::run(&sh, &root, args),
         cli::Command::Cluster(args) => cluster::run(&sh, &root, args),
+        cli::Command::Audit(args) => audit::run(&sh, &root, args),
     }
 }
 

@@ -1,0 +1,341 @@
+//! `cargo xtask audit --prefix DIR`: prove that every plugin of an installed Slurm can be
+//! loaded by every program that loads it.
+//!
+//! For each plugin `DIR/lib/slurm/<type>_<name>.so` (or `.dylib`), the programs that load it
+//! come from its type ([`loaders`]). For each such program installed in `DIR/sbin` or
+//! `DIR/bin`, every undefined symbol of the plugin must be weak or be exported by the
+//! program, by a library the program or the plugin loads (libslurmfull among them; resolved
+//! as [`resolve`] describes), or by a system library (ELF: the real libraries on this
+//! machine; Mach-O: the SDK's `.tbd` stubs, by default those zig ships). Anything else is a
+//! finding: on ELF Slurm gets away with it because it `dlopen`s with `RTLD_LAZY` (catalog D1);
+//! a Mach-O linked by Apple's ld64 (chained fixups, eager binding) fails at `dlopen`. zig
+//! links plugins with lazy binds, so on this machine only this audit catches the class.
+//!
+//! With `--expect FILE`, the findings must equal the accepted ones listed there
+//! (`ci/expectations/audit-<line>-<lane>.toml`): a new finding fails, and so does a listed
+//! one that is gone (remove it then). Without it, any finding fails.
+
+mod expect;
+mod image;
+pub mod loaders;
+mod resolve;
+mod tbd;
+
+use crate::cli::AuditArgs;
+use crate::error::{Error, Result};
+use image::{Format, Image};
+use resolve::Resolver;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::Instant;
+use xshell::{Shell, cmd};
+
+pub use expect::Expectations;
+
+/// Unresolved imports of one plugin in one program's process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub plugin: String,
+    pub program: String,
+    pub symbols: BTreeSet<String>,
+    /// Libraries that could not be found (`name (needed by file)`).
+    pub libraries: BTreeSet<String>,
+}
+
+#[derive(Debug)]
+pub struct Report {
+    pub format: Format,
+    pub arch: String,
+    pub plugins: usize,
+    pub pairs: usize,
+    pub findings: Vec<Finding>,
+    /// Plugins whose type the table does not know.
+    pub unknown: Vec<String>,
+    /// Programs named by the table but not installed in the prefix.
+    pub not_installed: BTreeSet<String>,
+}
+
+impl Report {
+    pub fn unresolved_symbols(&self) -> usize {
+        self.findings.iter().map(|f| f.symbols.len()).sum()
+    }
+
+    pub fn summary(&self) -> String {
+        format!(
+            "{} plugins, {} (plugin, program) pairs, {} pairs with unresolved symbols ({} symbols, {} missing libraries), {} plugins of unknown type",
+            self.plugins,
+            self.pairs,
+            self.findings.len(),
+            self.unresolved_symbols(),
+            self.findings
+                .iter()
+                .map(|f| f.libraries.len())
+                .sum::<usize>(),
+            self.unknown.len()
+        )
+    }
+}
+
+pub fn run(sh: &Shell, _root: &Path, args: AuditArgs) -> Result<()> {
+    let start = Instant::now();
+    let report = audit(sh, &args.prefix, &args.tbd)?;
+    print_report(&args.prefix, &report);
+    let verdict = match &args.expect {
+        Some(file) => expect::judge(&report, &Expectations::load(file)?, file),
+        None if report.findings.is_empty() && report.unknown.is_empty() => Ok(()),
+        None => Err(Error::Audit(format!(
+            "{} pair(s) with unresolved symbols, {} plugin(s) of unknown type",
+            report.findings.len(),
+            report.unknown.len()
+        ))),
+    };
+    println!(
+        "audit: {}; {:.1} s",
+        report.summary(),
+        start.elapsed().as_secs_f64()
+    );
+    verdict
+}
+
+fn print_report(prefix: &Path, r: &Report) {
+    println!(
+        "audit {}: {} {}, {} plugins",
+        prefix.display(),
+        r.format,
+        r.arch,
+        r.plugins
+    );
+    if !r.not_installed.is_empty() {
+        println!(
+            "  not installed (their pairs are not checked): {}",
+            r.not_installed
+                .iter()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    for u in &r.unknown {
+        println!(
+            "  UNKNOWN TYPE {u}: no row in the type table (build-driver/src/audit/loaders.rs)"
+        );
+    }
+    // One line per plugin and unresolved set, listing the programs that share it.
+    let mut groups: BTreeMap<(&str, Vec<String>), Vec<&str>> = BTreeMap::new();
+    let mut types = BTreeSet::new();
+    for f in &r.findings {
+        if let Some(t) = loaders::plugin_type(&f.plugin) {
+            types.insert(t.name);
+        }
+        let mut what: Vec<String> = f.symbols.iter().cloned().collect();
+        what.extend(f.libraries.iter().map(|l| format!("library {l}")));
+        groups
+            .entry((f.plugin.as_str(), what))
+            .or_default()
+            .push(f.program.as_str());
+    }
+    for ((plugin, what), programs) in &groups {
+        println!(
+            "  UNRESOLVED {plugin} in {} ({}): {}",
+            if programs.len() == 1 {
+                "1 program".to_string()
+            } else {
+                format!("{} programs", programs.len())
+            },
+            programs.join(", "),
+            what.join(", ")
+        );
+    }
+    for t in loaders::TYPES.iter().filter(|t| types.contains(t.name)) {
+        println!("  ({} plugins are loaded by: {})", t.name, t.evidence);
+    }
+}
+
+/// Audit the prefix; `extra_stubs`: more `.tbd` files for a Mach-O prefix.
+pub fn audit(sh: &Shell, prefix: &Path, extra_stubs: &[PathBuf]) -> Result<Report> {
+    let not_prefix = |detail: &str| Error::NotASlurmPrefix {
+        path: prefix.to_path_buf(),
+        detail: detail.to_string(),
+    };
+    if !prefix.is_dir() {
+        return Err(not_prefix("no such directory"));
+    }
+    let plugin_dir = prefix.join("lib/slurm");
+    if !plugin_dir.is_dir() {
+        return Err(not_prefix("it has no lib/slurm directory"));
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&plugin_dir)
+        .map_err(|e| Error::io(&plugin_dir, e))?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".so") || n.ends_with(".dylib"))
+        .filter(|n| !loaders::is_library(n))
+        .collect();
+    names.sort();
+    if names.is_empty() {
+        return Err(Error::NoPlugins(plugin_dir));
+    }
+
+    // Programs: the known names present in sbin/ or bin/.
+    let mut programs: BTreeMap<&'static str, PathBuf> = BTreeMap::new();
+    for p in loaders::CLIENTS.iter().chain(loaders::DAEMONS) {
+        for dir in ["sbin", "bin"] {
+            let path = prefix.join(dir).join(p);
+            if path.is_file() {
+                programs.insert(p, path);
+            }
+        }
+    }
+    if programs.is_empty() {
+        return Err(not_prefix(
+            "no Slurm program (slurmd, slurmctld, srun, ...) in sbin/ or bin/",
+        ));
+    }
+
+    // The first plugin decides the format and architecture; all must agree.
+    let first = Image::read(&plugin_dir.join(&names[0]))?.ok_or_else(|| Error::Io {
+        path: plugin_dir.join(&names[0]),
+        detail: "not an ELF or Mach-O file".into(),
+    })?;
+    let (format, arch) = (first.format, arch_name(first.arch));
+    let stubs = match format {
+        Format::MachO => {
+            let mut s = zig_stubs(sh)?;
+            s.extend(extra_stubs.iter().cloned());
+            s
+        }
+        Format::Elf => extra_stubs.to_vec(),
+    };
+    let mut resolver = Resolver::new(prefix, &stubs, &arch)?;
+
+    let mut program_images: BTreeMap<&'static str, (Rc<Image>, resolve::Closure)> = BTreeMap::new();
+    for (name, path) in &programs {
+        let Some(img) = resolver.image(path)? else {
+            continue; // a script
+        };
+        if !img.executable {
+            return Err(Error::Io {
+                path: path.clone(),
+                detail: "a program name, but not an executable".into(),
+            });
+        }
+        if img.format != format {
+            return Err(Error::Io {
+                path: path.clone(),
+                detail: format!("{} file in a prefix whose plugins are {format}", img.format),
+            });
+        }
+        let closure = resolver.closure(&img, &img)?;
+        program_images.insert(name, (img, closure));
+    }
+
+    let mut report = Report {
+        format,
+        arch: arch.clone(),
+        plugins: 0,
+        pairs: 0,
+        findings: Vec::new(),
+        unknown: Vec::new(),
+        not_installed: BTreeSet::new(),
+    };
+    for name in &names {
+        let path = plugin_dir.join(name);
+        let Some(plugin) = resolver.image(&path)? else {
+            return Err(Error::Io {
+                path,
+                detail: "not an ELF or Mach-O file".into(),
+            });
+        };
+        report.plugins += 1;
+        let Some(ty) = loaders::plugin_type(name) else {
+            report.unknown.push(name.clone());
+            continue;
+        };
+        for program in loaders::programs(ty) {
+            let Some((prog, prog_closure)) = program_images.get(program) else {
+                report.not_installed.insert(program.to_string());
+                continue;
+            };
+            report.pairs += 1;
+            let plug_closure = resolver.closure(&plugin, prog)?;
+            let symbols: BTreeSet<String> = plugin
+                .imports
+                .iter()
+                .filter(|i| !i.weak)
+                .filter(|i| {
+                    !prog_closure.exports.contains(&i.name)
+                        && !plug_closure.exports.contains(&i.name)
+                })
+                .map(|i| i.name.clone())
+                .collect();
+            let libraries: BTreeSet<String> = prog_closure
+                .missing
+                .union(&plug_closure.missing)
+                .cloned()
+                .collect();
+            if !symbols.is_empty() || !libraries.is_empty() {
+                report.findings.push(Finding {
+                    plugin: name.clone(),
+                    program: program.to_string(),
+                    symbols,
+                    libraries,
+                });
+            }
+        }
+    }
+    Ok(report)
+}
+
+fn arch_name(a: object::Architecture) -> String {
+    match a {
+        object::Architecture::Aarch64 => "arm64".into(),
+        object::Architecture::X86_64 => "x86_64".into(),
+        other => format!("{other:?}").to_lowercase(),
+    }
+}
+
+/// The `.tbd` stubs zig ships (`<lib_dir>/libc/darwin/*.tbd`), found through
+/// `python3 -m ziglang env`.
+fn zig_stubs(sh: &Shell) -> Result<Vec<PathBuf>> {
+    let missing = |detail: String| Error::MissingTool {
+        program: "zig (python3 -m ziglang)".into(),
+        step: "audit of a Mach-O prefix (the SDK stubs of libSystem)".into(),
+        fix: format!("{detail}; install it with ci/setup-debian.sh, or pass --tbd FILE"),
+    };
+    let env = cmd!(sh, "python3 -m ziglang env")
+        .quiet()
+        .ignore_stderr()
+        .read()
+        .map_err(|e| missing(e.to_string()))?;
+    let lib_dir = zig_lib_dir(&env).ok_or_else(|| missing("no .lib_dir in `zig env`".into()))?;
+    let dir = PathBuf::from(lib_dir).join("libc/darwin");
+    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| Error::io(&dir, e))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "tbd"))
+        .collect();
+    out.sort();
+    if out.is_empty() {
+        return Err(missing(format!("no .tbd file in {}", dir.display())));
+    }
+    Ok(out)
+}
+
+/// `.lib_dir = "..."` from `zig env` (ZON in zig 0.14+, JSON before).
+fn zig_lib_dir(env: &str) -> Option<String> {
+    env.lines().find_map(|l| {
+        let l = l.trim().trim_start_matches('.').trim_start_matches('"');
+        let rest = l.strip_prefix("lib_dir")?;
+        let value = rest
+            .trim_start_matches('"')
+            .trim_start()
+            .strip_prefix(['=', ':'])?;
+        let value = value.trim().trim_end_matches(',').trim().trim_matches('"');
+        Some(value.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests;
