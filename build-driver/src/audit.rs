@@ -78,10 +78,21 @@ impl Report {
 }
 
 pub fn run(sh: &Shell, _root: &Path, args: AuditArgs) -> Result<()> {
+    check(sh, &args.prefix, args.expect.as_deref(), &args.tbd).map(|_| ())
+}
+
+/// Audit `prefix`, print the report, and judge it: against `expect` when given, else any
+/// finding fails. Returns the summary line (also used by `cargo xtask ci`).
+pub fn check(
+    sh: &Shell,
+    prefix: &Path,
+    expect: Option<&Path>,
+    extra_stubs: &[PathBuf],
+) -> Result<String> {
     let start = Instant::now();
-    let report = audit(sh, &args.prefix, &args.tbd)?;
-    print_report(&args.prefix, &report);
-    let verdict = match &args.expect {
+    let report = audit(sh, prefix, extra_stubs)?;
+    print_report(prefix, &report);
+    let verdict = match expect {
         Some(file) => expect::judge(&report, &Expectations::load(file)?, file),
         None if report.findings.is_empty() && report.unknown.is_empty() => Ok(()),
         None => Err(Error::Audit(format!(
@@ -90,12 +101,13 @@ pub fn run(sh: &Shell, _root: &Path, args: AuditArgs) -> Result<()> {
             report.unknown.len()
         ))),
     };
-    println!(
-        "audit: {}; {:.1} s",
+    let summary = format!(
+        "{}; {:.1} s",
         report.summary(),
         start.elapsed().as_secs_f64()
     );
-    verdict
+    println!("audit: {summary}");
+    verdict.map(|()| summary)
 }
 
 fn print_report(prefix: &Path, r: &Report) {

@@ -8,6 +8,9 @@
 //!    difference fails unless `ci/expectations/<line>-darwin.toml` lists it with a reason; an
 //!    entry that no longer matches fails too (the file must stay true). Then the live cluster
 //!    smoke test on the native install and on the darwin install.
+//! 4. Plugin-linkage audit (`cargo xtask audit`) of the native and the darwin install, each
+//!    compared exactly with `ci/expectations/audit-<line>-<lane>.toml` (new and fixed
+//!    findings both fail).
 //!
 //! A failed step does not stop independent steps; steps that need its output are skipped
 //! with the reason printed. The command fails if any step failed.
@@ -171,6 +174,25 @@ fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
         crate::cluster::smoke(sh, root, &b.prefix)
             .map(|()| "sbatch, srun, scancel passed".to_string())
     });
+    report.step_after("audit: native install (plugin linkage)", &patched, |b| {
+        audit(sh, root, b, "native")
+    });
+    report.step_after("audit: darwin install (plugin linkage)", &darwin, |b| {
+        audit(sh, root, b, "darwin")
+    });
+}
+
+/// `cargo xtask audit` on an install, compared exactly with
+/// `ci/expectations/audit-<line>-<lane>.toml`.
+fn audit(sh: &Shell, root: &Path, b: &BuildOutput, lane: &str) -> Result<String> {
+    let file = audit_expectations_path(root, &b.line, lane);
+    crate::audit::check(sh, &b.prefix, Some(&file), &[])
+}
+
+/// Where CI expects the accepted audit findings of a release line and lane.
+pub fn audit_expectations_path(root: &Path, line: &str, lane: &str) -> PathBuf {
+    root.join("ci/expectations")
+        .join(format!("audit-{line}-{lane}.toml"))
 }
 
 /// The build result and a one-line description for the table.

@@ -330,4 +330,23 @@ reason = "D1"
         // The suggestion parses once a reason is filled in.
         assert!(Expectations::parse(&text.replace("reason = \"\"", "reason = \"x\"")).is_ok());
     }
+
+    /// The committed expectation files parse (a broken file fails here, not late in CI).
+    #[test]
+    fn committed_files__parse() {
+        let dir = crate::project_root().join("ci/expectations");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("audit-") && name.ends_with(".toml") {
+                Expectations::load(&e.path()).unwrap_or_else(|e| panic!("{name}: {e}"));
+                n += 1;
+            }
+        }
+        assert!(
+            n >= 2,
+            "expected the native and darwin audit files in {}",
+            dir.display()
+        );
+    }
 }
