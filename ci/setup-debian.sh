@@ -5,6 +5,12 @@
 set -euo pipefail
 
 ZIGLANG_VERSION=0.17.0
+# Slurm's Python test suite (cargo xtask cluster peer), for the system python3 the test user
+# runs: pinned.
+PEER_PIP_PACKAGES=(
+  pytest==8.3.5 pytest-timeout==2.3.1 pexpect==4.9.0 jsondiff==2.2.1 jsonpatch==1.33
+  requests==2.32.3 PyYAML==6.0.2
+)
 APT_PACKAGES=(
   build-essential autoconf automake libtool pkg-config python3 python3-pip curl
   check                                  # libcheck: Slurm's unit tests (make check)
@@ -12,6 +18,7 @@ APT_PACKAGES=(
   libjwt-dev libjson-c-dev               # auth/slurm (libjwt 1.x) and serializer/json
   libhwloc-dev libyaml-dev liblz4-dev    # slurmd topology, serializer/yaml, sbcast
   ccache
+  sudo                                   # the peer suite's test user runs commands via sudo
 )
 
 sudo_() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -29,3 +36,8 @@ if ! python3 -m ziglang version 2>/dev/null | grep -qx "${ZIGLANG_VERSION}"; the
     || python3 -m pip install --quiet --break-system-packages "ziglang==${ZIGLANG_VERSION}"
 fi
 python3 -m ziglang version
+
+echo "== peer suite python packages (system python3)"
+sudo_ /usr/bin/python3 -m pip install --quiet "${PEER_PIP_PACKAGES[@]}" \
+  || sudo_ /usr/bin/python3 -m pip install --quiet --break-system-packages "${PEER_PIP_PACKAGES[@]}"
+/usr/bin/python3 -c "import pytest, pytest_timeout, pexpect, jsondiff, jsonpatch, requests, yaml"

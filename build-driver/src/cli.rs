@@ -123,6 +123,50 @@ pub enum ClusterAction {
         #[arg(long)]
         prefix: PathBuf,
     },
+    /// Slurm's own Python test suite (testsuite/python, local-config) against a native and a
+    /// darwin-personality cluster; fails if any test's outcome differs.
+    Peer(PeerArgs),
+    /// Throughput benchmark: trivial jobs against a native and a darwin-personality cluster,
+    /// time to drain and submit-to-start latency, printed as darwin/native ratios.
+    Bench(BenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PeerArgs {
+    /// The native build's prefix (staged by build-slurm: src/ and build/ beside it).
+    #[arg(long)]
+    pub native: PathBuf,
+    /// The darwin-personality build's prefix (staged the same way).
+    #[arg(long)]
+    pub darwin: PathBuf,
+    /// The tests to run: one pytest path or node id per line (default: ci/peer-subset.txt).
+    #[arg(long, conflicts_with = "all")]
+    pub subset: Option<PathBuf>,
+    /// Run the whole suite instead of the subset.
+    #[arg(long)]
+    pub all: bool,
+    /// Per-test timeout in seconds (pytest-timeout).
+    #[arg(long, default_value_t = 240)]
+    pub timeout: u64,
+    /// Keep the work directory (logs, JUnit reports) even when the builds agree.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// The native build's prefix.
+    #[arg(long)]
+    pub native: PathBuf,
+    /// The darwin-personality build's prefix.
+    #[arg(long)]
+    pub darwin: PathBuf,
+    /// Jobs per build and round.
+    #[arg(long, default_value_t = 500)]
+    pub jobs: usize,
+    /// Rounds (each runs both builds, alternating which goes first).
+    #[arg(long, default_value_t = 2)]
+    pub rounds: usize,
 }
 
 #[derive(Debug, Args)]

@@ -14,9 +14,13 @@
 //! - As root, SlurmUser and SlurmdUser are root. As another user they are that user, and the
 //!   two `/run` directories must already exist and belong to that user (we say so).
 
+mod bench;
 mod config;
 mod daemons;
 mod jobs;
+mod lab;
+mod peer;
+mod private_ns;
 
 use crate::cli::{ClusterAction, ClusterArgs};
 use crate::error::{Error, Result};
@@ -35,6 +39,8 @@ const NODE: &str = "smoke1";
 pub fn run(sh: &Shell, root: &Path, args: ClusterArgs) -> Result<()> {
     match args.action {
         ClusterAction::Test { prefix } => smoke(sh, root, &prefix),
+        ClusterAction::Peer(args) => peer::run(sh, root, args),
+        ClusterAction::Bench(args) => bench::run(sh, root, args),
     }
 }
 
@@ -215,7 +221,7 @@ fn report_failure(layout: &Layout, clients: &jobs::Clients<'_>) {
 }
 
 /// The programs and plugin the smoke test needs.
-fn check_prefix(prefix: &Path) -> Result<()> {
+pub(crate) fn check_prefix(prefix: &Path) -> Result<()> {
     let needed = crate::build_slurm::KEY_BINARIES
         .iter()
         .map(|(dir, name)| format!("{dir}/{name}"));

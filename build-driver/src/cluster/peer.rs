@@ -1,0 +1,565 @@
+//! `cargo xtask cluster peer --native P1 --darwin P2`: Slurm's own Python test suite
+//! (`testsuite/python`, pytest, local-config mode) against a cluster of each build, and the
+//! per-test outcomes compared: the darwin personality must do what the native build does.
+//!
+//! For each build, in the private mount namespace (private_ns.rs):
+//! - a one-node cluster (lab.rs) with `SelectTypeParameters=CR_CPU`, which many tests require;
+//! - a copy of the build's `testsuite/python` (the suite writes into its own directory) and a
+//!   `testsuite.conf` naming the build's source, build directory, prefix and configuration;
+//! - pytest run as the test user `slurmtest`, which has a `NOPASSWD: ALL` sudo rule (the suite
+//!   runs SlurmUser commands through sudo and skips most tests without it), with a per-test
+//!   timeout (pytest-timeout) and a JUnit XML report, read back per test case.
+//!
+//! The tests run are a subset (`--subset FILE`, default `ci/peer-subset.txt`: one pytest path
+//! or node id per line, `#` comments) or the whole suite (`--all`). The command fails when the
+//! two builds' outcomes differ in any test, or when the native run passed nothing (a suite
+//! that only skips proves nothing).
+
+use super::lab::Lab;
+use super::private_ns::{self, Entered};
+use crate::check::{Outcome, Results};
+use crate::cli::PeerArgs;
+use crate::error::{Error, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use xshell::{Shell, cmd};
+
+/// The user the suite runs as (the same one the scenario suite uses for non-root jobs).
+pub const TEST_USER: &str = "slurmtest";
+const SUDOERS: &str = "/etc/sudoers.d/slurmtest";
+/// The Python modules the suite imports (installed by ci/setup-debian.sh, pinned).
+const MODULES: &[&str] = &[
+    "pytest",
+    "pytest_timeout",
+    "pexpect",
+    "jsondiff",
+    "jsonpatch",
+    "requests",
+    "yaml",
+];
+/// `slurm.conf` lines beyond the smoke cluster's: what the most tests require.
+const EXTRA_CONF: &[&str] = &["SelectTypeParameters=CR_CPU"];
+
+/// An installed build with the source and build trees the suite compiles helpers against
+/// (`cargo xtask build-slurm` stages `src/`, `build/` and `prefix/` side by side).
+#[derive(Debug, Clone)]
+pub struct Install {
+    pub name: String,
+    pub prefix: PathBuf,
+    pub src: PathBuf,
+    pub build: PathBuf,
+}
+
+impl Install {
+    pub fn from_prefix(name: &str, prefix: &Path) -> Result<Install> {
+        let prefix = std::path::absolute(prefix).map_err(|e| Error::io(prefix, e))?;
+        let stage = prefix.parent().unwrap_or(Path::new("/"));
+        let (src, build) = (stage.join("src"), stage.join("build"));
+        for (what, dir) in [("source", &src), ("build", &build)] {
+            if !dir.is_dir() {
+                return Err(Error::Cluster(format!(
+                    "{name}: no {what} tree {} beside the prefix {}; the peer suite needs a prefix staged by `cargo xtask build-slurm` (src/, build/, prefix/ side by side)",
+                    dir.display(),
+                    prefix.display()
+                )));
+            }
+        }
+        let suite = src.join("testsuite/python/conftest.py");
+        if !suite.is_file() {
+            return Err(Error::Cluster(format!(
+                "{name}: {} is missing: the source has no Python test suite",
+                suite.display()
+            )));
+        }
+        Ok(Install {
+            name: name.to_string(),
+            prefix,
+            src,
+            build,
+        })
+    }
+}
+
+pub fn run(sh: &Shell, root: &Path, args: PeerArgs) -> Result<()> {
+    if private_ns::enter(sh, "cluster peer")? == Entered::Done {
+        return Ok(());
+    }
+    let installs = [
+        Install::from_prefix("native", &args.native)?,
+        Install::from_prefix("darwin", &args.darwin)?,
+    ];
+    let selection = if args.all {
+        vec!["tests".to_string()]
+    } else {
+        let file = args
+            .subset
+            .clone()
+            .unwrap_or_else(|| root.join("ci/peer-subset.txt"));
+        let text = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, e))?;
+        let subset = parse_subset(&text);
+        if subset.is_empty() {
+            return Err(Error::Cluster(format!(
+                "{}: no tests listed",
+                file.display()
+            )));
+        }
+        subset
+    };
+    ensure_test_user(sh)?;
+    check_modules(sh)?;
+    let work = work_dir()?;
+    println!(
+        "peer suite: {} selection(s), per-test timeout {} s, work directory {}",
+        selection.len(),
+        args.timeout,
+        work.display()
+    );
+    let mut results = Vec::new();
+    for install in &installs {
+        let t = Instant::now();
+        let r = run_one(sh, install, &work.join(&install.name), &selection, &args)?;
+        println!(
+            "peer suite [{}]: {} in {:.0?}",
+            install.name,
+            counts(&r),
+            t.elapsed()
+        );
+        results.push(r);
+    }
+    let (native, darwin) = (&results[0], &results[1]);
+    let diffs = crate::check::differences(native, darwin);
+    for d in &diffs {
+        println!("  differs (native -> darwin): {d}");
+    }
+    let passed = native.values().filter(|o| **o == Outcome::Pass).count();
+    let verdict = if passed == 0 {
+        Err(Error::Cluster(format!(
+            "the native run passed no test: nothing was compared (see {})",
+            work.display()
+        )))
+    } else if !diffs.is_empty() {
+        Err(Error::Cluster(format!(
+            "{} test(s) differ between native and darwin personality (files kept in {})",
+            diffs.len(),
+            work.display()
+        )))
+    } else {
+        println!(
+            "peer suite: native and darwin personality agree on all {} test cases",
+            native.len()
+        );
+        Ok(())
+    };
+    if verdict.is_ok() && !args.keep {
+        std::fs::remove_dir_all(&work).map_err(|e| Error::io(&work, e))?;
+    }
+    verdict
+}
+
+/// One build: cluster up, suite copied and configured, pytest as the test user, cluster down.
+fn run_one(
+    sh: &Shell,
+    install: &Install,
+    dir: &Path,
+    selection: &[String],
+    args: &PeerArgs,
+) -> Result<Results> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let extra: Vec<String> = EXTRA_CONF.iter().map(|s| s.to_string()).collect();
+    let lab = Lab::start(sh, &install.prefix, dir, &extra)?;
+    let outcome = (|| {
+        let suite = prepare_suite(sh, install, dir, &lab.conf())?;
+        // Written by pytest, so in the test user's directory.
+        let junit = dir.join("suite/junit.xml");
+        let log = dir.join("pytest.log");
+        run_pytest(
+            sh,
+            install,
+            &lab.conf(),
+            &suite,
+            &junit,
+            &log,
+            selection,
+            args,
+        )?;
+        let xml = std::fs::read_to_string(&junit).map_err(|e| {
+            Error::Cluster(format!(
+                "pytest wrote no report {} ({e}); see {}",
+                junit.display(),
+                log.display()
+            ))
+        })?;
+        parse_junit(&xml).map_err(|e| Error::Cluster(format!("{}: {e}", junit.display())))
+    })();
+    let stopped = lab.stop(sh);
+    let results = outcome?;
+    stopped?;
+    Ok(results)
+}
+
+/// Copy `testsuite/python` below `dir/suite/testsuite`, write `testsuite.conf` beside it, give
+/// both to the test user; returns the `python` directory pytest runs in.
+fn prepare_suite(sh: &Shell, install: &Install, dir: &Path, conf: &Path) -> Result<PathBuf> {
+    let testsuite = dir.join("suite/testsuite");
+    std::fs::create_dir_all(&testsuite).map_err(|e| Error::io(&testsuite, e))?;
+    let from = install.src.join("testsuite/python");
+    super::daemons::read_bounded(
+        cmd!(sh, "cp -R {from} {testsuite}"),
+        Duration::from_secs(60),
+    )?;
+    let tsconf = testsuite.join("testsuite.conf");
+    std::fs::write(&tsconf, testsuite_conf(install, conf)).map_err(|e| Error::io(&tsconf, e))?;
+    let suite_root = dir.join("suite");
+    super::daemons::read_bounded(
+        cmd!(sh, "chown -R {TEST_USER} {suite_root}"),
+        Duration::from_secs(60),
+    )?;
+    Ok(testsuite.join("python"))
+}
+
+/// The keys lib/atf.py reads from `testsuite.conf`.
+pub fn testsuite_conf(install: &Install, conf: &Path) -> String {
+    let conf_dir = conf.parent().unwrap_or(Path::new("/"));
+    format!(
+        "# Generated by `cargo xtask cluster peer` for the {} build.\nSlurmSourceDir={}\nSlurmBuildDir={}\nSlurmInstallDir={}\nSlurmConfigDir={}\n",
+        install.name,
+        install.src.display(),
+        install.build.display(),
+        install.prefix.display(),
+        conf_dir.display()
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_pytest(
+    sh: &Shell,
+    install: &Install,
+    conf: &Path,
+    suite: &Path,
+    junit: &Path,
+    log: &Path,
+    selection: &[String],
+    args: &PeerArgs,
+) -> Result<()> {
+    let home = user_home(sh)?;
+    let p = &install.prefix;
+    let path = format!(
+        "PATH={}/bin:{}/sbin:/usr/local/bin:/usr/bin:/bin",
+        p.display(),
+        p.display()
+    );
+    let tsconf = suite.parent().unwrap_or(suite).join("testsuite.conf");
+    let mut command = Command::new("runuser");
+    command
+        .args(["-u", TEST_USER, "--", "env", "-i"])
+        .arg(format!("HOME={home}"))
+        .arg(format!("USER={TEST_USER}"))
+        .arg(path)
+        .arg("LANG=C.UTF-8")
+        .arg(format!("SLURM_CONF={}", conf.display()))
+        .arg(format!("SLURM_TESTSUITE_CONF={}", tsconf.display()))
+        .args(["python3", "-m", "pytest", "-p", "no:cacheprovider", "-q"])
+        .args(["-rfE", "--no-color", "--local-config"])
+        .arg(format!("--timeout={}", args.timeout))
+        .arg(format!("--junitxml={}", junit.display()))
+        .args(selection)
+        .current_dir(suite)
+        .stdin(Stdio::null());
+    let out = std::fs::File::create(log).map_err(|e| Error::io(log, e))?;
+    let err = out.try_clone().map_err(|e| Error::io(log, e))?;
+    command.stdout(out).stderr(err);
+    // The whole run is bounded too: every test may use its timeout, plus a margin.
+    let per_selection = if args.all {
+        400
+    } else {
+        selection.len() as u64
+    };
+    let deadline = Duration::from_secs(args.timeout * per_selection.max(1) + 600);
+    let t = Instant::now();
+    let mut child = command
+        .spawn()
+        .map_err(|e| Error::Cluster(format!("cannot start pytest: {e}")))?;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if t.elapsed() > deadline => {
+                child.kill().ok();
+                child.wait().ok();
+                return Err(Error::Cluster(format!(
+                    "pytest did not finish within {deadline:?}; see {}",
+                    log.display()
+                )));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(500)),
+            Err(e) => return Err(Error::Cluster(format!("cannot wait for pytest: {e}"))),
+        }
+    };
+    // pytest exits 1 when tests failed (a result, compared later), >1 on usage or internal
+    // errors (no usable result).
+    match status.code() {
+        Some(0 | 1) => Ok(()),
+        _ => Err(Error::Cluster(format!(
+            "pytest ended with {status}; see {}:\n{}",
+            log.display(),
+            super::daemons::file_tail(log, 30)
+        ))),
+    }
+}
+
+/// Create the test user if absent and give it the `NOPASSWD: ALL` sudo rule lib/atf.py looks
+/// for (`sudo -ln`); the rule is checked with `visudo -c` before it is installed.
+pub fn ensure_test_user(sh: &Shell) -> Result<()> {
+    let t = Duration::from_secs(30);
+    if cmd!(sh, "which sudo visudo")
+        .quiet()
+        .ignore_stdout()
+        .run()
+        .is_err()
+    {
+        return Err(Error::MissingTool {
+            program: "sudo".into(),
+            step: "the peer suite's test user".into(),
+            fix: "apt-get install sudo (ci/setup-debian.sh)".into(),
+        });
+    }
+    if cmd!(sh, "id -u {TEST_USER}")
+        .quiet()
+        .ignore_stdout()
+        .ignore_stderr()
+        .run()
+        .is_err()
+    {
+        super::daemons::read_bounded(
+            cmd!(sh, "useradd --create-home --shell /bin/bash {TEST_USER}"),
+            t,
+        )?;
+        println!("created user {TEST_USER}");
+    }
+    let rule = format!("{TEST_USER} ALL=(ALL:ALL) NOPASSWD: ALL\n");
+    let sudoers = Path::new(SUDOERS);
+    if std::fs::read_to_string(sudoers).ok().as_deref() != Some(rule.as_str()) {
+        // visudo and sudo ignore files with a dot in their name: the partial file is inert.
+        let part = sudoers.with_file_name(".slurmtest.part");
+        std::fs::write(&part, &rule).map_err(|e| Error::io(&part, e))?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&part, std::fs::Permissions::from_mode(0o440))
+            .map_err(|e| Error::io(&part, e))?;
+        super::daemons::read_bounded(cmd!(sh, "visudo -cf {part}"), t)?;
+        std::fs::rename(&part, sudoers).map_err(|e| Error::io(sudoers, e))?;
+        println!("installed {SUDOERS}");
+    }
+    let rights = super::daemons::read_bounded(cmd!(sh, "runuser -u {TEST_USER} -- sudo -ln"), t)?;
+    if !rights.contains("NOPASSWD: ALL") {
+        return Err(Error::Cluster(format!(
+            "{TEST_USER} has no `NOPASSWD: ALL` sudo rule although {SUDOERS} grants it; `sudo -ln` says:\n{rights}"
+        )));
+    }
+    Ok(())
+}
+
+/// The Python modules must import for the test user's `python3`.
+fn check_modules(sh: &Shell) -> Result<()> {
+    let code = format!("import {}", MODULES.join(", "));
+    let out = super::daemons::run_bounded(
+        cmd!(
+            sh,
+            "runuser -u {TEST_USER} -- env -i PATH=/usr/local/bin:/usr/bin:/bin python3 -c {code}"
+        ),
+        Duration::from_secs(60),
+    )?;
+    if !out.status.success() {
+        return Err(Error::MissingTool {
+            program: format!("python3 modules ({})", MODULES.join(", ")),
+            step: "the peer suite".into(),
+            fix: format!(
+                "run ci/setup-debian.sh (pinned pip packages); python3 said: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn user_home(sh: &Shell) -> Result<String> {
+    let line = super::daemons::read_bounded(
+        cmd!(sh, "getent passwd {TEST_USER}"),
+        Duration::from_secs(10),
+    )?;
+    line.trim()
+        .split(':')
+        .nth(5)
+        .map(str::to_string)
+        .ok_or_else(|| Error::Cluster(format!("getent passwd {TEST_USER}: {line:?}")))
+}
+
+/// A new directory for one peer run, readable by the test user.
+fn work_dir() -> Result<PathBuf> {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let dir = std::env::temp_dir().join(format!("xtask-peer-{}-{nanos:x}", std::process::id()));
+    std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, e))?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| Error::io(&dir, e))?;
+    Ok(dir)
+}
+
+/// The subset file: one pytest argument per line (a test file or node id); `#` starts a comment.
+pub fn parse_subset(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Per-test outcomes from pytest's JUnit XML (`xunit1`): `<testcase classname name>` with a
+/// `<failure>` (FAIL), `<error>` (ERROR, e.g. a failing fixture or teardown), `<skipped>`
+/// (SKIP, or XFAIL when its type is `pytest.xfail`) or nothing (PASS). Keys are
+/// `classname::name` (`tests.test_101_1::test_sacctmgr_add`).
+pub fn parse_junit(xml: &str) -> std::result::Result<Results, String> {
+    let doc = roxmltree::Document::parse(xml).map_err(|e| e.to_string())?;
+    let mut results = BTreeMap::new();
+    for case in doc.descendants().filter(|n| n.has_tag_name("testcase")) {
+        let name = case.attribute("name").ok_or("a testcase has no name")?;
+        let key = match case.attribute("classname") {
+            Some(c) if !c.is_empty() => format!("{c}::{name}"),
+            _ => name.to_string(),
+        };
+        let mut outcome = Outcome::Pass;
+        for child in case.children().filter(|n| n.is_element()) {
+            let this = match child.tag_name().name() {
+                "error" => Outcome::Error,
+                "failure" => Outcome::Fail,
+                "skipped" if child.attribute("type") == Some("pytest.xfail") => Outcome::XFail,
+                "skipped" => Outcome::Skip,
+                _ => continue,
+            };
+            // A test that failed and then errored in teardown counts as ERROR.
+            if rank(this) > rank(outcome) {
+                outcome = this;
+            }
+        }
+        results.insert(key, outcome);
+    }
+    if results.is_empty() {
+        return Err("no testcase in the report".into());
+    }
+    Ok(results)
+}
+
+fn rank(o: Outcome) -> u8 {
+    match o {
+        Outcome::Pass => 0,
+        Outcome::Skip | Outcome::XFail => 1,
+        Outcome::Fail | Outcome::XPass => 2,
+        Outcome::Error => 3,
+    }
+}
+
+/// `PASS 12, FAIL 1, SKIP 40, ERROR 0` (every outcome named, zeros included).
+pub fn counts(results: &Results) -> String {
+    let all = [
+        Outcome::Pass,
+        Outcome::Fail,
+        Outcome::Skip,
+        Outcome::Error,
+        Outcome::XFail,
+        Outcome::XPass,
+    ];
+    all.iter()
+        .filter(|o| {
+            matches!(
+                o,
+                Outcome::Pass | Outcome::Fail | Outcome::Skip | Outcome::Error
+            ) || results.values().any(|r| r == *o)
+        })
+        .map(|o| format!("{o} {}", results.values().filter(|r| *r == o).count()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(non_snake_case)]
+    use super::*;
+
+    const JUNIT: &str = r#"<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="1" failures="1" skipped="2" tests="5">
+<testcase classname="tests.test_101_1" name="test_ok" time="0.1"><properties><property name="description" value="x"/></properties></testcase>
+<testcase classname="tests.test_101_1" name="test_bad" time="0.1"><failure message="assert 0">trace</failure></testcase>
+<testcase classname="tests.test_102_1" name="test_skip" time="0.0"><skipped type="pytest.skip" message="needs auto-config">x</skipped></testcase>
+<testcase classname="tests.test_102_1" name="test_x[a b]" time="0.0"><skipped type="pytest.xfail" message="known"/></testcase>
+<testcase classname="tests.test_103_1" name="test_td" time="0.1"><failure message="f"/><error message="failed on teardown"/></testcase>
+</testsuite></testsuites>"#;
+
+    #[test]
+    fn parse_junit__maps_every_outcome() {
+        let r = parse_junit(JUNIT).unwrap();
+        assert_eq!(r.len(), 5);
+        assert_eq!(r["tests.test_101_1::test_ok"], Outcome::Pass);
+        assert_eq!(r["tests.test_101_1::test_bad"], Outcome::Fail);
+        assert_eq!(r["tests.test_102_1::test_skip"], Outcome::Skip);
+        assert_eq!(r["tests.test_102_1::test_x[a b]"], Outcome::XFail);
+        assert_eq!(r["tests.test_103_1::test_td"], Outcome::Error);
+    }
+
+    #[test]
+    fn parse_junit__empty_or_broken_report_is_an_error() {
+        assert!(parse_junit("<testsuites><testsuite/></testsuites>").is_err());
+        assert!(parse_junit("<testsuites>").is_err());
+    }
+
+    #[test]
+    fn counts__names_the_four_main_outcomes_even_at_zero() {
+        let r = parse_junit(JUNIT).unwrap();
+        assert_eq!(counts(&r), "PASS 1, FAIL 1, SKIP 1, ERROR 1, XFAIL 1");
+    }
+
+    #[test]
+    fn parse_subset__comments_and_blank_lines() {
+        let s = parse_subset("# head\n\ntests/test_a.py  # why\n  tests/test_b.py::test_c\n#x\n");
+        assert_eq!(s, ["tests/test_a.py", "tests/test_b.py::test_c"]);
+    }
+
+    #[test]
+    fn testsuite_conf__has_the_four_keys_atf_reads() {
+        let i = Install {
+            name: "native".into(),
+            prefix: "/s/prefix".into(),
+            src: "/s/src".into(),
+            build: "/s/build".into(),
+        };
+        let c = testsuite_conf(&i, Path::new("/c/etc/slurm.conf"));
+        for l in [
+            "SlurmSourceDir=/s/src",
+            "SlurmBuildDir=/s/build",
+            "SlurmInstallDir=/s/prefix",
+            "SlurmConfigDir=/c/etc",
+        ] {
+            assert!(c.lines().any(|x| x == l), "{l} missing in {c}");
+        }
+    }
+
+    #[test]
+    fn install__requires_src_and_build_beside_the_prefix() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("prefix")).unwrap();
+        let err = Install::from_prefix("native", &d.path().join("prefix"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no source tree"), "{err}");
+        std::fs::create_dir_all(d.path().join("src/testsuite/python")).unwrap();
+        std::fs::create_dir_all(d.path().join("build")).unwrap();
+        let err = Install::from_prefix("native", &d.path().join("prefix"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("conftest.py is missing"), "{err}");
+        std::fs::write(d.path().join("src/testsuite/python/conftest.py"), "").unwrap();
+        let i = Install::from_prefix("native", &d.path().join("prefix")).unwrap();
+        assert_eq!(i.build, d.path().join("build"));
+    }
+}

@@ -1,0 +1,185 @@
+//! A private mount namespace for `cluster peer` and `cluster bench`.
+//!
+//! Slurm 24.11's auth/slurm serves its SACK sockets at fixed paths (`/run/slurmctld`,
+//! `/run/slurm`), so two clusters on one machine collide there. Both commands therefore run
+//! themselves again under `unshare --mount --propagation private` (root only) and, inside,
+//! bind-mount a directory of their own onto `/run` for each cluster they start. Slurm's test
+//! suite runs commands as the SlurmUser through `sudo ... bash -l`, which resets `PATH` and
+//! drops `SLURM_CONF`; a private copy of `/etc/profile.d` with one more script that exports
+//! both is bind-mounted over the real one, in the namespace only.
+//!
+//! Nothing outside the namespace changes, and its mounts vanish when its last process exits,
+//! whatever happened to the driver.
+
+use super::daemons::read_bounded;
+use crate::error::{Error, Result};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use xshell::{Shell, cmd};
+
+/// Set by the driver on its own re-execution inside the namespace.
+const MARKER: &str = "XTASK_PRIVATE_MOUNT_NS";
+
+/// Where the caller is after [`enter`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum Entered {
+    /// In the private namespace: do the work.
+    Inside,
+    /// The re-executed driver did the work and succeeded: return.
+    Done,
+}
+
+/// Inside the namespace, return `Inside`. Outside, run this driver again with the same
+/// arguments under `unshare` and return `Done` when it succeeded.
+pub fn enter(sh: &Shell, what: &str) -> Result<Entered> {
+    if std::env::var_os(MARKER).is_some() {
+        // `unshare` execs us, so our parent is the driver that ran it, outside.
+        let parent = std::os::unix::process::parent_id().to_string();
+        if mount_ns("self")? == mount_ns(&parent)? {
+            return Err(Error::Cluster(format!(
+                "{MARKER} is set but this process shares its parent's mount namespace; unset it"
+            )));
+        }
+        return Ok(Entered::Inside);
+    }
+    let uid = read_bounded(cmd!(sh, "id -u"), Duration::from_secs(10))?;
+    if uid.trim() != "0" {
+        return Err(Error::Cluster(format!(
+            "{what} must run as root: it creates a private mount namespace, a test user and a sudo rule"
+        )));
+    }
+    let exe = std::env::current_exe().map_err(|e| Error::io("/proc/self/exe", e))?;
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    cmd!(
+        sh,
+        "unshare --mount --propagation private -- {exe} {args...}"
+    )
+    .env(MARKER, "1")
+    .quiet()
+    .run()
+    .map_err(|_| {
+        Error::Cluster(format!(
+            "{what} failed inside its private mount namespace (its messages are above)"
+        ))
+    })?;
+    Ok(Entered::Done)
+}
+
+fn mount_ns(pid: &str) -> Result<PathBuf> {
+    let link = PathBuf::from(format!("/proc/{pid}/ns/mnt"));
+    std::fs::read_link(&link).map_err(|e| Error::io(&link, e))
+}
+
+/// A bind mount, undone on drop (best effort: the namespace's end undoes it anyway).
+#[derive(Debug)]
+pub struct Bind {
+    target: PathBuf,
+}
+
+impl Bind {
+    /// `mount --bind source target`; only inside the private namespace.
+    pub fn new(sh: &Shell, source: &Path, target: &Path) -> Result<Bind> {
+        if std::env::var_os(MARKER).is_none() {
+            return Err(Error::Cluster(format!(
+                "refusing to bind-mount over {} outside the private mount namespace",
+                target.display()
+            )));
+        }
+        read_bounded(
+            cmd!(sh, "mount --bind {source} {target}"),
+            Duration::from_secs(10),
+        )?;
+        Ok(Bind {
+            target: target.to_path_buf(),
+        })
+    }
+}
+
+impl Drop for Bind {
+    fn drop(&mut self) {
+        let target = &self.target;
+        if let Ok(sh) = Shell::new() {
+            cmd!(sh, "umount {target}").quiet().run().ok();
+        }
+    }
+}
+
+/// The private `/run` and `/etc/profile.d` of one cluster: `dir/run` (empty) and
+/// `dir/profile.d` (a copy of the real one plus `zz-xtask-slurm.sh`).
+#[derive(Debug)]
+pub struct Private {
+    // Dropped in reverse order of creation.
+    _profile: Bind,
+    _run: Bind,
+}
+
+impl Private {
+    pub fn new(sh: &Shell, dir: &Path, prefix: &Path, conf: &Path) -> Result<Private> {
+        let run = dir.join("run");
+        let profile = dir.join("profile.d");
+        for d in [&run, &profile] {
+            std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
+        }
+        let system = Path::new("/etc/profile.d");
+        if system.is_dir() {
+            for entry in std::fs::read_dir(system).map_err(|e| Error::io(system, e))? {
+                let entry = entry.map_err(|e| Error::io(system, e))?;
+                if entry.path().is_file() {
+                    let to = profile.join(entry.file_name());
+                    std::fs::copy(entry.path(), &to).map_err(|e| Error::io(&to, e))?;
+                }
+            }
+        }
+        let script = profile.join("zz-xtask-slurm.sh");
+        std::fs::write(&script, profile_script(prefix, conf)).map_err(|e| Error::io(&script, e))?;
+        let run_bind = Bind::new(sh, &run, Path::new("/run"))?;
+        let profile_bind = Bind::new(sh, &profile, system)?;
+        Ok(Private {
+            _profile: profile_bind,
+            _run: run_bind,
+        })
+    }
+}
+
+/// The login-shell snippet: the build's programs first in `PATH`, and its `SLURM_CONF`.
+pub fn profile_script(prefix: &Path, conf: &Path) -> String {
+    format!(
+        "# Generated by cargo xtask (private mount namespace only): this cluster's Slurm.\n\
+         export PATH=\"{p}/bin:{p}/sbin:$PATH\"\nexport SLURM_CONF=\"{c}\"\n",
+        p = prefix.display(),
+        c = conf.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(non_snake_case)]
+    use super::*;
+
+    #[test]
+    fn profile_script__puts_the_prefix_first_and_exports_the_conf() {
+        let s = profile_script(Path::new("/p"), Path::new("/c/slurm.conf"));
+        let sh = Shell::new().unwrap();
+        let out = cmd!(sh, "sh -c")
+            .arg(format!(
+                "PATH=/usr/bin:/bin; {s} echo \"$PATH|$SLURM_CONF\""
+            ))
+            .read()
+            .unwrap();
+        assert_eq!(out, "/p/bin:/p/sbin:/usr/bin:/bin|/c/slurm.conf");
+    }
+
+    #[test]
+    fn bind__refused_outside_the_namespace() {
+        if std::env::var_os(MARKER).is_some() {
+            return;
+        }
+        let sh = Shell::new().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let err = Bind::new(&sh, dir.path(), dir.path()).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("outside the private mount namespace")
+        );
+    }
+}
