@@ -6,7 +6,8 @@
 //! `DIR/bin`, every undefined symbol of the plugin must be weak or be exported by the
 //! program, by a library the program or the plugin loads (libslurmfull among them; resolved
 //! as [`resolve`] describes), or by a system library (ELF: the real libraries on this
-//! machine; Mach-O: the SDK's `.tbd` stubs, by default those zig ships). Anything else is a
+//! machine; Mach-O: the SDK's `.tbd` stubs: on Linux those zig ships, on a Mac the active
+//! SDK's). Anything else is a
 //! finding: on ELF Slurm gets away with it because it `dlopen`s with `RTLD_LAZY` (catalog D1);
 //! a Mach-O linked by Apple's ld64 (chained fixups, eager binding) fails at `dlopen`. zig
 //! links plugins with lazy binds, so on this machine only this audit catches the class.
@@ -213,7 +214,11 @@ pub fn audit(sh: &Shell, prefix: &Path, extra_stubs: &[PathBuf]) -> Result<Repor
     let (format, arch) = (first.format, arch_name(first.arch));
     let stubs = match format {
         Format::MachO => {
-            let mut s = zig_stubs(sh)?;
+            let mut s = if cfg!(target_os = "macos") {
+                sdk_stubs(sh)?
+            } else {
+                zig_stubs(sh)?
+            };
             s.extend(extra_stubs.iter().cloned());
             s
         }
@@ -307,6 +312,37 @@ fn arch_name(a: object::Architecture) -> String {
     }
 }
 
+/// On a Mac: the active SDK's stubs (`xcrun --show-sdk-path`, then `usr/lib/*.tbd` and
+/// `usr/lib/system/*.tbd`). Only tbd v3/v4 (YAML) are read; an SDK whose stubs are v5 (JSON)
+/// fails here with the parse error. Not run by this project (no Mac).
+fn sdk_stubs(sh: &Shell) -> Result<Vec<PathBuf>> {
+    let sdk = cmd!(sh, "xcrun --show-sdk-path")
+        .quiet()
+        .read()
+        .map_err(|e| Error::MissingTool {
+            program: "xcrun".into(),
+            step: "audit of a Mach-O prefix on macOS (the SDK's .tbd stubs)".into(),
+            fix: format!("{e}; install the Xcode command line tools (xcode-select --install)"),
+        })?;
+    let mut out = Vec::new();
+    for sub in ["usr/lib", "usr/lib/system"] {
+        let dir = PathBuf::from(sdk.trim()).join(sub);
+        out.extend(tbd_files(&dir)?);
+    }
+    Ok(out)
+}
+
+fn tbd_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "tbd"))
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
 /// The `.tbd` stubs zig ships (`<lib_dir>/libc/darwin/*.tbd`), found through
 /// `python3 -m ziglang env`.
 fn zig_stubs(sh: &Shell) -> Result<Vec<PathBuf>> {
@@ -322,13 +358,7 @@ fn zig_stubs(sh: &Shell) -> Result<Vec<PathBuf>> {
         .map_err(|e| missing(e.to_string()))?;
     let lib_dir = zig_lib_dir(&env).ok_or_else(|| missing("no .lib_dir in `zig env`".into()))?;
     let dir = PathBuf::from(lib_dir).join("libc/darwin");
-    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(|e| Error::io(&dir, e))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "tbd"))
-        .collect();
-    out.sort();
+    let out = tbd_files(&dir)?;
     if out.is_empty() {
         return Err(missing(format!("no .tbd file in {}", dir.display())));
     }

@@ -14,6 +14,9 @@
 //!   absolute path is used if it exists; last `PREFIX/lib` and `PREFIX/lib/slurm` by file
 //!   name. A missing `LC_LOAD_WEAK_DYLIB` is not an error.
 //!
+//! A stub library makes its own exports visible and, recursively, those of its
+//! `reexported-libraries` (each must have a stub too, or it is reported missing).
+//!
 //! A process's symbols are the union of the exports of the program, every library in the
 //! transitive closure of the program's and the plugin's libraries, and the stub libraries
 //! among them. The union ignores ELF symbol versions and Mach-O two-level namespaces: plugins
@@ -62,21 +65,8 @@ impl Resolver {
                 path: f.clone(),
                 detail: format!("not a readable .tbd stub: {detail}"),
             })?;
-            // A stub file's documents are one umbrella and the libraries it re-exports:
-            // loading any of them makes all of their symbols visible.
-            let mut all = StubLibrary {
-                install_name: String::new(),
-                exports: HashSet::new(),
-            };
-            for l in &libs {
-                all.exports.extend(l.exports.iter().cloned());
-            }
             for l in libs {
-                let one = StubLibrary {
-                    install_name: l.install_name.clone(),
-                    exports: all.exports.clone(),
-                };
-                stubs.insert(l.install_name, Rc::new(one));
+                stubs.insert(l.install_name.clone(), Rc::new(l));
             }
         }
         Ok(Resolver {
@@ -118,7 +108,7 @@ impl Resolver {
                             queue.push(lib);
                         }
                     }
-                    Some(Loaded::Stub(s)) => out.exports.extend(s.exports.iter().cloned()),
+                    Some(Loaded::Stub(s)) => self.add_stub(&s, &mut out, &mut seen),
                     None if n.optional => {}
                     None => {
                         out.missing.insert(format!(
@@ -131,6 +121,25 @@ impl Resolver {
             }
         }
         Ok(out)
+    }
+
+    /// A stub's exports and, recursively, those of the libraries it re-exports.
+    fn add_stub(&self, stub: &StubLibrary, out: &mut Closure, seen: &mut HashSet<String>) {
+        if !seen.insert(format!("stub\0{}", stub.install_name)) {
+            return;
+        }
+        out.exports.extend(stub.exports.iter().cloned());
+        for r in &stub.reexports {
+            match self.stubs.get(r) {
+                Some(s) => self.add_stub(&s.clone(), out, seen),
+                None => {
+                    out.missing.insert(format!(
+                        "{r} (re-exported by {}; no .tbd stub for it)",
+                        stub.install_name
+                    ));
+                }
+            }
+        }
     }
 
     fn find(&mut self, name: &str, from: &Image, program: &Image) -> Result<Option<Loaded>> {

@@ -16,6 +16,9 @@ use yaml_rust2::{Yaml, YamlLoader};
 pub struct StubLibrary {
     pub install_name: String,
     pub exports: HashSet<String>,
+    /// `reexported-libraries` for this architecture: loading this library makes their
+    /// exports visible too (the SDK's libSystem re-exports `/usr/lib/system/*`).
+    pub reexports: Vec<String>,
 }
 
 /// Parse a `.tbd` file and keep the symbols exported for `arch` (`arm64` or `x86_64`, the
@@ -45,9 +48,18 @@ pub fn parse(text: &str, arch: &str) -> Result<Vec<StubLibrary>, String> {
                 }
             }
         }
+        let mut reexports = Vec::new();
+        for block in doc["reexported-libraries"].as_vec().into_iter().flatten() {
+            if block_applies(block, arch) {
+                if let Some(list) = block["libraries"].as_vec() {
+                    reexports.extend(list.iter().filter_map(Yaml::as_str).map(String::from));
+                }
+            }
+        }
         out.push(StubLibrary {
             install_name: install_name.to_string(),
             exports,
+            reexports,
         });
     }
     Ok(out)
@@ -79,6 +91,9 @@ mod tests {
 tbd-version:     4
 targets:         [ x86_64-macos, arm64e-macos ]
 install-name:    '/usr/lib/libSystem.B.dylib'
+reexported-libraries:
+  - targets:         [ x86_64-macos, arm64e-macos ]
+    libraries:       [ '/usr/lib/system/libsystem_c.dylib' ]
 exports:
   - targets:         [ x86_64-macos, arm64e-macos ]
     symbols:         [ _both ]
@@ -116,6 +131,8 @@ exports:
         let mut c: Vec<_> = arm[1].exports.iter().cloned().collect();
         c.sort();
         assert_eq!(c, ["_free", "_malloc", "_tls"]);
+        assert_eq!(arm[0].reexports, ["/usr/lib/system/libsystem_c.dylib"]);
+        assert!(arm[1].reexports.is_empty());
 
         let x86 = parse(STUB, "x86_64").unwrap();
         let mut x: Vec<_> = x86[0].exports.iter().cloned().collect();
