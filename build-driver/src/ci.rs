@@ -1,7 +1,8 @@
 //! `cargo xtask ci`: everything CI runs, in order, each step timed, then a summary table.
 //!
-//! 1. Shim lane: `cargo test --workspace`, `codegen --check`, release builds of the shim for
-//!    aarch64-apple-darwin and x86_64-apple-darwin. `--shim-only` stops here.
+//! 1. Shim lane: `cargo test --workspace`, `codegen --check`, a type-check of the driver for
+//!    aarch64-apple-darwin (it runs on the Mac of `ci/macos-arm64.yml`), release builds of the
+//!    shim for aarch64-apple-darwin and x86_64-apple-darwin. `--shim-only` stops here.
 //! 2. Linux non-regression: Slurm built natively without and with `patches/<line>/`,
 //!    `make check` in both, and any difference in any test result fails.
 //! 3. Darwin personality: built, `make check` compared with the native patched build. A
@@ -47,6 +48,19 @@ fn shim_lane(sh: &Shell, root: &Path, report: &mut Report) {
         crate::codegen::check(root)?;
         Ok("slurm_shim.h up to date".to_string())
     });
+    report.step(
+        "cargo check -p build-driver --target aarch64-apple-darwin",
+        || {
+            // The driver must build on the Mac of ci/macos-arm64.yml (lane 5): no Linux-only
+            // API may slip into it unguarded.
+            let check = cmd!(
+                sh,
+                "cargo check -p build-driver --all-targets --target aarch64-apple-darwin"
+            );
+            run_with_deadline(sh, check, CARGO_BUILD_TIMEOUT)?;
+            Ok("the driver type-checks for macOS".to_string())
+        },
+    );
     for target in ["aarch64-apple-darwin", "x86_64-apple-darwin"] {
         report.step(
             &format!("cargo build -p slurm-shim --release --target {target}"),

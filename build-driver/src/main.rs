@@ -10,6 +10,8 @@ mod cluster;
 mod codegen;
 mod error;
 mod fetch;
+#[cfg(test)]
+mod macos_workflow;
 mod patches;
 mod pins;
 mod targets;

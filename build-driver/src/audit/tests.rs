@@ -2,7 +2,8 @@
 //! failure class (a plugin loaded by slurmd that needs a symbol only slurmctld defines) must be
 //! reported for slurmd and not for slurmctld, and a weak reference must be accepted. Once as
 //! ELF (the system's `cc`), once as arm64 Mach-O (zig, `python3 -m ziglang cc -target
-//! aarch64-macos`; skipped with the reason printed when zig is absent).
+//! aarch64-macos`; skipped with the reason printed when zig is absent). The ELF tests are
+//! compiled on Linux only (elsewhere `cc` does not make ELF).
 
 #![allow(non_snake_case)]
 use super::*;
@@ -39,6 +40,8 @@ struct Toolchain {
     program: &'static [&'static str],
 }
 
+/// The system's `cc` builds ELF only on Linux (the ELF tests are Linux-only).
+#[cfg(target_os = "linux")]
 fn elf() -> Toolchain {
     Toolchain {
         cc: vec!["cc".into()],
@@ -140,6 +143,7 @@ fn check_failure_class(sh: &Shell, prefix: &Path, format: Format) {
     assert!(!r.findings.iter().any(|f| f.program == "slurmctld"));
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn audit__elf_reports_slurmctld_only_symbol_for_slurmd_only() {
     let sh = Shell::new().unwrap();
@@ -162,6 +166,7 @@ fn audit__macho_reports_slurmctld_only_symbol_for_slurmd_only() {
     check_failure_class(&sh, &prefix, Format::MachO);
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn audit__unknown_type_is_reported() {
     let sh = Shell::new().unwrap();
