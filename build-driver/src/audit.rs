@@ -280,10 +280,7 @@ pub fn audit(sh: &Shell, prefix: &Path, extra_stubs: &[PathBuf]) -> Result<Repor
                 .imports
                 .iter()
                 .filter(|i| !i.weak)
-                .filter(|i| {
-                    !prog_closure.exports.contains(&i.name)
-                        && !plug_closure.exports.contains(&i.name)
-                })
+                .filter(|i| !prog_closure.defines(&i.name) && !plug_closure.defines(&i.name))
                 .map(|i| i.name.clone())
                 .collect();
             let libraries: BTreeSet<String> = prog_closure

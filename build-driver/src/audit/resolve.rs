@@ -50,9 +50,19 @@ pub struct Resolver {
 /// The libraries of one process (program + plugin) and what could not be found.
 #[derive(Debug, Default)]
 pub struct Closure {
-    pub exports: HashSet<String>,
+    /// The loaded images and stubs (shared, not copied: a closure is built per pair).
+    images: Vec<Rc<Image>>,
+    stubs: Vec<Rc<StubLibrary>>,
     /// Library names that resolved to nothing (with the object that asked for them).
     pub missing: BTreeSet<String>,
+}
+
+impl Closure {
+    /// Whether anything loaded exports `name`.
+    pub fn defines(&self, name: &str) -> bool {
+        self.images.iter().any(|i| i.exports.contains(name))
+            || self.stubs.iter().any(|s| s.exports.contains(name))
+    }
 }
 
 impl Resolver {
@@ -94,7 +104,7 @@ impl Resolver {
         let mut out = Closure::default();
         let mut seen: HashSet<String> = HashSet::new();
         let mut queue: Vec<Rc<Image>> = vec![root.clone()];
-        out.exports.extend(root.exports.iter().cloned());
+        out.images.push(root.clone());
         while let Some(img) = queue.pop() {
             for n in &img.needed {
                 let key = format!("{}\0{}", n.name, img.path.display());
@@ -104,7 +114,7 @@ impl Resolver {
                 match self.find(&n.name, &img, program)? {
                     Some(Loaded::File(lib)) => {
                         if seen.insert(lib.path.display().to_string()) {
-                            out.exports.extend(lib.exports.iter().cloned());
+                            out.images.push(lib.clone());
                             queue.push(lib);
                         }
                     }
@@ -124,14 +134,14 @@ impl Resolver {
     }
 
     /// A stub's exports and, recursively, those of the libraries it re-exports.
-    fn add_stub(&self, stub: &StubLibrary, out: &mut Closure, seen: &mut HashSet<String>) {
+    fn add_stub(&self, stub: &Rc<StubLibrary>, out: &mut Closure, seen: &mut HashSet<String>) {
         if !seen.insert(format!("stub\0{}", stub.install_name)) {
             return;
         }
-        out.exports.extend(stub.exports.iter().cloned());
+        out.stubs.push(stub.clone());
         for r in &stub.reexports {
             match self.stubs.get(r) {
-                Some(s) => self.add_stub(&s.clone(), out, seen),
+                Some(s) => self.add_stub(s, out, seen),
                 None => {
                     out.missing.insert(format!(
                         "{r} (re-exported by {}; no .tbd stub for it)",
