@@ -46,6 +46,8 @@ pub struct Finding {
 
 #[derive(Debug)]
 pub struct Report {
+    /// Which rows of the loader table applied.
+    pub line: loaders::Line,
     pub format: Format,
     pub arch: String,
     pub plugins: usize,
@@ -113,11 +115,12 @@ pub fn check(
 
 fn print_report(prefix: &Path, r: &Report) {
     println!(
-        "audit {}: {} {}, {} plugins",
+        "audit {}: {} {}, {} plugins, loader table for {:?}",
         prefix.display(),
         r.format,
         r.arch,
-        r.plugins
+        r.plugins,
+        r.line
     );
     if !r.not_installed.is_empty() {
         println!(
@@ -206,6 +209,8 @@ pub fn audit(sh: &Shell, prefix: &Path, extra_stubs: &[PathBuf]) -> Result<Repor
         ));
     }
 
+    let line = release_line(prefix)?;
+
     // The first plugin decides the format and architecture; all must agree.
     let first = Image::read(&plugin_dir.join(&names[0]))?.ok_or_else(|| Error::Io {
         path: plugin_dir.join(&names[0]),
@@ -248,6 +253,7 @@ pub fn audit(sh: &Shell, prefix: &Path, extra_stubs: &[PathBuf]) -> Result<Repor
     }
 
     let mut report = Report {
+        line,
         format,
         arch: arch.clone(),
         plugins: 0,
@@ -269,7 +275,7 @@ pub fn audit(sh: &Shell, prefix: &Path, extra_stubs: &[PathBuf]) -> Result<Repor
             report.unknown.push(name.clone());
             continue;
         };
-        for program in loaders::programs(ty) {
+        for program in loaders::programs(ty, line) {
             let Some((prog, prog_closure)) = program_images.get(program) else {
                 report.not_installed.insert(program.to_string());
                 continue;
@@ -299,6 +305,25 @@ pub fn audit(sh: &Shell, prefix: &Path, extra_stubs: &[PathBuf]) -> Result<Repor
         }
     }
     Ok(report)
+}
+
+/// The release line, from `SLURM_VERSION_NUMBER` in `include/slurm/slurm_version.h`.
+fn release_line(prefix: &Path) -> Result<loaders::Line> {
+    let header = prefix.join("include/slurm/slurm_version.h");
+    let text = std::fs::read_to_string(&header).map_err(|e| Error::NotASlurmPrefix {
+        path: prefix.to_path_buf(),
+        detail: format!("cannot read include/slurm/slurm_version.h ({e}), which tells the release"),
+    })?;
+    text.lines()
+        .find_map(|l| {
+            let v = l.strip_prefix("#define SLURM_VERSION_NUMBER")?.trim();
+            u32::from_str_radix(v.strip_prefix("0x")?, 16).ok()
+        })
+        .map(loaders::Line::from_version_number)
+        .ok_or_else(|| Error::Io {
+            path: header,
+            detail: "no `#define SLURM_VERSION_NUMBER 0x...`".into(),
+        })
 }
 
 fn arch_name(a: object::Architecture) -> String {

@@ -226,6 +226,7 @@ mod tests {
 
     fn report(findings: Vec<Finding>) -> Report {
         Report {
+            line: super::super::loaders::Line::L24_11,
             format: Format::Elf,
             arch: "x86_64".into(),
             plugins: 2,
@@ -291,7 +292,7 @@ reason = "D1"
     #[test]
     fn judge__unknown_type_fails_even_without_findings() {
         let mut r = report(Vec::new());
-        r.unknown.push("metrics_foo.so".into());
+        r.unknown.push("widget_foo.so".into());
         assert!(judge(&r, &Expectations::default(), Path::new("f")).is_err());
         assert!(
             judge(

@@ -19,10 +19,15 @@
 //! serializer/json). Where a program only *may* load a type (depending on slurm.conf or a
 //! command-line option), it is listed: the audit must hold for every configuration.
 //!
-//! 26.11 adds or renames types; a plugin of a type not listed here is reported as unknown
-//! (and fails the audit) until the table is extended.
+//! 26.11 (snapshot 284c3b95, the same method) adds types (certgen, compress, http_auth,
+//! http_parser, metrics, namespace, runtime, url_parser), drops job_container, and changes
+//! four rows (`loaders_26_11`): slurmd loads accounting_storage, sackd certmgr, only
+//! slurmctld select, and every program with conmgr tls. The audit picks the row set from the
+//! prefix's `include/slurm/slurm_version.h`. A plugin of a type not listed here is reported
+//! as unknown (and fails the audit) until the table is extended.
 
-/// Programs that call `slurm_init()` (24.11.5: grep -rlw slurm_init src/*/*.c) and therefore
+/// Programs that call `slurm_init()` (24.11.5: grep -rlw slurm_init src/*/*.c; 26.11 adds
+/// swait) and therefore
 /// load auth, hash, tls, accounting_storage, gres and cred through `src/api/init.c`.
 pub const CLIENTS: &[&str] = &[
     "sacct",
@@ -47,6 +52,7 @@ pub const CLIENTS: &[&str] = &[
     "sstat",
     "strigger",
     "sview",
+    "swait",
 ];
 
 /// The daemons that load plugins.
@@ -67,7 +73,10 @@ use Loader::{Clients, Program as P};
 pub struct PluginType {
     /// The file-name prefix (`topology` for the `topo` plugin_type string).
     pub name: &'static str,
+    /// Who loads it in 24.11 (and in 26.11 unless `loaders_26_11` says otherwise).
     pub loaders: &'static [Loader],
+    /// Who loads it in 26.11, where that differs (26.11 snapshot 284c3b95, same method).
+    pub loaders_26_11: Option<&'static [Loader]>,
     /// The loading function(s) and where they are called (24.11.5 source paths).
     pub evidence: &'static str,
 }
@@ -88,57 +97,74 @@ pub const TYPES: &[PluginType] = &[
     PluginType {
         name: "accounting_storage",
         loaders: &[Clients, P("slurmctld"), P("slurmstepd"), P("slurmdbd")],
-        evidence: "acct_storage_g_init: api/init.c (slurm_init), slurmctld, slurmd/slurmstepd, slurmdbd, sacct",
+        evidence: "acct_storage_g_init: api/init.c (slurm_init), slurmctld, slurmd/slurmstepd, slurmdbd, sacct; 26.11: also slurmd/slurmd",
+        loaders_26_11: Some(&[
+            Clients,
+            P("slurmctld"),
+            P("slurmd"),
+            P("slurmstepd"),
+            P("slurmdbd"),
+        ]),
     },
     PluginType {
         name: "acct_gather_energy",
         loaders: CTLD_D_STEPD,
         evidence: "acct_gather_energy_init via acct_gather_conf_init: slurmctld/controller.c, slurmd/slurmd.c, slurmstepd.c",
+        loaders_26_11: None,
     },
     PluginType {
         name: "acct_gather_filesystem",
         loaders: CTLD_D_STEPD,
         evidence: "acct_gather_filesystem_init via acct_gather_conf_init (as acct_gather_energy)",
+        loaders_26_11: None,
     },
     PluginType {
         name: "acct_gather_interconnect",
         loaders: CTLD_D_STEPD,
         evidence: "acct_gather_interconnect_init via acct_gather_conf_init (as acct_gather_energy)",
+        loaders_26_11: None,
     },
     PluginType {
         name: "acct_gather_profile",
         loaders: CTLD_D_STEPD,
         evidence: "acct_gather_profile_init via acct_gather_conf_init, and slurmd/slurmstepd directly",
+        loaders_26_11: None,
     },
     PluginType {
         name: "auth",
         loaders: EVERY_PROGRAM,
         evidence: "auth_g_init: api/init.c (slurm_init), slurmctld, slurmd, slurmstepd, slurmdbd, sackd",
+        loaders_26_11: None,
     },
     PluginType {
         name: "burst_buffer",
         loaders: CTLD,
         evidence: "bb_g_init: slurmctld",
+        loaders_26_11: None,
     },
     PluginType {
         name: "certmgr",
         loaders: &[P("slurmctld"), P("slurmd")],
-        evidence: "certmgr_g_init: slurmctld, slurmd/slurmd",
+        evidence: "certmgr_g_init: slurmctld, slurmd/slurmd; 26.11: also sackd",
+        loaders_26_11: Some(&[P("slurmctld"), P("slurmd"), P("sackd")]),
     },
     PluginType {
         name: "cgroup",
         loaders: D_STEPD,
         evidence: "cgroup_g_init: slurmd/slurmd, slurmd/slurmstepd",
+        loaders_26_11: None,
     },
     PluginType {
         name: "cli_filter",
         loaders: &[P("salloc"), P("sbatch"), P("scrontab"), P("srun")],
         evidence: "cli_filter_init: salloc, sbatch, scrontab, srun",
+        loaders_26_11: None,
     },
     PluginType {
         name: "cred",
         loaders: &[Clients, P("slurmctld"), P("slurmd"), P("slurmstepd")],
         evidence: "cred_g_init: api/init.c (slurm_init), slurmctld, slurmd/slurmd, slurmd/slurmstepd",
+        loaders_26_11: None,
     },
     PluginType {
         name: "data_parser",
@@ -153,91 +179,109 @@ pub const TYPES: &[PluginType] = &[
             P("slurmrestd"),
         ],
         evidence: "data_parser_g_new (DATA_DUMP_CLI for --json/--yaml): sacct, sacctmgr, scontrol, sdiag, sinfo, squeue, sshare, slurmrestd",
+        loaders_26_11: None,
     },
     PluginType {
         name: "gpu",
         loaders: D_STEPD,
         evidence: "gpu_plugin_init from gres.c: gres_g_node_config_load (slurmd), gres_g_recv_stepd (slurmstepd)",
+        loaders_26_11: None,
     },
     PluginType {
         name: "gres",
         loaders: &[Clients, P("slurmctld"), P("slurmd"), P("slurmstepd")],
         evidence: "gres_init: api/init.c (slurm_init), slurmctld, slurmd/slurmd, slurmd/slurmstepd, stepmgr",
+        loaders_26_11: None,
     },
     PluginType {
         name: "hash",
         loaders: EVERY_PROGRAM,
         evidence: "hash_g_init: api/init.c (slurm_init), slurmctld, slurmd, slurmstepd, slurmdbd, sackd",
+        loaders_26_11: None,
     },
     PluginType {
         name: "job_container",
         loaders: D_STEPD,
         evidence: "job_container_init: slurmd/slurmd, slurmd/slurmstepd",
+        loaders_26_11: None,
     },
     PluginType {
         name: "job_submit",
         loaders: CTLD,
         evidence: "job_submit_g_init: slurmctld",
+        loaders_26_11: None,
     },
     PluginType {
         name: "jobacct_gather",
         loaders: CTLD_D_STEPD,
         evidence: "jobacct_gather_init: slurmctld, slurmd/slurmd, slurmd/slurmstepd",
+        loaders_26_11: None,
     },
     PluginType {
         name: "jobcomp",
         loaders: &[P("slurmctld"), P("sacct")],
         evidence: "jobcomp_g_init: slurmctld; api/job_functions.c slurmdb_jobcomp_init (sacct/options.c)",
+        loaders_26_11: None,
     },
     PluginType {
         name: "mcs",
         loaders: CTLD,
         evidence: "mcs_g_init: slurmctld",
+        loaders_26_11: None,
     },
     PluginType {
         name: "mpi",
         loaders: &[P("srun"), P("slurmctld"), P("slurmd"), P("slurmstepd")],
         evidence: "mpi_g_client_init: srun, api/step_launch.c; mpi_g_daemon_init: slurmctld, slurmd; mpi_g_slurmstepd_prefork: slurmstepd/mgr.c",
+        loaders_26_11: None,
     },
     PluginType {
         name: "node_features",
         loaders: &[P("slurmctld"), P("slurmd")],
         evidence: "node_features_g_init: slurmctld, slurmd/slurmd",
+        loaders_26_11: None,
     },
     PluginType {
         name: "openapi",
         loaders: &[P("slurmrestd")],
         evidence: "plugrack(\"openapi\"): slurmrestd",
+        loaders_26_11: None,
     },
     PluginType {
         name: "preempt",
         loaders: CTLD,
         evidence: "preempt_g_init: slurmctld",
+        loaders_26_11: None,
     },
     PluginType {
         name: "prep",
         loaders: CTLD_D_STEPD,
         evidence: "prep_g_init: slurmctld, slurmd/slurmd, slurmd/slurmstepd",
+        loaders_26_11: None,
     },
     PluginType {
         name: "priority",
         loaders: &[P("slurmctld"), P("sshare")],
         evidence: "priority_g_init: slurmctld, sshare",
+        loaders_26_11: None,
     },
     PluginType {
         name: "proctrack",
         loaders: D_STEPD,
         evidence: "proctrack_g_init: slurmd/slurmd, slurmd/slurmstepd",
+        loaders_26_11: None,
     },
     PluginType {
         name: "rest_auth",
         loaders: &[P("slurmrestd")],
         evidence: "plugrack_create(\"rest_auth\"): slurmrestd/slurmrestd.c",
+        loaders_26_11: None,
     },
     PluginType {
         name: "sched",
         loaders: CTLD,
         evidence: "sched_g_init: slurmctld",
+        loaders_26_11: None,
     },
     PluginType {
         name: "select",
@@ -250,17 +294,20 @@ pub const TYPES: &[PluginType] = &[
             P("squeue"),
             P("sview"),
         ],
-        evidence: "select_g_init: slurmctld, slurmd/slurmd, slurmd/slurmstepd; api/node_info.c (slurm_load_node*: scontrol, sinfo, squeue, sview)",
+        evidence: "select_g_init: slurmctld, slurmd/slurmd, slurmd/slurmstepd; api/node_info.c (slurm_load_node*: scontrol, sinfo, squeue, sview); 26.11: slurmctld only",
+        loaders_26_11: Some(CTLD),
     },
     PluginType {
         name: "serializer",
         loaders: EVERY_PROGRAM,
         evidence: "serializer_g_init: sacct, sacctmgr, scontrol, sdiag, sinfo, squeue, sshare, slurmctld, slurmstepd, ...; auth/slurm's init() requires serializer/json in every program",
+        loaders_26_11: None,
     },
     PluginType {
         name: "site_factor",
         loaders: CTLD,
         evidence: "site_factor_g_init: priority/multifactor init(), only in slurmctld (other programs return early)",
+        loaders_26_11: None,
     },
     PluginType {
         name: "spank",
@@ -274,26 +321,79 @@ pub const TYPES: &[PluginType] = &[
             P("slurmstepd"),
         ],
         evidence: "spank_init*: salloc, sbatch, scrontab, scrun, srun, slurmstepd/mgr.c; spank_slurmd_exit: slurmd",
+        loaders_26_11: None,
     },
     PluginType {
         name: "switch",
         loaders: &[P("slurmctld"), P("slurmd"), P("slurmstepd"), P("srun")],
         evidence: "switch_g_init: slurmctld, slurmd/slurmd, slurmd/slurmstepd, srun",
+        loaders_26_11: None,
     },
     PluginType {
         name: "task",
         loaders: D_STEPD,
         evidence: "task_g_init: slurmd/slurmd, slurmd/slurmstepd",
+        loaders_26_11: None,
     },
     PluginType {
         name: "tls",
         loaders: &[Clients, P("slurmctld"), P("slurmdbd")],
-        evidence: "tls_g_init: api/init.c (slurm_init), slurmctld, slurmdbd",
+        evidence: "tls_g_init: api/init.c (slurm_init), slurmctld, slurmdbd; 26.11: conmgr/tls.c and common/http_switch.c, i.e. every program with conmgr (daemons, srun, salloc, sattach, ...)",
+        loaders_26_11: Some(EVERY_PROGRAM),
     },
     PluginType {
         name: "topology",
         loaders: &[Clients, P("slurmctld"), P("slurmd"), P("slurmstepd")],
         evidence: "topology_g_init (plugin_type \"topo\"): slurmctld, slurmd/slurmd, slurmd/slurmstepd; common/slurm_protocol_api.c slurm_send_recv_msgs and api/topo_info.c in any client",
+        loaders_26_11: None,
+    },
+    PluginType {
+        name: "certgen",
+        loaders: &[Clients, P("slurmstepd")],
+        evidence: "26.11 only: certgen_g_init: api/init.c (slurm_init), slurmd/slurmstepd",
+        loaders_26_11: None,
+    },
+    PluginType {
+        name: "compress",
+        loaders: &[P("sbcast"), P("srun"), P("slurmd")],
+        evidence: "26.11 only: compress_g_init: sbcast, srun, slurmd/slurmd",
+        loaders_26_11: None,
+    },
+    PluginType {
+        name: "http_auth",
+        loaders: &[P("slurmctld"), P("slurmd"), P("slurmrestd")],
+        evidence: "26.11 only: http_auth_g_init: slurmctld, slurmd/slurmd, slurmrestd",
+        loaders_26_11: None,
+    },
+    PluginType {
+        name: "http_parser",
+        loaders: &[P("slurmctld"), P("slurmd"), P("slurmrestd")],
+        evidence: "26.11 only: http_parser_g_init: slurmrestd, common/http_switch.c (slurmctld, slurmd)",
+        loaders_26_11: None,
+    },
+    PluginType {
+        name: "metrics",
+        loaders: CTLD,
+        evidence: "26.11 only: metrics_g_init: slurmctld",
+        loaders_26_11: None,
+    },
+    PluginType {
+        name: "namespace",
+        loaders: D_STEPD,
+        evidence: "26.11 only (replaces job_container): namespace_g_init: slurmd/slurmd, slurmd/slurmstepd",
+        loaders_26_11: None,
+    },
+    PluginType {
+        name: "runtime",
+        loaders: &[P("slurmstepd")],
+        evidence: "26.11 only: runtime_g_init: slurmd/slurmstepd",
+        loaders_26_11: None,
+    },
+    PluginType {
+        name: "url_parser",
+        loaders: EVERY_PROGRAM,
+        evidence: "26.11 only: url_parser_g_init: conmgr/conmgr.c (every program with conmgr), common/http_switch.c, slurmrestd",
+        loaders_26_11: None,
     },
 ];
 
@@ -309,10 +409,34 @@ pub fn plugin_type(file_name: &str) -> Option<&'static PluginType> {
         .max_by_key(|t| t.name.len())
 }
 
-/// The installed program names a type's loaders stand for.
-pub fn programs(t: &PluginType) -> Vec<&'static str> {
+/// The release lines the table distinguishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Line {
+    /// 24.11 (and anything before 26): the table's `loaders`.
+    L24_11,
+    /// 26.x: `loaders_26_11` where given.
+    L26_11,
+}
+
+impl Line {
+    /// From `SLURM_VERSION_NUMBER` (`0xMMmmuu`).
+    pub fn from_version_number(n: u32) -> Line {
+        if (n >> 16) >= 26 {
+            Line::L26_11
+        } else {
+            Line::L24_11
+        }
+    }
+}
+
+/// The installed program names a type's loaders stand for in `line`.
+pub fn programs(t: &PluginType, line: Line) -> Vec<&'static str> {
+    let loaders = match (line, t.loaders_26_11) {
+        (Line::L26_11, Some(l)) => l,
+        _ => t.loaders,
+    };
     let mut out: Vec<&'static str> = Vec::new();
-    for l in t.loaders {
+    for l in loaders {
         match l {
             P(p) => out.push(p),
             Clients => out.extend_from_slice(CLIENTS),
@@ -367,26 +491,26 @@ mod tests {
     #[test]
     fn programs__expand_clients_and_keep_daemons() {
         let auth = plugin_type("auth_slurm.so").unwrap();
-        let p = programs(auth);
+        let p = programs(auth, Line::L24_11);
         for d in DAEMONS {
             assert!(p.contains(d), "auth misses {d}");
         }
         for c in CLIENTS {
             assert!(p.contains(c), "auth misses {c}");
         }
-        let proctrack = programs(plugin_type("proctrack_pgid.so").unwrap());
+        let proctrack = programs(plugin_type("proctrack_pgid.so").unwrap(), Line::L24_11);
         assert_eq!(proctrack, ["slurmd", "slurmstepd"]);
         // The proof of concept's failure: topology and prep are loaded by slurmd, not only
         // by slurmctld.
         for t in ["topology_tree.so", "prep_script.so"] {
-            let p = programs(plugin_type(t).unwrap());
+            let p = programs(plugin_type(t).unwrap(), Line::L24_11);
             assert!(
                 p.contains(&"slurmd") && p.contains(&"slurmctld"),
                 "{t}: {p:?}"
             );
         }
         assert_eq!(
-            programs(plugin_type("sched_backfill.so").unwrap()),
+            programs(plugin_type("sched_backfill.so").unwrap(), Line::L24_11),
             ["slurmctld"]
         );
     }
@@ -404,7 +528,10 @@ mod tests {
                 "{}",
                 t.name
             );
-            for p in programs(t) {
+            for p in programs(t, Line::L24_11)
+                .into_iter()
+                .chain(programs(t, Line::L26_11))
+            {
                 assert!(
                     CLIENTS.contains(&p) || DAEMONS.contains(&p),
                     "{}: unknown program {p}",
@@ -414,13 +541,32 @@ mod tests {
         }
     }
 
-    /// Every plugin family directory in the 24.11.5 source (src/plugins/<type>/) has a row.
     #[test]
-    fn table__covers_every_plugin_directory_of_24_11() {
-        let dir = crate::project_root().join("slurm-src/24.11.5/src/plugins");
+    fn programs__differ_by_line_where_26_11_changed() {
+        let acct = plugin_type("accounting_storage_slurmdbd.so").unwrap();
+        assert!(!programs(acct, Line::L24_11).contains(&"slurmd"));
+        assert!(programs(acct, Line::L26_11).contains(&"slurmd"));
+        let select = plugin_type("select_cons_tres.so").unwrap();
+        assert!(programs(select, Line::L24_11).contains(&"slurmd"));
+        assert_eq!(programs(select, Line::L26_11), ["slurmctld"]);
+        assert_eq!(Line::from_version_number(0x180b05), Line::L24_11);
+        assert_eq!(Line::from_version_number(0x1a0b00), Line::L26_11);
+    }
+
+    /// Every plugin family directory in the 24.11.5 and 26.11 sources (src/plugins/<type>/)
+    /// has a row.
+    #[test]
+    fn table__covers_every_plugin_directory() {
+        for v in ["24.11.5", "26.11-snapshot"] {
+            covers_plugin_directories(v);
+        }
+    }
+
+    fn covers_plugin_directories(version: &str) {
+        let dir = crate::project_root().join(format!("slurm-src/{version}/src/plugins"));
         let Ok(entries) = std::fs::read_dir(&dir) else {
             println!(
-                "SKIPPED: {} absent (run `cargo xtask fetch --version 24.11.5`)",
+                "SKIPPED for {version}: {} absent (run `cargo xtask fetch --version {version}`)",
                 dir.display()
             );
             return;

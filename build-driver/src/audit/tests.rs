@@ -81,10 +81,15 @@ fn compile(sh: &Shell, t: &Toolchain, src_dir: &Path, src: &str, out: &Path, ext
 fn build_prefix(sh: &Shell, t: &Toolchain, dir: &Path) -> PathBuf {
     let prefix = dir.join("prefix");
     let src = dir.join("src");
-    for d in ["sbin", "lib/slurm"] {
+    for d in ["sbin", "lib/slurm", "include/slurm"] {
         fs::create_dir_all(prefix.join(d)).unwrap();
     }
     fs::create_dir_all(&src).unwrap();
+    fs::write(
+        prefix.join("include/slurm/slurm_version.h"),
+        "#define SLURM_VERSION_NUMBER 0x180b05\n",
+    )
+    .unwrap();
     let s = |a: &[&str]| a.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     let lib_dir = prefix.join("lib/slurm");
     compile(
@@ -174,11 +179,11 @@ fn audit__unknown_type_is_reported() {
     let prefix = build_prefix(&sh, &elf(), dir.path());
     fs::copy(
         prefix.join("lib/slurm/prep_demo.so"),
-        prefix.join("lib/slurm/metrics_demo.so"),
+        prefix.join("lib/slurm/widget_demo.so"),
     )
     .unwrap();
     let r = audit(&sh, &prefix, &[]).unwrap();
-    assert_eq!(r.unknown, ["metrics_demo.so"]);
+    assert_eq!(r.unknown, ["widget_demo.so"]);
 }
 
 #[test]
@@ -207,6 +212,15 @@ fn audit__bad_prefixes_give_clear_errors() {
 
     fs::create_dir_all(p.join("sbin")).unwrap();
     fs::copy("/bin/true", p.join("sbin/slurmd")).unwrap();
+    let e = err(p);
+    assert!(e.contains("slurm_version.h"), "{e}");
+
+    fs::create_dir_all(p.join("include/slurm")).unwrap();
+    fs::write(
+        p.join("include/slurm/slurm_version.h"),
+        "#define SLURM_VERSION_NUMBER 0x1a0b00\n",
+    )
+    .unwrap();
     let e = err(p);
     assert!(
         e.contains("auth_demo.so") && e.contains("not an ELF or Mach-O"),
