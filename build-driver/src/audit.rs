@@ -6,8 +6,8 @@
 //! `DIR/bin`, every undefined symbol of the plugin must be weak or be exported by the
 //! program, by a library the program or the plugin loads (libslurmfull among them; resolved
 //! as [`resolve`] describes), or by a system library (ELF: the real libraries on this
-//! machine; Mach-O: the SDK's `.tbd` stubs: on Linux those zig ships, on a Mac the active
-//! SDK's). Anything else is a
+//! machine; Mach-O: the SDK's `.tbd` stubs: on Linux those zig ships plus the cross lane's
+//! own `build-driver/cross-sdk/lib/*.tbd`, on a Mac the active SDK's). Anything else is a
 //! finding: on ELF Slurm gets away with it because it `dlopen`s with `RTLD_LAZY` (catalog D1);
 //! a Mach-O linked by Apple's ld64 (chained fixups, eager binding) fails at `dlopen`. zig
 //! links plugins with lazy binds, so on this machine only this audit catches the class.
@@ -80,20 +80,23 @@ impl Report {
     }
 }
 
-pub fn run(sh: &Shell, _root: &Path, args: AuditArgs) -> Result<()> {
-    check(sh, &args.prefix, args.expect.as_deref(), &args.tbd).map(|_| ())
+pub fn run(sh: &Shell, root: &Path, args: AuditArgs) -> Result<()> {
+    check(sh, root, &args.prefix, args.expect.as_deref(), &args.tbd).map(|_| ())
 }
 
 /// Audit `prefix`, print the report, and judge it: against `expect` when given, else any
 /// finding fails. Returns the summary line (also used by `cargo xtask ci`).
 pub fn check(
     sh: &Shell,
+    root: &Path,
     prefix: &Path,
     expect: Option<&Path>,
     extra_stubs: &[PathBuf],
 ) -> Result<String> {
     let start = Instant::now();
-    let report = audit(sh, prefix, extra_stubs)?;
+    let mut stubs = cross_sdk_stubs(root)?;
+    stubs.extend(extra_stubs.iter().cloned());
+    let report = audit(sh, prefix, &stubs)?;
     print_report(prefix, &report);
     let verdict = match expect {
         Some(file) => expect::judge(&report, &Expectations::load(file)?, file),
@@ -332,6 +335,17 @@ fn arch_name(a: object::Architecture) -> String {
         object::Architecture::X86_64 => "x86_64".into(),
         other => format!("{other:?}").to_lowercase(),
     }
+}
+
+/// The zig cross lane's own link stubs (`build-driver/cross-sdk/lib/*.tbd`: libresolv,
+/// libiconv), which zig lacks; they stand for macOS libraries the cross-built binaries load.
+/// Not on a Mac, where the SDK has the real ones.
+fn cross_sdk_stubs(root: &Path) -> Result<Vec<PathBuf>> {
+    let dir = root.join("build-driver/cross-sdk/lib");
+    if cfg!(target_os = "macos") || !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    tbd_files(&dir)
 }
 
 /// On a Mac: the active SDK's stubs (`xcrun --show-sdk-path`, then `usr/lib/*.tbd` and

@@ -200,7 +200,7 @@ fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
 /// `ci/expectations/audit-<line>-<lane>.toml`.
 fn audit(sh: &Shell, root: &Path, b: &BuildOutput, lane: &str) -> Result<String> {
     let file = audit_expectations_path(root, &b.line, lane);
-    crate::audit::check(sh, &b.prefix, Some(&file), &[])
+    crate::audit::check(sh, root, &b.prefix, Some(&file), &[])
 }
 
 /// Where CI expects the accepted audit findings of a release line and lane.

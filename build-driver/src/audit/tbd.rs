@@ -148,6 +148,16 @@ exports:
         assert!(libs[0].exports.contains("_res_9_init"));
     }
 
+    /// The cross lane's hand-written stubs carry comments between the tag and the keys.
+    #[test]
+    fn parse__comments_and_arm64_targets() {
+        let stub = "--- !tapi-tbd\n# a comment\n# another\ntbd-version: 4\ntargets: [ x86_64-macos, arm64-macos ]\ninstall-name: '/usr/lib/libresolv.9.dylib'\nexports:\n  - targets: [ x86_64-macos, arm64-macos ]\n    symbols: [ _res_9_ninit,\n               _res_9_nclose ]\n...\n";
+        let libs = parse(stub, "arm64").unwrap();
+        assert_eq!(libs[0].install_name, "/usr/lib/libresolv.9.dylib");
+        assert!(libs[0].exports.contains("_res_9_nclose"));
+        assert_eq!(libs[0].exports.len(), 2);
+    }
+
     #[test]
     fn parse__rejects_garbage() {
         assert!(parse("key: [unclosed", "arm64").is_err());
