@@ -26,7 +26,7 @@ const PLUGIN: &str = "#include <stdio.h>\n\
     extern int maybe_there(void) __attribute__((weak));\n\
     #endif\n\
     int init(void) {\n\
-        printf(\"init\\n\");\n\
+        printf(\"init %d\\n\", slurm_common());\n\
         if (maybe_there) maybe_there();\n\
         return slurm_common() + ctld_only();\n\
     }\n";
@@ -146,6 +146,25 @@ fn check_failure_class(sh: &Shell, prefix: &Path, format: Format) {
     );
     assert!(f.libraries.is_empty(), "{:?}", f.libraries);
     assert!(!r.findings.iter().any(|f| f.program == "slurmctld"));
+    // The plugin really imports the weak symbol (weak) and libc's printf (not weak): the
+    // audit accepted the first as weak and resolved the second from the system library.
+    let plugin = Image::read(&prefix.join("lib/slurm/prep_demo.so"))
+        .unwrap()
+        .unwrap();
+    let import = |n: &str| plugin.imports.iter().find(|i| i.name == sym(n)).cloned();
+    assert_eq!(
+        import("maybe_there").map(|i| i.weak),
+        Some(true),
+        "{:?}",
+        plugin.imports
+    );
+    assert_eq!(
+        import("printf").map(|i| i.weak),
+        Some(false),
+        "{:?}",
+        plugin.imports
+    );
+    assert_eq!(import("slurm_common").map(|i| i.weak), Some(false));
 }
 
 #[cfg(target_os = "linux")]
