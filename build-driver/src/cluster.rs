@@ -44,9 +44,15 @@ pub fn run(sh: &Shell, root: &Path, args: ClusterArgs) -> Result<()> {
     }
 }
 
-/// The SACK socket directories of auth/slurm (24.11: hard-coded in sack.c and sack_api.c).
+/// The SACK socket directories of auth/slurm (24.11: hard-coded in sack.c and sack_api.c;
+/// under `/var/run` on macOS, where `/` is read-only: patches/24.11/0011).
 fn sack_dirs() -> [PathBuf; 2] {
-    [PathBuf::from("/run/slurmctld"), PathBuf::from("/run/slurm")]
+    let run = Path::new(if cfg!(target_os = "macos") {
+        "/var/run"
+    } else {
+        "/run"
+    });
+    [run.join("slurmctld"), run.join("slurm")]
 }
 
 /// Start the cluster from `prefix`, run the smoke jobs, stop and clean up. The temporary
