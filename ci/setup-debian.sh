@@ -19,6 +19,7 @@ APT_PACKAGES=(
   libhwloc-dev libyaml-dev liblz4-dev    # slurmd topology, serializer/yaml, sbcast
   ccache
   sudo                                   # the peer suite's test user runs commands via sudo
+  cmake xz-utils bzip2 perl              # cargo xtask deps: json-c/jansson/libjwt (CMake), hwloc/OpenSSL, .tar.xz/.tar.bz2
 )
 
 sudo_() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

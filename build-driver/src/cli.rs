@@ -28,6 +28,23 @@ pub enum Command {
     Cluster(ClusterArgs),
     /// Check that every plugin's undefined symbols resolve in every program that loads it.
     Audit(AuditArgs),
+    /// Build the third-party libraries (OpenSSL, jansson, json-c, hwloc, libjwt 1.x) for an
+    /// Apple target from the pins in slurm-src/deps.toml.
+    Deps(DepsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DepsArgs {
+    /// Rust target triple (aarch64-apple-darwin or x86_64-apple-darwin).
+    #[arg(long)]
+    pub target: String,
+    /// Parallel jobs per library build (default: the number of CPUs).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Where apt is absent (macOS): a Debian mirror's base URL; the pinned orig tarballs are
+    /// then downloaded from its pool/ with curl (and sha256-checked like any download).
+    #[arg(long, value_name = "URL")]
+    pub debian_mirror: Option<String>,
 }
 
 #[derive(Debug, Args)]

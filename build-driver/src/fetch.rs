@@ -16,8 +16,8 @@
 //! tree is renamed into place, and `slurm-src/.<version>.complete` (the pin identity) is
 //! written last; a complete tree is reused. Unpacked trees are never modified.
 
-mod archive;
-mod debian;
+pub(crate) mod archive;
+pub(crate) mod debian;
 
 use crate::cli::{FetchArgs, Origin, SourceArgs};
 use crate::error::{Error, Result};

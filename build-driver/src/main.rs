@@ -8,6 +8,7 @@ mod ci;
 mod cli;
 mod cluster;
 mod codegen;
+mod deps;
 mod error;
 mod fetch;
 #[cfg(test)]
@@ -44,6 +45,7 @@ fn run(cli: cli::Cli) -> Result<()> {
         cli::Command::Ci(args) => ci::run(&sh, &root, args),
         cli::Command::Cluster(args) => cluster::run(&sh, &root, args),
         cli::Command::Audit(args) => audit::run(&sh, &root, args),
+        cli::Command::Deps(args) => deps::run(&sh, &root, args).map(|_| ()),
     }
 }
 

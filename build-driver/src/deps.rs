@@ -1,0 +1,509 @@
+//! `cargo xtask deps --target TRIPLE`: the third-party libraries a macOS compute node needs
+//! (OpenSSL's libcrypto, jansson, json-c, hwloc, libjwt 1.x), built for the target from the
+//! pinned, hash-checked sources of `slurm-src/deps.toml` into
+//! `$CARGO_TARGET_DIR/deps/<triple>/prefix` (`include/`, `lib/`, `lib/pkgconfig/`).
+//!
+//! Why each library (read from Slurm 24.11.5's and 26.11's `auxdir/x_ac_*.m4` and plugin
+//! `Makefile.am`s; both lines are the same here):
+//! - **libjwt** (`X_AC_JWT`, `--with-jwt`): `src/plugins/auth/Makefile.am` builds
+//!   `auth/slurm` (whose `auth_slurm.so` also carries `cred/slurm`) only `if WITH_JWT`;
+//!   it signs and checks its tokens with libjwt (HS256). 26.11's configure also requires
+//!   `jwt_get_grants_json` (1.x or 2.x; libjwt 3 is refused). 1.17.2 is the reachable 1.x.
+//! - **jansson**: libjwt 1.x's JSON library (not used by Slurm itself).
+//! - **OpenSSL** (`openssl-src` crate): libjwt's crypto backend; only `libcrypto` is used.
+//! - **json-c** (`X_AC_JSON`, `--with-json`): `serializer/json` is built only
+//!   `if WITH_JSON_PARSER`.
+//! - **hwloc** (`X_AC_HWLOC`, `--with-hwloc`): `HAVE_HWLOC`, slurmd's CPU topology.
+//!   Built without libxml2, PCI, GPUs and plugins; on Linux with zig also without Apple's
+//!   IOKit/Foundation frameworks (zig ships no frameworks), so hwloc's Darwin backend takes
+//!   core kinds from `sysctl` only. Homebrew's hwloc on a Mac has them.
+//!
+//! ## Link form: static archives plus two transitive libraries in `LIBS`
+//!
+//! Every library is a static, position-independent archive (`lib*.a`). Slurm's configure
+//! tests link with plain `-ljson-c`, `-lhwloc` and `-ljwt`. json-c and hwloc archives need
+//! nothing else on macOS, so their tests pass as they are. libjwt's archive needs
+//! `jansson` and `libcrypto`, so Slurm's configure gets `LDFLAGS=-L<prefix>/lib` and
+//! `LIBS="-ljansson -lcrypto"` ([`DepsPrefix::ldflags`], [`DepsPrefix::libs`]): the
+//! `jwt_add_header` test then links, and so does `auth_slurm.so` (automake puts `$(LIBS)`
+//! on every link line; an archive contributes only the members a link needs, so other
+//! programs gain nothing). The same `LIBS` stop a plugin linked with zig's
+//! `-undefined dynamic_lookup` from silently leaving jansson or OpenSSL symbols
+//! unresolved until `dlopen` on a Mac.
+//!
+//! Why not dylibs: a dylib needs an install name (`@rpath/libjwt.dylib`), an rpath in every
+//! Slurm binary that loads it and a copy in the Slurm prefix, and Slurm's own
+//! `-Wl,-rpath,<build prefix>` would point at this machine. Static archives leave nothing to
+//! ship: the code is inside `slurmd`, `auth_slurm.so`, `serializer_json.so`.
+//!
+//! ## Steps, stamps and failure
+//!
+//! Each library is built in a scratch directory (unpacked with `tar` from the verified
+//! tarball, see `source.rs`), installed with `DESTDIR` into a staging directory and renamed
+//! to `pkgs/<name>` with its stamp (the hash of its pin, the tools, the recipe and its
+//! dependencies' stamps) inside. The prefix is assembled the same way (staging, rename) and
+//! carries the hash of all library stamps: an unchanged re-run does nothing; a failure
+//! leaves the previous installation as it was. Each step's full output goes to
+//! `logs/<name>/<step>.log`.
+//!
+//! After assembly the driver proves the result: every member of every `lib/*.a` is a
+//! 64-bit Mach-O object for the target's CPU (`macho.rs`), and a C program calling json-c,
+//! libjwt, hwloc and libcrypto links for the target with exactly `-ljson-c -ljwt -lhwloc`
+//! plus [`DepsPrefix::libs`] (`prefix::SMOKE_C`, kept as `deps/<triple>/smoke`; it is not
+//! run: no Mac here).
+//!
+//! On macOS: see the README ("Third-party libraries for macOS"): Homebrew's json-c and
+//! hwloc are usable as they are (`--with-json=$(brew --prefix json-c)`), libjwt must be
+//! this 1.x build because Homebrew's libjwt 3 is refused by Slurm's configure.
+
+pub mod macho;
+pub mod pins;
+pub mod prefix;
+pub mod recipes;
+pub mod source;
+pub mod tools;
+
+use crate::build_slurm::link::cargo_target_dir;
+use crate::build_slurm::stamp::Inputs;
+use crate::cli::DepsArgs;
+use crate::error::{Error, Result};
+use crate::fetch::archive::Staging;
+use crate::fetch::require_tool;
+use crate::targets::{self, Target};
+use pins::{BuildKind, DepPins};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+pub use tools::CrossTools;
+use xshell::Shell;
+
+/// The stamp file inside each `pkgs/<name>` and inside the prefix.
+pub const STAMP: &str = ".deps-stamp";
+
+/// What the static libjwt archive needs besides itself (see the module doc).
+pub const TRANSITIVE_LIBS: &[&str] = &["-ljansson", "-lcrypto"];
+
+/// A finished prefix and how Slurm's configure uses it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DepsPrefix {
+    /// The built prefix.
+    pub dir: PathBuf,
+    pub target: String,
+    /// Libraries taken from Homebrew instead (macOS only): library name, `brew --prefix`.
+    pub system: Vec<(String, PathBuf)>,
+}
+
+impl DepsPrefix {
+    /// The directory holding `lib` (`json-c`, `libjwt`, `hwloc`, ...).
+    pub fn dir_of(&self, lib: &str) -> &Path {
+        self.system
+            .iter()
+            .find(|(n, _)| n == lib)
+            .map_or(self.dir.as_path(), |(_, p)| p.as_path())
+    }
+
+    /// `--with-json=P --with-jwt=P --with-hwloc=P`.
+    pub fn configure_args(&self) -> Vec<String> {
+        [("json", "json-c"), ("jwt", "libjwt"), ("hwloc", "hwloc")]
+            .iter()
+            .map(|(w, lib)| format!("--with-{w}={}", self.dir_of(lib).display()))
+            .collect()
+    }
+
+    /// For configure's `LDFLAGS`.
+    pub fn ldflags(&self) -> Vec<String> {
+        vec![format!("-L{}", self.dir.join("lib").display())]
+    }
+
+    /// For configure's `LIBS`.
+    pub fn libs(&self) -> Vec<String> {
+        TRANSITIVE_LIBS.iter().map(|s| s.to_string()).collect()
+    }
+}
+
+/// `$CARGO_TARGET_DIR/deps/<triple>`.
+pub fn base_dir(root: &Path, target: &Target) -> PathBuf {
+    cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok())
+        .join("deps")
+        .join(target.rust)
+}
+
+/// The `deps` command.
+pub fn run(sh: &Shell, root: &Path, args: DepsArgs) -> Result<DepsPrefix> {
+    let target = targets::lookup(&args.target)?;
+    let tools = CrossTools::for_target(&base_dir(root, target).join("tools"), target)?;
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let p = ensure_with(
+        sh,
+        root,
+        target,
+        &tools,
+        jobs.max(1),
+        args.debian_mirror.as_deref(),
+    )?;
+    println!("deps: prefix {}", p.dir.display());
+    println!("deps: Slurm configure: {}", p.configure_args().join(" "));
+    println!(
+        "deps: Slurm configure: LDFLAGS+=\"{}\" LIBS+=\"{}\"",
+        p.ldflags().join(" "),
+        p.libs().join(" ")
+    );
+    Ok(p)
+}
+
+/// The inputs whose hash is a library's stamp: target, pin, tools, recipe and the stamps
+/// of the libraries it needs (`done`: name, directory, stamp hash of earlier libraries).
+pub fn lib_inputs(job: &recipes::Job<'_>, done: &[(String, PathBuf, String)]) -> Inputs {
+    let mut inputs = Inputs::default();
+    inputs.add("target", job.target.rust);
+    inputs.add("pin", job.lib.identity());
+    inputs.add("tools", job.tools.identity());
+    inputs.add("recipe", recipes::describe(job));
+    for n in &job.lib.needs {
+        let h = done
+            .iter()
+            .find(|(d, _, _)| d == n)
+            .map_or(String::new(), |(_, _, h)| h.clone());
+        inputs.add(format!("needs {n}"), h);
+    }
+    inputs
+}
+
+/// True if `dir` holds a complete installation whose stamp is `hash`.
+pub fn is_current(dir: &Path, hash: &str) -> bool {
+    read_stamp(dir).as_deref() == Some(hash)
+}
+
+/// Libraries a Mac may take from Homebrew instead of building them: Slurm's configure
+/// accepts Homebrew's json-c and hwloc as they are. Not libjwt (Homebrew ships libjwt 3,
+/// which Slurm refuses), nor jansson/OpenSSL (only the libjwt 1.x built here needs them).
+pub const HOMEBREW_LIBS: &[&str] = &["json-c", "hwloc"];
+
+/// `brew --prefix <formula>` of each installed formula among `names` (macOS; an absent
+/// `brew` or formula gives nothing, and the library is built instead).
+fn homebrew(sh: &Shell, names: &[&str]) -> Vec<(String, PathBuf)> {
+    if require_tool(sh, "brew", "", "").is_err() {
+        return Vec::new();
+    }
+    names
+        .iter()
+        .filter_map(|n| {
+            let out = xshell::cmd!(sh, "brew --prefix --installed {n}")
+                .quiet()
+                .ignore_status()
+                .output()
+                .ok()?;
+            let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+            (out.status.success() && p.join("include").is_dir()).then(|| (n.to_string(), p))
+        })
+        .collect()
+}
+
+/// Removes `.tmp-*` directories below `dir` (one `deps` run per target at a time).
+fn remove_stale_staging(dir: &Path) {
+    let Ok(rd) = fs::read_dir(dir) else { return };
+    for e in rd.filter_map(|e| e.ok()) {
+        if e.file_name().to_string_lossy().starts_with(".tmp-") {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+fn read_stamp(dir: &Path) -> Option<String> {
+    fs::read_to_string(dir.join(STAMP))
+        .ok()
+        .and_then(|t| t.lines().next().map(str::to_string))
+}
+
+/// Builds what is missing or stale and returns the prefix (see the module doc). `tools`
+/// are the target's compiler/archiver (the Slurm cross build passes its own).
+// The entry point for `build-slurm --target <apple>`, which is wired separately.
+#[allow(dead_code)]
+pub fn ensure(
+    sh: &Shell,
+    root: &Path,
+    target: &Target,
+    tools: &CrossTools,
+    jobs: usize,
+) -> Result<DepsPrefix> {
+    ensure_with(sh, root, target, tools, jobs, None)
+}
+
+/// [`ensure`], with a Debian mirror for machines without apt (see `--debian-mirror`).
+pub fn ensure_with(
+    sh: &Shell,
+    root: &Path,
+    target: &Target,
+    tools: &CrossTools,
+    jobs: usize,
+    debian_mirror: Option<&str>,
+) -> Result<DepsPrefix> {
+    let pins = DepPins::load(root)?;
+    let base = base_dir(root, target);
+    let pkgs_dir = base.join("pkgs");
+    let downloads = root.join("slurm-src/downloads");
+    let prefix_dir = base.join("prefix");
+    fs::create_dir_all(&pkgs_dir).map_err(|e| Error::io(&pkgs_dir, e))?;
+    let need = |kind: BuildKind| pins.libs.iter().any(|l| l.build == kind);
+    if need(BuildKind::Cmake) {
+        require_tool(
+            sh,
+            "cmake",
+            "deps",
+            "Debian: apt-get install cmake; macOS: brew install cmake",
+        )?;
+    }
+    if need(BuildKind::Autotools) || need(BuildKind::OpensslSrc) {
+        require_tool(sh, "make", "deps", "Debian: apt-get install make")?;
+    }
+    if need(BuildKind::OpensslSrc) {
+        require_tool(sh, "perl", "deps: OpenSSL's Configure", "install perl")?;
+    }
+    if !tools.cc.is_absolute() {
+        require_tool(
+            sh,
+            &tools.cc.display().to_string(),
+            "deps",
+            "install a C compiler",
+        )?;
+    }
+
+    // Staging directories left by a killed run (a normal failure removes its own).
+    for dir in [base.join("build"), pkgs_dir.clone(), base.clone()] {
+        remove_stale_staging(&dir);
+    }
+    let start = Instant::now();
+    let mut done: Vec<(String, PathBuf, String)> = Vec::new();
+    let mut timings: Vec<(String, Option<f64>)> = Vec::new();
+    let system = if cfg!(target_os = "macos") {
+        homebrew(sh, HOMEBREW_LIBS)
+    } else {
+        Vec::new()
+    };
+    for lib in &pins.libs {
+        if let Some((_, p)) = system.iter().find(|(n, _)| n == &lib.name) {
+            eprintln!("deps: {}: using Homebrew's ({})", lib.name, p.display());
+            continue;
+        }
+        let dir = pkgs_dir.join(&lib.name);
+        let deps: Vec<(String, PathBuf)> = lib
+            .needs
+            .iter()
+            .filter_map(|n| done.iter().find(|(d, _, _)| d == n))
+            .map(|(n, p, _)| (n.clone(), p.clone()))
+            .collect();
+        let logs = base.join("logs").join(&lib.name);
+        let build_parent = base.join("build");
+        let probe = recipes::Job {
+            lib,
+            target,
+            tools,
+            src: None,
+            work: &build_parent,
+            prefix: &dir,
+            destdir: &build_parent,
+            deps: deps.clone(),
+            jobs,
+            logs: &logs,
+        };
+        let inputs = lib_inputs(&probe, &done);
+        let hash = inputs.hash();
+        if is_current(&dir, &hash) {
+            eprintln!("deps: {} {}: up to date", lib.name, lib.version);
+            timings.push((lib.name.clone(), None));
+            done.push((lib.name.clone(), dir, hash));
+            continue;
+        }
+        eprintln!("deps: {} {} ({})", lib.name, lib.version, lib.why);
+        let t0 = Instant::now();
+        let (src_staging, tree) = match &lib.tarball {
+            Some(t) => {
+                let tarball = source::tarball(sh, lib, t, &downloads, debian_mirror)?;
+                let (s, tree) = source::unpack(sh, &tarball, &t.top_dir, &build_parent)?;
+                (s, Some(tree))
+            }
+            None => (Staging::new(&build_parent, &lib.name)?, None),
+        };
+        let dest = Staging::new(&pkgs_dir, &lib.name)?;
+        let job = recipes::Job {
+            src: tree.as_deref(),
+            work: &src_staging.dir,
+            destdir: &dest.dir,
+            ..probe
+        };
+        recipes::build(&job)?;
+        let installed = dest.dir.join(dir.strip_prefix("/").unwrap_or(&dir));
+        if !installed.join("lib").is_dir() {
+            return Err(Error::Build {
+                step: format!("deps: {} install", lib.name),
+                log: logs.join("install.log"),
+                tail: format!("nothing was installed below {}", installed.display()),
+            });
+        }
+        let st = installed.join(STAMP);
+        fs::write(&st, inputs.stamp_text()).map_err(|e| Error::io(&st, e))?;
+        if dir.exists() {
+            fs::rename(&dir, dest.dir.join("old")).map_err(|e| Error::io(&dir, e))?;
+        }
+        fs::rename(&installed, &dir).map_err(|e| Error::io(&dir, e))?;
+        drop(src_staging);
+        let secs = t0.elapsed().as_secs_f64();
+        eprintln!("deps: {} built in {secs:.0}s", lib.name);
+        timings.push((lib.name.clone(), Some(secs)));
+        done.push((lib.name.clone(), dir, hash));
+    }
+
+    let mut all = Inputs::default();
+    for (n, _, h) in &done {
+        all.add(n.clone(), h.clone());
+    }
+    all.add("transitive libs", TRANSITIVE_LIBS.join(" "));
+    all.add("smoke", prefix::SMOKE_C);
+    for (n, p) in &system {
+        all.add(format!("homebrew {n}"), p.display().to_string());
+    }
+    let result = DepsPrefix {
+        dir: prefix_dir.clone(),
+        target: target.rust.to_string(),
+        system: system.clone(),
+    };
+    if is_current(&prefix_dir, &all.hash()) {
+        eprintln!("deps: prefix up to date: {}", prefix_dir.display());
+        return Ok(result);
+    }
+    let pkgs: Vec<(String, PathBuf)> = done
+        .iter()
+        .map(|(n, p, _)| (n.clone(), p.clone()))
+        .collect();
+    // Check before the prefix is replaced: assemble into a staging copy first.
+    let check_dir = Staging::new(&base, "check")?;
+    let trial = check_dir.dir.join("prefix");
+    prefix::assemble(&trial, &pkgs, &all.stamp_text())?;
+    let archives = prefix::check_archives(&trial, target)?;
+    for (a, n) in &archives {
+        eprintln!(
+            "deps: {a}: {n} objects, all 64-bit Mach-O for {}",
+            target.rust
+        );
+    }
+    let extra: Vec<PathBuf> = system.iter().map(|(_, p)| p.clone()).collect();
+    let smoke = prefix::link_smoke(sh, &trial, &extra, target, tools, &result.libs())?;
+    let kept = base.join("smoke");
+    fs::rename(&smoke, &kept).map_err(|e| Error::io(&kept, e))?;
+    eprintln!(
+        "deps: a program using json-c, libjwt, hwloc and libcrypto links for {}: {}",
+        target.rust,
+        kept.display()
+    );
+    prefix::assemble(&prefix_dir, &pkgs, &all.stamp_text())?;
+    eprintln!("deps: timings ({} jobs):", jobs);
+    for (n, t) in &timings {
+        match t {
+            Some(s) => eprintln!("  {n:<10} {s:>6.0}s"),
+            None => eprintln!("  {n:<10}  (up to date)"),
+        }
+    }
+    eprintln!("  {:<10} {:>6.0}s", "total", start.elapsed().as_secs_f64());
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(non_snake_case)]
+    use super::*;
+    use crate::targets::lookup;
+
+    #[test]
+    fn stamp__unchanged_inputs_skip_and_any_change_rebuilds() {
+        let d = tempfile::tempdir().unwrap();
+        let root = crate::project_root();
+        let pins = DepPins::load(&root).unwrap();
+        let t = lookup("aarch64-apple-darwin").unwrap();
+        let tools = CrossTools::zig(&d.path().join("tools"), t).unwrap();
+        let lib_of = |n: &str| pins.libs.iter().find(|l| l.name == n).unwrap();
+        let (logs, dir) = (d.path().join("logs"), d.path().join("pkgs/libjwt"));
+        let job = |lib, deps: Vec<(String, PathBuf)>| recipes::Job {
+            lib,
+            target: t,
+            tools: &tools,
+            src: None,
+            work: d.path(),
+            prefix: &dir,
+            destdir: d.path(),
+            deps,
+            jobs: 2,
+            logs: &logs,
+        };
+        let deps = vec![
+            ("openssl".to_string(), d.path().join("pkgs/openssl")),
+            ("jansson".to_string(), d.path().join("pkgs/jansson")),
+        ];
+        let done = vec![
+            (
+                "openssl".to_string(),
+                deps[0].1.clone(),
+                "h-ssl".to_string(),
+            ),
+            (
+                "jansson".to_string(),
+                deps[1].1.clone(),
+                "h-jansson".to_string(),
+            ),
+        ];
+        let jwt = lib_of("libjwt");
+        let inputs = lib_inputs(&job(jwt, deps.clone()), &done);
+        let hash = inputs.hash();
+        assert!(!is_current(&dir, &hash), "nothing installed yet");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(STAMP), inputs.stamp_text()).unwrap();
+        assert!(is_current(&dir, &hash), "same inputs: skipped");
+        assert_eq!(lib_inputs(&job(jwt, deps.clone()), &done).hash(), hash);
+
+        // A rebuilt dependency, another pin, other tools: each changes the stamp.
+        let mut done2 = done.clone();
+        done2[1].2 = "h-jansson-2".into();
+        assert_ne!(lib_inputs(&job(jwt, deps.clone()), &done2).hash(), hash);
+        let mut other = jwt.clone();
+        other.options.push("-DX=1".into());
+        assert_ne!(lib_inputs(&job(&other, deps.clone()), &done).hash(), hash);
+        let x86 = CrossTools::zig(
+            &d.path().join("tools-x86"),
+            lookup("x86_64-apple-darwin").unwrap(),
+        )
+        .unwrap();
+        let mut j = job(jwt, deps);
+        j.tools = &x86;
+        assert_ne!(lib_inputs(&j, &done).hash(), hash);
+    }
+
+    #[test]
+    fn deps_prefix__configure_args_and_link_flags() {
+        let p = DepsPrefix {
+            dir: PathBuf::from("/p"),
+            target: "aarch64-apple-darwin".into(),
+            system: vec![],
+        };
+        assert_eq!(
+            p.configure_args(),
+            ["--with-json=/p", "--with-jwt=/p", "--with-hwloc=/p"]
+        );
+        assert_eq!(p.ldflags(), ["-L/p/lib"]);
+        assert_eq!(p.libs(), ["-ljansson", "-lcrypto"]);
+        let brew = DepsPrefix {
+            system: vec![("hwloc".into(), PathBuf::from("/opt/homebrew/opt/hwloc"))],
+            ..p
+        };
+        assert_eq!(
+            brew.configure_args(),
+            [
+                "--with-json=/p",
+                "--with-jwt=/p",
+                "--with-hwloc=/opt/homebrew/opt/hwloc"
+            ]
+        );
+    }
+}

@@ -1,0 +1,321 @@
+//! How each build kind is configured, built and installed. Every recipe installs with
+//! `DESTDIR` (or, for openssl-src, by copying) into a staging directory; the caller renames
+//! the result into place, so a failed build installs nothing.
+//!
+//! Static, position-independent archives only (see the link-form decision in `deps.rs`).
+
+use super::pins::{BuildKind, Lib};
+use super::tools::{CrossTools, cmake_toolchain};
+use crate::build_slurm::make::{Progress, run_logged};
+use crate::error::{Error, Result};
+use crate::targets::{Target, host};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Everything one library build needs.
+#[derive(Debug)]
+pub struct Job<'a> {
+    pub lib: &'a Lib,
+    pub target: &'a Target,
+    pub tools: &'a CrossTools,
+    /// The unpacked source (None for openssl-src).
+    pub src: Option<&'a Path>,
+    /// A scratch directory for the build tree.
+    pub work: &'a Path,
+    /// The final installation directory (`pkgs/<name>`), used as the configured prefix.
+    pub prefix: &'a Path,
+    /// Where the files land: `DESTDIR`; the tree appears at `<destdir>/<prefix>`.
+    pub destdir: &'a Path,
+    /// Installed directories of the libraries in `lib.needs`.
+    pub deps: Vec<(String, PathBuf)>,
+    pub jobs: usize,
+    /// Per-library log directory (`<step>.log` files).
+    pub logs: &'a Path,
+}
+
+impl Job<'_> {
+    fn log(&self, step: &str) -> PathBuf {
+        self.logs.join(format!("{step}.log"))
+    }
+
+    fn label(&self, step: &str) -> String {
+        format!("{} {step}", self.lib.name)
+    }
+
+    fn dep_flags(&self) -> (Vec<String>, Vec<String>) {
+        let inc = self
+            .deps
+            .iter()
+            .map(|(_, d)| format!("-I{}", d.join("include").display()))
+            .collect();
+        let lib = self
+            .deps
+            .iter()
+            .map(|(_, d)| format!("-L{}", d.join("lib").display()))
+            .collect();
+        (inc, lib)
+    }
+
+    /// `PKG_CONFIG_LIBDIR`: only the dependencies' `.pc` files, never the build machine's.
+    fn pkg_config_libdir(&self) -> String {
+        let dirs: Vec<String> = self
+            .deps
+            .iter()
+            .map(|(_, d)| d.join("lib/pkgconfig").display().to_string())
+            .collect();
+        if dirs.is_empty() {
+            self.work.join("no-pkgconfig").display().to_string()
+        } else {
+            dirs.join(":")
+        }
+    }
+
+    fn dep(&self, name: &str) -> Option<&Path> {
+        self.deps
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, d)| d.as_path())
+    }
+}
+
+/// What a build runs, as data (for the stamp: a changed recipe rebuilds).
+pub fn describe(job: &Job<'_>) -> String {
+    format!(
+        "recipe v1 {:?} cflags={} deps={:?}",
+        job.lib.build,
+        job.tools.cflags_with(&[]),
+        job.deps.iter().map(|(n, _)| n).collect::<Vec<_>>()
+    )
+}
+
+/// Builds and installs `job.lib` below `job.destdir`.
+pub fn build(job: &Job<'_>) -> Result<()> {
+    fs::create_dir_all(job.logs).map_err(|e| Error::io(job.logs, e))?;
+    match job.lib.build {
+        BuildKind::Cmake => cmake(job),
+        BuildKind::Autotools => autotools(job),
+        BuildKind::OpensslSrc => openssl(job),
+    }
+}
+
+fn src<'a>(job: &Job<'a>) -> Result<&'a Path> {
+    job.src
+        .ok_or_else(|| Error::Unsupported(format!("deps: {} has no source tree", job.lib.name)))
+}
+
+fn cmake(job: &Job<'_>) -> Result<()> {
+    let src = src(job)?;
+    let b = job.work.join("build");
+    let (inc, _) = job.dep_flags();
+    let mut args: Vec<String> = vec![
+        "-S".into(),
+        src.display().to_string(),
+        "-B".into(),
+        b.display().to_string(),
+        "-G".into(),
+        "Unix Makefiles".into(),
+        format!("-DCMAKE_INSTALL_PREFIX={}", job.prefix.display()),
+        "-DCMAKE_INSTALL_LIBDIR=lib".into(),
+        "-DCMAKE_BUILD_TYPE=Release".into(),
+        "-DCMAKE_POSITION_INDEPENDENT_CODE=ON".into(),
+        format!("-DCMAKE_C_FLAGS={}", job.tools.cflags_with(&inc)),
+    ];
+    let roots: Vec<PathBuf> = job.deps.iter().map(|(_, d)| d.clone()).collect();
+    if job.tools.cross {
+        let tc = job.work.join("toolchain.cmake");
+        let text = cmake_toolchain(job.target, job.tools, &roots)?;
+        fs::write(&tc, text).map_err(|e| Error::io(&tc, e))?;
+        args.push(format!("-DCMAKE_TOOLCHAIN_FILE={}", tc.display()));
+    } else {
+        args.push(format!("-DCMAKE_C_COMPILER={}", job.tools.cc.display()));
+        args.push(format!(
+            "-DCMAKE_PREFIX_PATH={}",
+            roots
+                .iter()
+                .map(|r| r.display().to_string())
+                .collect::<Vec<_>>()
+                .join(";")
+        ));
+    }
+    if let Some(ssl) = job.dep("openssl") {
+        args.push(format!("-DOPENSSL_ROOT_DIR={}", ssl.display()));
+    }
+    args.extend(job.lib.options.iter().cloned());
+    let pkg = job.pkg_config_libdir();
+    let mut c = Command::new("cmake");
+    c.args(&args)
+        .env("PKG_CONFIG_LIBDIR", &pkg)
+        .env("PKG_CONFIG_PATH", "");
+    run_logged(
+        c,
+        &job.label("cmake"),
+        &job.log("configure"),
+        Progress::Spinner,
+    )?;
+    let mut c = Command::new("cmake");
+    c.arg("--build")
+        .arg(&b)
+        .arg("--parallel")
+        .arg(job.jobs.to_string());
+    run_logged(c, &job.label("build"), &job.log("build"), Progress::Spinner)?;
+    let mut c = Command::new("cmake");
+    c.arg("--install").arg(&b).env("DESTDIR", job.destdir);
+    run_logged(
+        c,
+        &job.label("install"),
+        &job.log("install"),
+        Progress::Spinner,
+    )?;
+    Ok(())
+}
+
+fn autotools(job: &Job<'_>) -> Result<()> {
+    let src = src(job)?;
+    let b = job.work.join("build");
+    fs::create_dir_all(&b).map_err(|e| Error::io(&b, e))?;
+    let (inc, libs) = job.dep_flags();
+    let mut args: Vec<String> = vec![format!("--prefix={}", job.prefix.display())];
+    if job.tools.cross {
+        args.push(format!("--host={}", job.target.autoconf_host));
+        args.push(format!("--build={}", host().autoconf_host));
+    }
+    args.extend([
+        format!("CC={}", job.tools.cc.display()),
+        format!("AR={}", job.tools.ar.display()),
+        format!("RANLIB={}", job.tools.ranlib.display()),
+        format!("CFLAGS={}", job.tools.cflags_with(&["-O2".into()])),
+        format!("CPPFLAGS={}", inc.join(" ")),
+        format!("LDFLAGS={}", libs.join(" ")),
+        format!("PKG_CONFIG_LIBDIR={}", job.pkg_config_libdir()),
+    ]);
+    args.extend(job.lib.options.iter().cloned());
+    let mut c = Command::new(src.join("configure"));
+    c.args(&args).current_dir(&b).env("PKG_CONFIG_PATH", "");
+    run_logged(
+        c,
+        &job.label("configure"),
+        &job.log("configure"),
+        Progress::Spinner,
+    )?;
+    let mut c = Command::new("make");
+    c.arg(format!("-j{}", job.jobs)).current_dir(&b);
+    run_logged(c, &job.label("make"), &job.log("build"), Progress::Spinner)?;
+    let mut c = Command::new("make");
+    c.arg("install")
+        .arg(format!("DESTDIR={}", job.destdir.display()))
+        .current_dir(&b);
+    run_logged(
+        c,
+        &job.label("install"),
+        &job.log("install"),
+        Progress::Spinner,
+    )?;
+    Ok(())
+}
+
+/// OpenSSL's `Configure` target for an Apple target.
+pub fn openssl_config(target: &Target) -> Result<&'static str> {
+    match target.rust {
+        "aarch64-apple-darwin" => Ok("darwin64-arm64-cc"),
+        "x86_64-apple-darwin" => Ok("darwin64-x86_64-cc"),
+        other => Err(Error::Unsupported(format!(
+            "deps: no OpenSSL configuration for {other}"
+        ))),
+    }
+}
+
+/// OpenSSL from the source bundled in the `openssl-src` crate, configured here rather than
+/// through the crate's `Build` (which takes no options and builds libssl too): only
+/// `libcrypto.a`, with the pin's `no-*` options. Installed by copying the headers and the
+/// archive, plus a `libcrypto.pc` written here.
+fn openssl(job: &Job<'_>) -> Result<()> {
+    let src = job.work.join("openssl");
+    copy_tree(&openssl_src::source_dir(), &src)?;
+    let mut c = Command::new("perl");
+    c.arg("Configure")
+        .arg(openssl_config(job.target)?)
+        .arg(format!("--prefix={}", job.prefix.display()))
+        .arg("--openssldir=/private/etc/ssl")
+        .arg("--libdir=lib")
+        .args(&job.lib.options)
+        .current_dir(&src)
+        .env("CC", &job.tools.cc)
+        .env("AR", &job.tools.ar)
+        .env("RANLIB", &job.tools.ranlib)
+        .env_remove("CROSS_COMPILE");
+    if !job.tools.cflags.is_empty() {
+        c.env("CFLAGS", job.tools.cflags_with(&[]));
+    }
+    run_logged(
+        c,
+        &job.label("Configure"),
+        &job.log("configure"),
+        Progress::Spinner,
+    )?;
+    let mut c = Command::new("make");
+    c.arg(format!("-j{}", job.jobs))
+        .arg("build_generated")
+        .arg("libcrypto.a")
+        .current_dir(&src);
+    run_logged(
+        c,
+        &job.label("make libcrypto.a"),
+        &job.log("build"),
+        Progress::Spinner,
+    )?;
+    let dest = job
+        .destdir
+        .join(job.prefix.strip_prefix("/").unwrap_or(job.prefix));
+    let inc = dest.join("include/openssl");
+    fs::create_dir_all(&inc).map_err(|e| Error::io(&inc, e))?;
+    let headers = src.join("include/openssl");
+    for e in fs::read_dir(&headers).map_err(|e| Error::io(&headers, e))? {
+        let p = e.map_err(|e| Error::io(&headers, e))?.path();
+        if let (Some(name), true) = (p.file_name(), p.extension().is_some_and(|x| x == "h")) {
+            fs::copy(&p, inc.join(name)).map_err(|e| Error::io(&p, e))?;
+        }
+    }
+    let lib = dest.join("lib");
+    fs::create_dir_all(lib.join("pkgconfig")).map_err(|e| Error::io(&lib, e))?;
+    fs::copy(src.join("libcrypto.a"), lib.join("libcrypto.a"))
+        .map_err(|e| Error::io(lib.join("libcrypto.a"), e))?;
+    let pc = lib.join("pkgconfig/libcrypto.pc");
+    let version = job
+        .lib
+        .version
+        .split('+')
+        .nth(1)
+        .unwrap_or(&job.lib.version);
+    fs::write(
+        &pc,
+        format!(
+            "prefix={}\nlibdir=${{prefix}}/lib\nincludedir=${{prefix}}/include\n\n\
+             Name: OpenSSL-libcrypto\nDescription: OpenSSL cryptography library (libcrypto only)\n\
+             Version: {version}\nLibs: -L${{libdir}} -lcrypto\nCflags: -I${{includedir}}\n",
+            job.prefix.display()
+        ),
+    )
+    .map_err(|e| Error::io(&pc, e))?;
+    let _ = fs::remove_dir_all(&src);
+    Ok(())
+}
+
+/// Copies a directory tree (files and directories; symlinks as symlinks).
+pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir_all(to).map_err(|e| Error::io(to, e))?;
+    for entry in fs::read_dir(from).map_err(|e| Error::io(from, e))? {
+        let entry = entry.map_err(|e| Error::io(from, e))?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let ty = entry.file_type().map_err(|e| Error::io(&src, e))?;
+        if ty.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else if ty.is_symlink() {
+            let link = fs::read_link(&src).map_err(|e| Error::io(&src, e))?;
+            std::os::unix::fs::symlink(&link, &dst).map_err(|e| Error::io(&dst, e))?;
+        } else {
+            fs::copy(&src, &dst).map_err(|e| Error::io(&dst, e))?;
+        }
+    }
+    Ok(())
+}
