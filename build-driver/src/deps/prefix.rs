@@ -276,19 +276,12 @@ mod tests {
 
     #[test]
     fn check_archives__accepts_zig_arm64_objects_and_rejects_another_cpu() {
-        let ok = std::process::Command::new("python3")
-            .args(["-m", "ziglang", "version"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !ok {
-            eprintln!(
-                "SKIP: zig (python3 -m ziglang) not installed; ci/setup-debian.sh installs it"
-            );
-            return;
-        }
         let d = tempfile::tempdir().unwrap();
         let t = crate::targets::lookup("aarch64-apple-darwin").unwrap();
-        let tools = CrossTools::zig(&d.path().join("tools"), t).unwrap();
+        let Some(tools) = super::super::tools::tests::zig_or_skip(&d.path().join("tools"), t.rust)
+        else {
+            return;
+        };
         let sh = Shell::new().unwrap();
         let prefix = d.path().join("prefix");
         fs::create_dir_all(prefix.join("lib")).unwrap();

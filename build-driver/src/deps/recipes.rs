@@ -214,6 +214,20 @@ fn autotools(job: &Job<'_>) -> Result<()> {
     Ok(())
 }
 
+/// `flags` without any `-arch X` pair.
+fn without_arch(flags: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = flags.iter();
+    while let Some(f) = it.next() {
+        if f == "-arch" {
+            it.next();
+        } else {
+            out.push(f.clone());
+        }
+    }
+    out
+}
+
 /// OpenSSL's `Configure` target for an Apple target.
 pub fn openssl_config(target: &Target) -> Result<&'static str> {
     match target.rust {
@@ -239,14 +253,14 @@ fn openssl(job: &Job<'_>) -> Result<()> {
         .arg("--openssldir=/private/etc/ssl")
         .arg("--libdir=lib")
         .args(&job.lib.options)
+        // Extra compiler flags go on the command line (added to the target's flags; a
+        // CFLAGS variable would replace them). `-arch X` is the config target's own.
+        .args(without_arch(&job.tools.cflags))
         .current_dir(&src)
         .env("CC", &job.tools.cc)
         .env("AR", &job.tools.ar)
         .env("RANLIB", &job.tools.ranlib)
         .env_remove("CROSS_COMPILE");
-    if !job.tools.cflags.is_empty() {
-        c.env("CFLAGS", job.tools.cflags_with(&[]));
-    }
     run_logged(
         c,
         &job.label("Configure"),
