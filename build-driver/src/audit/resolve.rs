@@ -5,9 +5,9 @@
 //!
 //! * ELF (`DT_NEEDED`): a name with a `/` as is; else the requesting object's run path
 //!   (`DT_RUNPATH`, or `DT_RPATH` when there is no `DT_RUNPATH`; `$ORIGIN` expanded), the
-//!   program's `DT_RPATH`, the system's directories (`/etc/ld.so.conf` and the files it
-//!   includes, then `/lib`, `/usr/lib`, `/lib64`, `/usr/lib64`), and last `PREFIX/lib` and
-//!   `PREFIX/lib/slurm`.
+//!   program's run path (ld.so applies only a `DT_RPATH` there; the audit is lenient), the
+//!   system's directories (`/etc/ld.so.conf` and the files it includes, then `/lib`,
+//!   `/usr/lib`, `/lib64`, `/usr/lib64`), and last `PREFIX/lib` and `PREFIX/lib/slurm`.
 //! * Mach-O (`LC_LOAD_DYLIB`): `@rpath/` tried against the `LC_RPATH`s of the requesting
 //!   image and of the program (`@loader_path`, `@executable_path` expanded); a system install
 //!   name (`/usr/lib/...`, `/System/...`) is looked up in the SDK stubs (`.tbd`); any other
