@@ -5,10 +5,13 @@
 //! * ELF: the dynamic symbol table (`.dynsym`): undefined entries are imports (`STB_WEAK` ones
 //!   are weak), defined entries of default or protected visibility are exports (symbol
 //!   versions are ignored); `DT_NEEDED`, `DT_RPATH` and `DT_RUNPATH` from the dynamic table.
-//! * Mach-O (thin, 64-bit): the symbol table: undefined external entries are imports
-//!   (`N_WEAK_REF`, i.e. `weak_import`, makes them weak), defined external entries that are
-//!   not private-extern are exports; `LC_LOAD_DYLIB` (and its weak, re-export, lazy and upward
-//!   forms; `LC_LOAD_WEAK_DYLIB` may be absent at run time) and `LC_RPATH` from the load
+//! * Mach-O (thin, 64-bit): the symbol table: undefined external entries are imports,
+//!   defined external entries that are not private-extern are exports. An import is weak as
+//!   dyld sees it: by the weak-import flag of its binds (`LC_DYLD_INFO` binds and lazy binds)
+//!   or of its chained-fixups import (`LC_DYLD_CHAINED_FIXUPS`, ld64's default); a symbol
+//!   without either falls back to the symbol table's `N_WEAK_REF`. `LC_LOAD_DYLIB` (and its
+//!   weak, re-export, lazy and upward forms; `LC_LOAD_WEAK_DYLIB` may be absent at run
+//!   time) and `LC_RPATH` from the load
 //!   commands. Names keep Mach-O's leading underscore, as the SDK's `.tbd` lists do.
 
 use crate::error::{Error, Result};
@@ -17,7 +20,7 @@ use object::macho;
 use object::read::elf::{ElfFile, FileHeader};
 use object::read::macho::{LoadCommandVariant, MachHeader, MachOFile};
 use object::{Endianness, FileKind, Object, ObjectSymbol, SymbolScope};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -187,15 +190,51 @@ fn macho_image(path: &Path, data: &[u8]) -> object::Result<Image> {
     }
     let mut needed = Vec::new();
     let mut rpaths = Vec::new();
+    // What dyld acts on: each bound symbol's weak-import flag in the bind information (classic
+    // binds and lazy binds) or the chained-fixups imports. A symbol bound both ways is weak
+    // only if every bind is.
+    let mut bound_weak: HashMap<String, bool> = HashMap::new();
+    let mut note = |name: &[u8], weak: bool| {
+        bound_weak
+            .entry(utf8(name))
+            .and_modify(|w| *w &= weak)
+            .or_insert(weak);
+    };
     let mut commands = file.macho_load_commands()?;
     while let Some(cmd) = commands.next()? {
         match cmd.variant()? {
+            LoadCommandVariant::DyldInfo(info) => {
+                let ptr = 8;
+                for mut binds in [
+                    info.binds(endian, data, ptr)?,
+                    info.lazy_binds(endian, data, ptr)?,
+                ] {
+                    while let Some(b) = binds.next()? {
+                        note(
+                            b.symbol,
+                            b.flags.intersects(macho::BIND_SYMBOL_FLAGS_WEAK_IMPORT),
+                        );
+                    }
+                }
+            }
+            LoadCommandVariant::LinkeditData(l) if cmd.cmd() == macho::LC_DYLD_CHAINED_FIXUPS => {
+                let fixups = l.chained_fixups(endian, data)?;
+                let mut imports = fixups.imports(endian)?;
+                while let Some(i) = imports.next()? {
+                    note(i.name, i.weak_import);
+                }
+            }
             LoadCommandVariant::Dylib(d) => needed.push(Needed {
                 name: utf8(cmd.string(endian, d.dylib.name)?),
                 optional: cmd.cmd() == macho::LC_LOAD_WEAK_DYLIB,
             }),
             LoadCommandVariant::Rpath(r) => rpaths.push(utf8(cmd.string(endian, r.path)?)),
             _ => {}
+        }
+    }
+    for i in &mut imports {
+        if let Some(&weak) = bound_weak.get(&i.name) {
+            i.weak = weak;
         }
     }
     let executable = file.macho_header().filetype(endian) == macho::MH_EXECUTE;
