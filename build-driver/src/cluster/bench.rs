@@ -51,7 +51,12 @@ impl Figures {
 }
 
 pub fn run(sh: &Shell, _root: &Path, args: BenchArgs) -> Result<()> {
-    if private_ns::enter(sh, "cluster bench")? == Entered::Done {
+    if private_ns::enter(
+        sh,
+        "cluster bench",
+        &std::env::args_os().skip(1).collect::<Vec<_>>(),
+    )? == Entered::Done
+    {
         return Ok(());
     }
     if args.jobs == 0 || args.rounds == 0 {

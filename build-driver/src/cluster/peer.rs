@@ -39,8 +39,11 @@ const MODULES: &[&str] = &[
     "requests",
     "yaml",
 ];
-/// `slurm.conf` lines beyond the smoke cluster's: what the most tests require.
-const EXTRA_CONF: &[&str] = &["SelectTypeParameters=CR_CPU"];
+/// `slurm.conf` lines beyond the cluster's own (later lines win). CR_CPU: what the most
+/// tests require. MinJobAge: in local-config mode every module's teardown looks up every job
+/// the run submitted so far (lib/atf.py `cancel_jobs` fails on a purged job), so no job
+/// record may be purged during the run (0 is not accepted; 24 hours is longer than any run).
+const EXTRA_CONF: &[&str] = &["SelectTypeParameters=CR_CPU", "MinJobAge=86400"];
 
 /// An installed build with the source and build trees the suite compiles helpers against
 /// (`cargo xtask build-slurm` stages `src/`, `build/` and `prefix/` side by side).
@@ -83,7 +86,12 @@ impl Install {
 }
 
 pub fn run(sh: &Shell, root: &Path, args: PeerArgs) -> Result<()> {
-    if private_ns::enter(sh, "cluster peer")? == Entered::Done {
+    if private_ns::enter(
+        sh,
+        "cluster peer",
+        &std::env::args_os().skip(1).collect::<Vec<_>>(),
+    )? == Entered::Done
+    {
         return Ok(());
     }
     let installs = [

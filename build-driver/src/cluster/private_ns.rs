@@ -29,9 +29,10 @@ pub enum Entered {
     Done,
 }
 
-/// Inside the namespace, return `Inside`. Outside, run this driver again with the same
-/// arguments under `unshare` and return `Done` when it succeeded.
-pub fn enter(sh: &Shell, what: &str) -> Result<Entered> {
+/// Inside the namespace, return `Inside`. Outside, run this driver again under `unshare` with
+/// `args` (the subcommand that does the work, so a caller such as `ci` can use it too) and
+/// return `Done` when it succeeded.
+pub fn enter(sh: &Shell, what: &str, args: &[std::ffi::OsString]) -> Result<Entered> {
     if std::env::var_os(MARKER).is_some() {
         // `unshare` execs us, so our parent is the driver that ran it, outside.
         let parent = std::os::unix::process::parent_id().to_string();
@@ -49,7 +50,6 @@ pub fn enter(sh: &Shell, what: &str) -> Result<Entered> {
         )));
     }
     let exe = std::env::current_exe().map_err(|e| Error::io("/proc/self/exe", e))?;
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     cmd!(
         sh,
         "unshare --mount --propagation private -- {exe} {args...}"
