@@ -20,6 +20,8 @@ APT_PACKAGES=(
   ccache
   sudo                                   # the peer suite's test user runs commands via sudo
   cmake xz-utils bzip2 perl              # cargo xtask deps: json-c/jansson/libjwt (CMake), hwloc/OpenSSL, .tar.xz/.tar.bz2
+  libmariadb-dev libmariadb-dev-compat   # accounting_storage/mysql (slurmdbd)
+  mariadb-server                         # the live cluster's private MariaDB (never the system service)
 )
 
 sudo_() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

@@ -132,13 +132,59 @@ pub struct ClusterArgs {
     pub action: ClusterAction,
 }
 
+/// Which cluster: by name (directory `<tmp>/slurm-cluster-<name>`) or by directory.
+#[derive(Debug, Args, Clone)]
+pub struct ClusterTarget {
+    /// The cluster's name (also its Slurm ClusterName); two names run side by side.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The cluster's directory (default: `<tmp>/slurm-cluster-<name>`).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ClusterAction {
-    /// Start slurmctld + slurmd on loopback, run the smoke jobs, stop everything.
+    /// Start MariaDB, slurmdbd, slurmctld and slurmd on loopback, detached; return when the
+    /// node is idle.
+    Up {
+        /// The installed Slurm prefix.
+        #[arg(long)]
+        prefix: PathBuf,
+        #[command(flatten)]
+        target: ClusterTarget,
+    },
+    /// Say what runs.
+    Status {
+        #[command(flatten)]
+        target: ClusterTarget,
+    },
+    /// Stop exactly what `up` started (by PID and start time), and the job processes left.
+    Down {
+        #[command(flatten)]
+        target: ClusterTarget,
+    },
+    /// Run a command against the cluster (SLURM_CONF and the cluster's private /run).
+    Exec {
+        #[command(flatten)]
+        target: ClusterTarget,
+        /// The command; a bare Slurm client name (sinfo, sbatch, ...) means the prefix's.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
+    /// `up`, the verification scenarios, `down`.
     Test {
         /// The installed Slurm prefix.
         #[arg(long)]
         prefix: PathBuf,
+        #[command(flatten)]
+        target: ClusterTarget,
+        /// Run only the scenarios whose name starts with this (repeatable).
+        #[arg(long)]
+        only: Vec<String>,
+        /// Leave the cluster running afterwards.
+        #[arg(long)]
+        keep: bool,
     },
     /// Slurm's own Python test suite (testsuite/python, local-config) against a native and a
     /// darwin-personality cluster; fails if any test's outcome differs.

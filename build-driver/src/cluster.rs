@@ -1,233 +1,237 @@
-//! `cargo xtask cluster test --prefix P`: a live one-node Slurm cluster on loopback from an
-//! installed prefix, exercised with sbatch, srun and scancel, then stopped and removed.
+//! `cargo xtask cluster up|status|exec|test|down`: a live one-node Slurm cluster on loopback
+//! from an installed prefix, with accounting in a private MariaDB, and the seed's
+//! verification matrix as scenarios.
 //!
-//! - slurmctld and slurmd from the prefix run in the foreground (`-D`) as our children, with
-//!   `SLURM_CONF` pointing at a generated `slurm.conf` in a temporary directory that also holds
-//!   state, spool, PID files, logs and the auth/slurm key (`slurm.key`, 1024 random bytes,
-//!   0600; auth/slurm reads it beside `slurm.conf`).
-//! - Ports: two free ports on 127.0.0.1 picked at run time. The node is
-//!   `NodeAddr=127.0.0.1 NodeHostname=$(hostname -s)`, with the topology `slurmd -C` reports.
-//! - auth/slurm's SACK sockets are fixed paths in Slurm 24.11 (`/run/slurmctld/sack.socket`,
-//!   `/run/slurm/sack.socket`; no configuration moves them, see DARWIN-CATALOG B2), and the
-//!   daemons create the directories themselves when run as root. We refuse to start if another
-//!   process already serves one of these sockets, and remove what our daemons created.
-//! - As root, SlurmUser and SlurmdUser are root. As another user they are that user, and the
-//!   two `/run` directories must already exist and belong to that user (we say so).
+//! - Daemons: a private `mariadbd` (own data directory, socket and port; never the system
+//!   service), slurmdbd (accounting_storage/mysql), slurmctld and slurmd, all started detached
+//!   (`-D` in their own session) and recorded with PID and start time in `cluster.toml`, so
+//!   `down` stops exactly them, from another command and after a crash of the harness, and
+//!   never a reused PID (see `procs.rs`, `state.rs`, `lifecycle.rs`).
+//! - Everything lives in one directory (`--dir`, default `<tmp>/slurm-cluster-<name>`):
+//!   `etc/` (generated `slurm.conf`, `gres.conf`, `slurmdbd.conf`, prolog/epilog, the
+//!   auth/slurm key: 1024 random bytes, 0600), `state/`, `spool/`, `log/`, `pid/`, `jobs/`,
+//!   `mysql/`, `run/`.
+//! - Ports: four free ports on 127.0.0.1 picked at `up`.
+//! - Side by side: Slurm 24.11's auth/slurm has fixed SACK socket paths under `/run`
+//!   (DARWIN-CATALOG B2), and every client asks a SACK socket for its credential (only the
+//!   daemons read the key; auth_slurm.c `run_in_daemon`). As root, each daemon and each client
+//!   command runs in a private mount namespace with the cluster's `run/` bind-mounted on
+//!   `/run`; `cargo xtask cluster exec --name N -- CMD` runs any command that way. Without
+//!   root, there is no isolation: one cluster at a time, and the two `/run` directories must
+//!   exist and belong to the user.
+//! - GRES: `gres.conf` is `Name=gpu Type=apple File=/dev/null`, the documented placeholder:
+//!   Slurm counts and allocates the GPU, nothing is isolated.
+//! - `test` is `up`, the scenarios (`scenarios/`, one file per area; `--only NAME` filters),
+//!   then `down`. Each scenario prints PASS/FAIL with its time and, on failure, the daemon log
+//!   lines written while it ran.
 
 mod bench;
 mod config;
 mod daemons;
 mod jobs;
 mod lab;
+pub mod lifecycle;
 mod peer;
 mod private_ns;
+mod procs;
+mod scenarios;
+mod state;
+pub mod user;
 
-use crate::cli::{ClusterAction, ClusterArgs};
+pub use lifecycle::{UpOptions, default_dir, down, up};
+
+use crate::cli::{ClusterAction, ClusterArgs, ClusterTarget};
 use crate::error::{Error, Result};
-use config::{Layout, Settings};
-use daemons::{Daemon, file_tail, poll, read_bounded};
+use daemons::read_bounded;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::Command;
+use std::time::{Duration, Instant};
 use xshell::{Shell, cmd};
-
-/// How long the daemons get to bring the node to `idle`.
-const READY_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long a daemon gets to exit after SIGTERM before SIGKILL.
-const STOP_GRACE: Duration = Duration::from_secs(20);
-const NODE: &str = "smoke1";
 
 pub fn run(sh: &Shell, root: &Path, args: ClusterArgs) -> Result<()> {
     match args.action {
-        ClusterAction::Test { prefix } => smoke(sh, root, &prefix),
         ClusterAction::Peer(args) => peer::run(sh, root, args),
         ClusterAction::Bench(args) => bench::run(sh, root, args),
+        ClusterAction::Up { prefix, target } => {
+            let (name, dir) = target.resolve("default")?;
+            up(sh, &UpOptions::new(prefix, name, dir)).map(|_| ())
+        }
+        ClusterAction::Status { target } => lifecycle::status(&target.resolve("default")?.1),
+        ClusterAction::Down { target } => down(&target.resolve("default")?.1),
+        ClusterAction::Exec { target, command } => {
+            let code = lifecycle::exec(&target.resolve("default")?.1, &command)?;
+            if code == 0 {
+                Ok(())
+            } else {
+                Err(Error::Cluster(format!("command exited with status {code}")))
+            }
+        }
+        ClusterAction::Test {
+            prefix,
+            target,
+            only,
+            keep,
+        } => {
+            let (name, dir) = target.resolve("test")?;
+            test(
+                sh,
+                &TestOptions {
+                    prefix,
+                    name,
+                    dir,
+                    only,
+                    keep,
+                },
+            )
+        }
     }
 }
 
-/// The SACK socket directories of auth/slurm (24.11: hard-coded in sack.c and sack_api.c;
-/// under `/var/run` on macOS, where `/` is read-only: patches/24.11/0011).
-fn sack_dirs() -> [PathBuf; 2] {
-    let run = Path::new(if cfg!(target_os = "macos") {
-        "/var/run"
+impl ClusterTarget {
+    /// (name, directory): `--dir` wins, else the default directory of `--name` (or `default`).
+    pub fn resolve(&self, default_name: &str) -> Result<(String, PathBuf)> {
+        let name = self
+            .name
+            .clone()
+            .unwrap_or_else(|| default_name.to_string());
+        check_name(&name)?;
+        let dir = self.dir.clone().unwrap_or_else(|| default_dir(&name));
+        Ok((name, dir))
+    }
+}
+
+/// A cluster name becomes Slurm's ClusterName and MariaDB table names: lowercase letters,
+/// digits and `_`, starting with a letter.
+fn check_name(name: &str) -> Result<()> {
+    let ok = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && name.len() <= 40;
+    if ok {
+        Ok(())
     } else {
-        "/run"
-    });
-    [run.join("slurmctld"), run.join("slurm")]
+        Err(Error::Cluster(format!(
+            "cluster name `{name}`: use lowercase letters, digits and `_`, starting with a letter (it becomes Slurm's ClusterName and MariaDB table names)"
+        )))
+    }
 }
 
-/// Start the cluster from `prefix`, run the smoke jobs, stop and clean up. The temporary
-/// directory is removed on success and kept (its path printed) on failure.
-pub fn smoke(sh: &Shell, _root: &Path, prefix: &Path) -> Result<()> {
+/// What `cluster test` runs.
+#[derive(Debug, Clone)]
+pub struct TestOptions {
+    pub prefix: PathBuf,
+    pub name: String,
+    pub dir: PathBuf,
+    /// Scenario names (or name prefixes) to run; empty: all.
+    pub only: Vec<String>,
+    /// Leave the cluster running afterwards.
+    pub keep: bool,
+}
+
+/// `up`, the scenarios, `down`. A cluster left running in the directory by an earlier run is
+/// stopped first (said so). The directory is removed when everything passed.
+pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
     let start = Instant::now();
-    let prefix = std::path::absolute(prefix).map_err(|e| Error::io(prefix, e))?;
-    check_prefix(&prefix)?;
-    let (user, uid) = current_user(sh)?;
-    if uid != 0 {
-        println!("note: not root: SlurmUser and SlurmdUser are `{user}`; jobs run as `{user}`");
-    }
-    let sack_created = prepare_sack_dirs(uid)?;
-    let layout = Layout {
-        root: unique_temp_dir()?,
-    };
-    layout.create()?;
-    println!(
-        "cluster: prefix {}, directory {}",
-        prefix.display(),
-        layout.root.display()
-    );
-
-    let result = run_cluster(sh, &prefix, &layout, &user);
-    cleanup_sack(&sack_created);
-    match result {
-        Ok(()) => {
-            std::fs::remove_dir_all(&layout.root).map_err(|e| Error::io(&layout.root, e))?;
-            println!("cluster: smoke test passed in {:.1?}", start.elapsed());
-            Ok(())
-        }
-        Err(e) => {
-            eprintln!(
-                "cluster: smoke test FAILED after {:.1?}; files kept in {}",
-                start.elapsed(),
-                layout.root.display()
+    if let Some(old) = state::State::load(&opts.dir)? {
+        let running = old.running();
+        if !running.is_empty() {
+            println!(
+                "cluster test: a cluster `{}` from an earlier run still runs in {} ({}); stopping it first",
+                old.name,
+                opts.dir.display(),
+                running
+                    .iter()
+                    .map(|d| format!("{} pid {}", d.name, d.pid))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
-            Err(e)
+            down(&opts.dir)?;
         }
     }
-}
-
-fn run_cluster(sh: &Shell, prefix: &Path, layout: &Layout, user: &str) -> Result<()> {
-    let t = Instant::now();
-    let slurmd_bin = prefix.join("sbin/slurmd");
-    let slurmctld_bin = prefix.join("sbin/slurmctld");
-    let hw = config::parse_slurmd_c(&read_bounded(
-        cmd!(sh, "{slurmd_bin} -C"),
-        Duration::from_secs(30),
-    )?)?;
-    let hostname = read_bounded(cmd!(sh, "hostname -s"), Duration::from_secs(10))?
-        .trim()
-        .to_string();
-    let ports = config::free_ports(2)?;
-    let settings = Settings {
-        layout: layout.clone(),
-        cluster: "xtask".into(),
-        node: NODE.into(),
-        hostname,
-        ctld_port: ports[0],
-        slurmd_port: ports[1],
-        user: user.to_string(),
-        plugin_dir: prefix.join("lib/slurm"),
-        hw,
-    };
-    let conf = layout.conf();
-    std::fs::write(&conf, config::render(&settings)).map_err(|e| Error::io(&conf, e))?;
-    config::write_key(&layout.key())?;
-    println!(
-        "  configured: {} CPUs, slurmctld port {}, slurmd port {} ({:.1?})",
-        settings.hw.cpus,
-        settings.ctld_port,
-        settings.slurmd_port,
-        t.elapsed()
-    );
-
-    let _env = sh.push_env("SLURM_CONF", &conf);
-    let t = Instant::now();
-    let mut ctld = Daemon::start(
-        "slurmctld",
-        cmd!(sh, "{slurmctld_bin} -D -i -f {conf}"),
-        &layout.daemon_output("slurmctld"),
-    )?;
-    let mut slurmd = Daemon::start(
-        "slurmd",
-        cmd!(sh, "{slurmd_bin} -D -N {NODE} -f {conf}"),
-        &layout.daemon_output("slurmd"),
-    )?;
-    println!(
-        "  started slurmctld (pid {:?}) and slurmd (pid {:?})",
-        ctld.pid(),
-        slurmd.pid()
-    );
-    let clients = jobs::Clients {
+    let mut cluster = up(
         sh,
-        bin: prefix.join("bin"),
-        jobs: layout.jobs(),
-        node: NODE.into(),
+        &UpOptions::new(opts.prefix.clone(), opts.name.clone(), opts.dir.clone()),
+    )?;
+    let results = scenarios::run_all(sh, &mut cluster, &opts.only);
+    let down_result = if opts.keep {
+        println!(
+            "cluster kept running (--keep): `cargo xtask cluster down --dir {}`",
+            opts.dir.display()
+        );
+        Ok(())
+    } else {
+        down(&opts.dir)
     };
-
-    let mut outcome = wait_idle(sh, prefix, &mut ctld, &mut slurmd);
-    let came_up = outcome.is_ok();
-    if came_up {
-        println!("  node {NODE} idle after {:.1?}", t.elapsed());
-        let step = |what: &str, f: &dyn Fn() -> Result<()>| -> Result<()> {
-            let t = Instant::now();
-            f().map_err(|e| Error::Cluster(format!("{what}: {e}")))?;
-            println!("  {what} check passed in {:.1?}", t.elapsed());
-            Ok(())
-        };
-        outcome = step("sbatch", &|| clients.batch())
-            .and_then(|()| step("srun", &|| clients.srun()))
-            .and_then(|()| step("scancel", &|| clients.cancel()));
+    let failed = results.iter().filter(|r| !r.passed).count();
+    let passed = results.len() - failed;
+    println!(
+        "\ncluster test `{}` ({}):",
+        opts.name,
+        opts.prefix.display()
+    );
+    for r in &results {
+        println!(
+            "  {:<4} {:<28} {:>6.1}s",
+            if r.passed { "PASS" } else { "FAIL" },
+            r.name,
+            r.seconds
+        );
     }
-    if outcome.is_err() {
-        // Leave nothing running inside the cluster; best effort, the failure is reported below.
-        if let Err(e) = if came_up {
-            clients.cancel_all()
-        } else {
-            Ok(())
-        } {
-            eprintln!("  (could not cancel the remaining jobs: {e})");
-        }
-        report_failure(layout, &clients);
+    println!("  total {:.1}s", start.elapsed().as_secs_f64());
+    println!("scenarios: {passed} passed, {failed} failed");
+    down_result?;
+    if failed > 0 {
+        return Err(Error::Cluster(format!(
+            "{failed} scenario(s) failed; files kept in {}",
+            opts.dir.display()
+        )));
     }
-    let t = Instant::now();
-    for d in [&mut slurmd, &mut ctld] {
-        let how = d.stop(sh, STOP_GRACE)?;
-        println!("  stopped {}: {how:?}", d.name);
-        if how == daemons::Stopped::AlreadyExited && outcome.is_ok() {
-            outcome = Err(Error::Cluster(format!(
-                "{} had exited before the end of the test",
-                d.name
-            )));
-        }
+    if results.is_empty() {
+        return Err(Error::Cluster(format!(
+            "no scenario matches --only {:?}",
+            opts.only
+        )));
     }
-    println!("  daemons stopped in {:.1?}", t.elapsed());
-    outcome
+    if !opts.keep {
+        std::fs::remove_dir_all(&opts.dir).map_err(|e| Error::io(&opts.dir, e))?;
+    }
+    Ok(())
 }
 
-/// Poll until both daemons run, `scontrol ping` answers and `sinfo` shows the node idle.
-fn wait_idle(sh: &Shell, prefix: &Path, ctld: &mut Daemon, slurmd: &mut Daemon) -> Result<()> {
-    let sinfo = prefix.join("bin/sinfo");
-    poll(
-        &format!("node {NODE} to become idle"),
-        READY_TIMEOUT,
-        Duration::from_millis(500),
-        || {
-            ctld.check_running()?;
-            slurmd.check_running()?;
-            let out = daemons::run_bounded(
-                cmd!(sh, "{sinfo} -h -N -n {NODE} -o %T"),
-                Duration::from_secs(20),
-            )?;
-            let state = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            Ok((out.status.success() && state == "idle").then_some(()))
+/// The scenarios of `smoke`.
+const SMOKE: [&str; 3] = ["batch-exit-codes", "srun", "cancel-process-tree"];
+
+/// The quick live-cluster check `cargo xtask ci` runs on a built prefix (batch job with exit
+/// codes in sacct, srun, cancel of a process tree), in a cluster named after the prefix's
+/// staging directory (so native and darwin do not collide). `test` runs every scenario.
+pub fn smoke(sh: &Shell, _root: &Path, prefix: &Path) -> Result<()> {
+    let name = format!(
+        "ci_{}",
+        prefix
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|n| {
+                n.to_string_lossy()
+                    .to_ascii_lowercase()
+                    .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+            })
+            .unwrap_or_default()
+    );
+    test(
+        sh,
+        &TestOptions {
+            prefix: prefix.to_path_buf(),
+            dir: default_dir(&name),
+            name,
+            only: SMOKE.iter().map(|s| s.to_string()).collect(),
+            keep: false,
         },
     )
 }
 
-fn report_failure(layout: &Layout, clients: &jobs::Clients<'_>) {
-    let mut files = vec![
-        layout.daemon_log("slurmctld"),
-        layout.daemon_output("slurmctld"),
-        layout.daemon_log("slurmd"),
-        layout.daemon_output("slurmd"),
-    ];
-    files.extend(clients.outputs());
-    for f in files.iter().filter(|f| f.exists()) {
-        eprintln!("---- tail of {} ----\n{}", f.display(), file_tail(f, 40));
-    }
-}
-
-/// The programs and plugin the smoke test needs.
-pub(crate) fn check_prefix(prefix: &Path) -> Result<()> {
+/// The programs and plugins the cluster needs.
+fn check_prefix(prefix: &Path) -> Result<()> {
     let needed = crate::build_slurm::KEY_BINARIES
         .iter()
         .map(|(dir, name)| format!("{dir}/{name}"));
@@ -245,71 +249,45 @@ pub(crate) fn check_prefix(prefix: &Path) -> Result<()> {
             auth.display()
         )));
     }
+    let mysql = prefix.join("lib/slurm/accounting_storage_mysql.so");
+    if !mysql.is_file() {
+        return Err(Error::Cluster(format!(
+            "{} is missing: this Slurm was configured without MariaDB, so slurmdbd cannot store accounting; install libmariadb-dev and libmariadb-dev-compat (ci/setup-debian.sh does) and rebuild with `cargo xtask build-slurm`",
+            mysql.display()
+        )));
+    }
     Ok(())
 }
 
 /// The user name and uid (`id -un`, `id -u`).
-fn current_user(sh: &Shell) -> Result<(String, u32)> {
-    let name = read_bounded(cmd!(sh, "id -un"), Duration::from_secs(10))?
+pub(crate) fn current_user(sh: &Shell) -> Result<(String, u32)> {
+    let name = read_bounded(Command::from(cmd!(sh, "id -un")), Duration::from_secs(10))?
         .trim()
         .to_string();
-    let uid = read_bounded(cmd!(sh, "id -u"), Duration::from_secs(10))?
+    let uid = read_bounded(Command::from(cmd!(sh, "id -u")), Duration::from_secs(10))?
         .trim()
         .parse::<u32>()
         .map_err(|e| Error::Cluster(format!("`id -u`: {e}")))?;
     Ok((name, uid))
 }
 
-/// Refuse if another process serves a SACK socket; as non-root, require the directories.
-/// Returns the directories that did not exist (our daemons will create them).
-fn prepare_sack_dirs(uid: u32) -> Result<Vec<PathBuf>> {
-    let mut absent = Vec::new();
-    for dir in sack_dirs() {
-        let socket = dir.join("sack.socket");
+/// Without root (no private `/run`): the SACK directories must exist and belong to us.
+fn require_sack_dirs(uid: u32) -> Result<()> {
+    for dir in ["/run/slurmctld", "/run/slurm", "/run/slurmdbd"] {
+        let socket = Path::new(dir).join("sack.socket");
         if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
             return Err(Error::Cluster(format!(
-                "{} is served by another Slurm daemon; stop it first (Slurm 24.11 auth/slurm has one fixed socket per daemon type)",
+                "{} is served by another Slurm daemon; without root there is no private /run, so stop it first",
                 socket.display()
             )));
         }
-        if !dir.exists() {
-            if uid != 0 {
-                return Err(Error::Cluster(format!(
-                    "{} does not exist and only root can create it; as root: mkdir -p {d} && chown {uid} {d}",
-                    dir.display(),
-                    d = dir.display()
-                )));
-            }
-            absent.push(dir);
+        if !Path::new(dir).is_dir() {
+            return Err(Error::Cluster(format!(
+                "{dir} does not exist and only root can create it; as root: mkdir -p {dir} && chown {uid} {dir}"
+            )));
         }
     }
-    Ok(absent)
-}
-
-/// Remove the SACK sockets our daemons left (nobody serves them any more) and the
-/// directories that did not exist before.
-fn cleanup_sack(created: &[PathBuf]) {
-    for dir in sack_dirs() {
-        let socket = dir.join("sack.socket");
-        if socket.exists() && std::os::unix::net::UnixStream::connect(&socket).is_err() {
-            std::fs::remove_file(&socket).ok();
-        }
-    }
-    for dir in created {
-        std::fs::remove_dir(dir).ok();
-    }
-}
-
-/// A new directory under the system temporary directory, short enough for the UNIX socket
-/// paths slurmd creates in its spool directory.
-fn unique_temp_dir() -> Result<PathBuf> {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!("xtask-cluster-{}-{nanos:x}", std::process::id()));
-    std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, e))?;
-    Ok(dir)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -339,16 +317,20 @@ mod tests {
         assert!(err.contains("auth_slurm.so is missing"), "{err}");
         std::fs::create_dir_all(dir.path().join("lib/slurm")).unwrap();
         std::fs::write(dir.path().join("lib/slurm/auth_slurm.so"), "").unwrap();
+        let err = check_prefix(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("configured without MariaDB"), "{err}");
+        std::fs::write(dir.path().join("lib/slurm/accounting_storage_mysql.so"), "").unwrap();
         check_prefix(dir.path()).unwrap();
     }
 
     #[test]
-    fn unique_temp_dir__creates_distinct_directories() {
-        let (a, b) = (unique_temp_dir().unwrap(), unique_temp_dir().unwrap());
-        assert_ne!(a, b);
-        assert!(a.is_dir() && b.is_dir());
-        std::fs::remove_dir(a).unwrap();
-        std::fs::remove_dir(b).unwrap();
+    fn check_name__slurm_and_sql_safe() {
+        for good in ["native", "darwin", "ci_24_11_5_darwin", "test2"] {
+            check_name(good).unwrap();
+        }
+        for bad in ["", "2x", "Native", "a-b", "a b", "a/b"] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

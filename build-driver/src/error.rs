@@ -100,6 +100,26 @@ pub enum Error {
     NoPlugins(PathBuf),
     #[error("audit: {0}")]
     Audit(String),
+    #[error(
+        "cluster `{name}` from an earlier run still runs in {dir} ({running}); stop it with `cargo xtask cluster down --name {name}` (or --dir {dir})"
+    )]
+    ClusterRunning {
+        name: String,
+        dir: PathBuf,
+        running: String,
+    },
+    #[error("cluster: {daemon} (pid {pid}) died {when}; last lines of {log}:\n{tail}")]
+    DaemonDied {
+        daemon: String,
+        pid: u32,
+        when: String,
+        log: PathBuf,
+        tail: String,
+    },
+    #[error(
+        "cluster: port {port} on 127.0.0.1 (for {daemon}) is already taken by another process; free it, or run `up` again to pick other ports"
+    )]
+    PortTaken { daemon: String, port: u16 },
 }
 
 impl Error {

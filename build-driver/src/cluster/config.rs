@@ -1,12 +1,13 @@
 //! The generated configuration of the one-node loopback cluster: directory layout,
-//! `slurm.conf`, the auth/slurm key, free ports and the node's hardware.
+//! `slurm.conf`, `gres.conf`, `slurmdbd.conf`, prolog/epilog, the auth/slurm key, free
+//! ports and the node's hardware.
 
 use crate::error::{Error, Result};
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 
-/// Every file and directory of one cluster run, all below one temporary directory.
+/// Every file and directory of one cluster, all below one directory.
 #[derive(Debug, Clone)]
 pub struct Layout {
     pub root: PathBuf,
@@ -16,12 +17,29 @@ impl Layout {
     pub fn conf_dir(&self) -> PathBuf {
         self.root.join("etc")
     }
-    /// `slurm.conf`; auth/slurm reads `slurm.key` from the same directory.
+    /// `slurm.conf`; auth/slurm reads `slurm.key`, slurmd `gres.conf` and slurmdbd
+    /// `slurmdbd.conf` from the same directory.
     pub fn conf(&self) -> PathBuf {
         self.conf_dir().join("slurm.conf")
     }
     pub fn key(&self) -> PathBuf {
         self.conf_dir().join("slurm.key")
+    }
+    pub fn gres_conf(&self) -> PathBuf {
+        self.conf_dir().join("gres.conf")
+    }
+    pub fn dbd_conf(&self) -> PathBuf {
+        self.conf_dir().join("slurmdbd.conf")
+    }
+    pub fn prolog(&self) -> PathBuf {
+        self.conf_dir().join("prolog.sh")
+    }
+    pub fn epilog(&self) -> PathBuf {
+        self.conf_dir().join("epilog.sh")
+    }
+    /// The record of what runs (see `state.rs`).
+    pub fn state_file(&self) -> PathBuf {
+        self.root.join("cluster.toml")
     }
     pub fn state(&self) -> PathBuf {
         self.root.join("state")
@@ -29,14 +47,27 @@ impl Layout {
     pub fn spool(&self) -> PathBuf {
         self.root.join("spool")
     }
+    /// Bind-mounted onto `/run` in the cluster's mount namespaces (SACK sockets land here).
     pub fn run(&self) -> PathBuf {
         self.root.join("run")
+    }
+    /// PID files (not under `run/`, which is `/run` inside the namespaces).
+    pub fn pids(&self) -> PathBuf {
+        self.root.join("pid")
     }
     pub fn logs(&self) -> PathBuf {
         self.root.join("log")
     }
+    /// Job scripts and outputs; world-writable with the sticky bit (jobs of the test user).
     pub fn jobs(&self) -> PathBuf {
         self.root.join("jobs")
+    }
+    /// The private MariaDB: data directory and socket.
+    pub fn mysql_data(&self) -> PathBuf {
+        self.root.join("mysql/data")
+    }
+    pub fn mysql_socket(&self) -> PathBuf {
+        self.root.join("mysql/mysqld.sock")
     }
     pub fn daemon_log(&self, daemon: &str) -> PathBuf {
         self.logs().join(format!("{daemon}.log"))
@@ -45,18 +76,33 @@ impl Layout {
     pub fn daemon_output(&self, daemon: &str) -> PathBuf {
         self.logs().join(format!("{daemon}.out"))
     }
+    /// A flag file: while it exists, the prolog (or epilog) fails.
+    pub fn fail_flag(&self, script: &str) -> PathBuf {
+        self.jobs().join(format!("{script}-fail"))
+    }
+    /// Where the prolog and epilog append `<script> <job id>` lines.
+    pub fn hook_log(&self) -> PathBuf {
+        self.jobs().join("hooks.log")
+    }
 
-    /// Create the directories (state and spool are 0755: slurmd checks nothing more).
+    /// Create the directories.
     pub fn create(&self) -> Result<()> {
         for d in [
             self.conf_dir(),
             self.state(),
             self.spool(),
             self.run(),
+            self.pids(),
             self.logs(),
             self.jobs(),
+            self.root.join("mysql"),
         ] {
             std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        for (d, mode) in [(self.root.clone(), 0o755), (self.jobs(), 0o1777)] {
+            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(mode))
+                .map_err(|e| Error::io(&d, e))?;
         }
         Ok(())
     }
@@ -64,7 +110,7 @@ impl Layout {
 
 /// The hardware line `slurmd -C` prints: what slurmd will detect, so the node is not drained
 /// for a configuration/hardware mismatch.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NodeHw {
     pub cpus: u32,
     pub boards: u32,
@@ -98,35 +144,63 @@ pub fn parse_slurmd_c(text: &str) -> Result<NodeHw> {
     Ok(hw)
 }
 
-/// Everything `slurm.conf` depends on.
+/// The four TCP ports of a cluster, all on 127.0.0.1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Ports {
+    pub slurmctld: u16,
+    pub slurmd: u16,
+    pub slurmdbd: u16,
+    pub mariadb: u16,
+}
+
+impl Ports {
+    pub fn pick() -> Result<Ports> {
+        let p = free_ports(4)?;
+        Ok(Ports {
+            slurmctld: p[0],
+            slurmd: p[1],
+            slurmdbd: p[2],
+            mariadb: p[3],
+        })
+    }
+}
+
+/// Everything the configuration files depend on.
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub layout: Layout,
     pub cluster: String,
     pub node: String,
-    /// The short host name (`hostname -s`): slurmctld must find itself in SlurmctldHost and
-    /// slurmd in NodeHostname.
+    /// The short host name (`hostname -s`): slurmctld must find itself in SlurmctldHost,
+    /// slurmd in NodeHostname and slurmdbd in DbdHost.
     pub hostname: String,
-    pub ctld_port: u16,
-    pub slurmd_port: u16,
+    pub ports: Ports,
     /// SlurmUser and SlurmdUser (root, or the current user when not root).
     pub user: String,
     pub plugin_dir: PathBuf,
     pub hw: NodeHw,
+    /// The MariaDB password of the `slurm` account (only in slurmdbd.conf, mode 0600).
+    pub db_password: String,
 }
 
-/// `slurm.conf` for one controller and one node on 127.0.0.1, auth/slurm, no accounting,
-/// no cgroups.
+/// The partition every job goes to.
+pub const PARTITION: &str = "main";
+/// The MariaDB account and database slurmdbd uses.
+pub const DB_USER: &str = "slurm";
+pub const DB_NAME: &str = "slurm_acct_db";
+
+/// `slurm.conf`: one controller and one node on 127.0.0.1, auth/slurm, accounting through
+/// slurmdbd (gres/gpu tracked), one `gpu:apple:1`, prolog and epilog, no cgroups.
 pub fn render(s: &Settings) -> String {
     let l = &s.layout;
     let hw = &s.hw;
     let lines = [
-        "# Generated by `cargo xtask cluster test`: one controller and one node on loopback."
+        "# Generated by `cargo xtask cluster`: one controller and one node on loopback."
             .to_string(),
         format!("ClusterName={}", s.cluster),
         format!("SlurmctldHost={}(127.0.0.1)", s.hostname),
-        format!("SlurmctldPort={}", s.ctld_port),
-        format!("SlurmdPort={}", s.slurmd_port),
+        format!("SlurmctldPort={}", s.ports.slurmctld),
+        format!("SlurmdPort={}", s.ports.slurmd),
         "AuthType=auth/slurm".into(),
         "CredType=cred/slurm".into(),
         format!("SlurmUser={}", s.user),
@@ -136,24 +210,34 @@ pub fn render(s: &Settings) -> String {
         format!("SlurmdSpoolDir={}", l.spool().display()),
         format!(
             "SlurmctldPidFile={}",
-            l.run().join("slurmctld.pid").display()
+            l.pids().join("slurmctld.pid").display()
         ),
-        format!("SlurmdPidFile={}", l.run().join("slurmd.pid").display()),
+        format!("SlurmdPidFile={}", l.pids().join("slurmd.pid").display()),
         format!("SlurmctldLogFile={}", l.daemon_log("slurmctld").display()),
         format!("SlurmdLogFile={}", l.daemon_log("slurmd").display()),
         "SlurmctldDebug=debug".into(),
         "SlurmdDebug=debug".into(),
+        "AccountingStorageType=accounting_storage/slurmdbd".into(),
+        "AccountingStorageHost=127.0.0.1".into(),
+        format!("AccountingStoragePort={}", s.ports.slurmdbd),
+        "AccountingStorageTRES=gres/gpu".into(),
+        "JobAcctGatherType=jobacct_gather/none".into(),
+        "GresTypes=gpu".into(),
         "ProctrackType=proctrack/pgid".into(),
         "TaskPlugin=task/none".into(),
         "MpiDefault=none".into(),
         "SchedulerType=sched/backfill".into(),
         "SelectType=select/cons_tres".into(),
         "ReturnToService=2".into(),
-        // Short signal-to-kill delay so scancel is checked quickly.
-        "KillWait=5".into(),
-        "MinJobAge=300".into(),
+        format!("Prolog={}", l.prolog().display()),
+        format!("Epilog={}", l.epilog().display()),
+        // Quick cancels and time limits; finished jobs leave slurmctld's memory after 30 s
+        // (sacct keeps them).
+        "KillWait=2".into(),
+        "OverTimeLimit=0".into(),
+        "MinJobAge=30".into(),
         format!(
-            "NodeName={} NodeAddr=127.0.0.1 NodeHostname={} CPUs={} Boards={} SocketsPerBoard={} CoresPerSocket={} ThreadsPerCore={} State=UNKNOWN",
+            "NodeName={} NodeAddr=127.0.0.1 NodeHostname={} CPUs={} Boards={} SocketsPerBoard={} CoresPerSocket={} ThreadsPerCore={} Gres=gpu:apple:1 State=UNKNOWN",
             s.node,
             s.hostname,
             hw.cpus,
@@ -163,13 +247,119 @@ pub fn render(s: &Settings) -> String {
             hw.threads_per_core
         ),
         format!(
-            "PartitionName=smoke Nodes={} Default=YES MaxTime=INFINITE State=UP",
+            "PartitionName={PARTITION} Nodes={} Default=YES MaxTime=INFINITE State=UP",
             s.node
         ),
     ];
     let mut out = lines.join("\n");
     out.push('\n');
     out
+}
+
+/// `render`, then `extra` lines: one whose key is already set (not `NodeName`/`PartitionName`)
+/// replaces that line, any other is appended.
+pub fn render_with(s: &Settings, extra: &[String]) -> String {
+    let mut lines: Vec<String> = render(s).lines().map(str::to_string).collect();
+    let key = |l: &str| l.split_once('=').map(|(k, _)| k.trim().to_string());
+    for e in extra {
+        let k = key(e);
+        let replaceable = k
+            .as_deref()
+            .is_some_and(|k| k != "NodeName" && k != "PartitionName");
+        match lines.iter_mut().find(|l| replaceable && key(l) == k) {
+            Some(l) => *l = e.clone(),
+            None => lines.push(e.clone()),
+        }
+    }
+    let mut out = lines.join("\n");
+    out.push('\n');
+    out
+}
+
+/// `gres.conf`: one Apple GPU. `File=/dev/null` is a placeholder that lets Slurm count and
+/// allocate the GPU; it isolates nothing (macOS has no device cgroup; any process can use
+/// Metal whatever Slurm allocated).
+pub fn render_gres(s: &Settings) -> String {
+    format!(
+        "# Generated by `cargo xtask cluster`. File=/dev/null is a documented placeholder: it\n\
+         # lets Slurm count and allocate the GPU and isolates nothing.\n\
+         NodeName={} Name=gpu Type=apple File=/dev/null\n",
+        s.node
+    )
+}
+
+/// `slurmdbd.conf` (mode 0600: it holds the database password).
+pub fn render_dbd(s: &Settings) -> String {
+    let l = &s.layout;
+    let lines = [
+        "# Generated by `cargo xtask cluster`: slurmdbd on loopback, private MariaDB.".to_string(),
+        "AuthType=auth/slurm".into(),
+        format!("DbdHost={}", s.hostname),
+        "DbdAddr=127.0.0.1".into(),
+        format!("DbdPort={}", s.ports.slurmdbd),
+        format!("SlurmUser={}", s.user),
+        format!("PluginDir={}", s.plugin_dir.display()),
+        format!("LogFile={}", l.daemon_log("slurmdbd").display()),
+        format!("PidFile={}", l.pids().join("slurmdbd.pid").display()),
+        "DebugLevel=debug".into(),
+        "StorageType=accounting_storage/mysql".into(),
+        "StorageHost=127.0.0.1".into(),
+        format!("StoragePort={}", s.ports.mariadb),
+        format!("StorageUser={DB_USER}"),
+        format!("StoragePass={}", s.db_password),
+        format!("StorageLoc={DB_NAME}"),
+    ];
+    let mut out = lines.join("\n");
+    out.push('\n');
+    out
+}
+
+/// The prolog or epilog: appends `<name> <job id> <uid>` to the hook log, and fails (exit 1)
+/// while the fail flag exists.
+pub fn render_hook(l: &Layout, name: &str) -> String {
+    format!(
+        "#!/bin/sh\n# Generated by `cargo xtask cluster`: records each run; fails while {flag} exists.\n\
+         echo \"{name} $SLURM_JOB_ID $SLURM_JOB_UID\" >> '{log}'\n\
+         if [ -e '{flag}' ]; then echo \"{name}: failing on purpose\" >&2; exit 1; fi\n\
+         exit 0\n",
+        flag = l.fail_flag(name).display(),
+        log = l.hook_log().display(),
+    )
+}
+
+/// Write `text` to `path` with `mode`, atomically (a `.part` file renamed into place).
+pub fn write_file(path: &Path, text: &[u8], mode: u32) -> Result<()> {
+    let part = path.with_extension("part");
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, mode);
+    let mut f = opts.open(&part).map_err(|e| Error::io(&part, e))?;
+    use std::os::unix::fs::PermissionsExt;
+    f.set_permissions(std::fs::Permissions::from_mode(mode))
+        .map_err(|e| Error::io(&part, e))?;
+    f.write_all(text).map_err(|e| Error::io(&part, e))?;
+    f.sync_all().map_err(|e| Error::io(&part, e))?;
+    std::fs::rename(&part, path).map_err(|e| Error::io(path, e))
+}
+
+/// Every configuration file of the cluster.
+pub fn write_all(s: &Settings, extra: &[String]) -> Result<()> {
+    let l = &s.layout;
+    write_file(&l.conf(), render_with(s, extra).as_bytes(), 0o644)?;
+    write_file(&l.gres_conf(), render_gres(s).as_bytes(), 0o644)?;
+    write_file(&l.dbd_conf(), render_dbd(s).as_bytes(), 0o600)?;
+    write_file(&l.prolog(), render_hook(l, "prolog").as_bytes(), 0o755)?;
+    write_file(&l.epilog(), render_hook(l, "epilog").as_bytes(), 0o755)?;
+    write_key(&l.key())
+}
+
+/// A random password (hex of 16 bytes from /dev/urandom).
+pub fn random_password() -> Result<String> {
+    let mut b = [0u8; 16];
+    let urandom = Path::new("/dev/urandom");
+    let mut f = std::fs::File::open(urandom).map_err(|e| Error::io(urandom, e))?;
+    std::io::Read::read_exact(&mut f, &mut b).map_err(|e| Error::io(urandom, e))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
 /// `n` distinct free TCP ports on 127.0.0.1: all are bound at once (port 0), read back and
@@ -217,11 +407,16 @@ mod tests {
             cluster: "xtask".into(),
             node: "smoke1".into(),
             hostname: "host".into(),
-            ctld_port: 40001,
-            slurmd_port: 40002,
+            ports: Ports {
+                slurmctld: 40001,
+                slurmd: 40002,
+                slurmdbd: 40003,
+                mariadb: 40004,
+            },
             user: "root".into(),
             plugin_dir: PathBuf::from("/p/lib/slurm"),
             hw: parse_slurmd_c(SLURMD_C).unwrap(),
+            db_password: "pw".into(),
         }
     }
 
@@ -252,7 +447,7 @@ mod tests {
     }
 
     #[test]
-    fn render__has_loopback_ports_auth_and_paths() {
+    fn render__has_loopback_ports_auth_accounting_gres_and_paths() {
         let conf = render(&settings(Path::new("/t")));
         for line in [
             "SlurmctldHost=host(127.0.0.1)",
@@ -265,21 +460,116 @@ mod tests {
             "TaskPlugin=task/none",
             "StateSaveLocation=/t/state",
             "SlurmdSpoolDir=/t/spool",
-            "SlurmctldPidFile=/t/run/slurmctld.pid",
+            "SlurmctldPidFile=/t/pid/slurmctld.pid",
             "SlurmdLogFile=/t/log/slurmd.log",
             "PluginDir=/p/lib/slurm",
-            "NodeName=smoke1 NodeAddr=127.0.0.1 NodeHostname=host CPUs=8 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=2 State=UNKNOWN",
-            "PartitionName=smoke Nodes=smoke1 Default=YES MaxTime=INFINITE State=UP",
+            "AccountingStorageType=accounting_storage/slurmdbd",
+            "AccountingStoragePort=40003",
+            "AccountingStorageTRES=gres/gpu",
+            "GresTypes=gpu",
+            "Prolog=/t/etc/prolog.sh",
+            "Epilog=/t/etc/epilog.sh",
+            "NodeName=smoke1 NodeAddr=127.0.0.1 NodeHostname=host CPUs=8 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=2 Gres=gpu:apple:1 State=UNKNOWN",
+            "PartitionName=main Nodes=smoke1 Default=YES MaxTime=INFINITE State=UP",
         ] {
             assert!(
                 conf.lines().any(|l| l == line),
                 "missing `{line}` in:\n{conf}"
             );
         }
-        assert!(
-            !conf.contains("Accounting"),
-            "no accounting expected:\n{conf}"
+    }
+
+    #[test]
+    fn render_with__replaces_scalars_appends_the_rest() {
+        let s = settings(Path::new("/t"));
+        let conf = render_with(
+            &s,
+            &[
+                "MinJobAge=300".into(),
+                "SelectTypeParameters=CR_CPU".into(),
+                "PartitionName=bench Nodes=smoke1".into(),
+            ],
         );
+        assert!(conf.lines().any(|l| l == "MinJobAge=300"), "{conf}");
+        assert!(!conf.lines().any(|l| l == "MinJobAge=30"), "{conf}");
+        assert!(conf.lines().any(|l| l == "SelectTypeParameters=CR_CPU"));
+        assert!(conf.lines().any(|l| l.starts_with("PartitionName=main ")));
+        assert!(
+            conf.lines()
+                .any(|l| l == "PartitionName=bench Nodes=smoke1")
+        );
+    }
+
+    #[test]
+    fn render_dbd__mysql_on_loopback_with_the_password() {
+        let conf = render_dbd(&settings(Path::new("/t")));
+        for line in [
+            "DbdHost=host",
+            "DbdAddr=127.0.0.1",
+            "DbdPort=40003",
+            "StorageType=accounting_storage/mysql",
+            "StorageHost=127.0.0.1",
+            "StoragePort=40004",
+            "StorageUser=slurm",
+            "StoragePass=pw",
+            "StorageLoc=slurm_acct_db",
+            "LogFile=/t/log/slurmdbd.log",
+        ] {
+            assert!(
+                conf.lines().any(|l| l == line),
+                "missing `{line}` in:\n{conf}"
+            );
+        }
+    }
+
+    #[test]
+    fn render_gres__placeholder_file_for_the_node() {
+        let g = render_gres(&settings(Path::new("/t")));
+        assert!(
+            g.lines()
+                .any(|l| l == "NodeName=smoke1 Name=gpu Type=apple File=/dev/null"),
+            "{g}"
+        );
+    }
+
+    #[test]
+    fn render_hook__records_and_fails_on_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let l = Layout {
+            root: dir.path().to_path_buf(),
+        };
+        l.create().unwrap();
+        let script = dir.path().join("p.sh");
+        write_file(&script, render_hook(&l, "prolog").as_bytes(), 0o755).unwrap();
+        let run = || {
+            std::process::Command::new(&script)
+                .env("SLURM_JOB_ID", "7")
+                .env("SLURM_JOB_UID", "0")
+                .status()
+                .unwrap()
+        };
+        assert!(run().success());
+        std::fs::write(l.fail_flag("prolog"), "").unwrap();
+        assert_eq!(run().code(), Some(1));
+        assert_eq!(
+            std::fs::read_to_string(l.hook_log()).unwrap(),
+            "prolog 7 0\nprolog 7 0\n"
+        );
+    }
+
+    #[test]
+    fn write_file__atomic_with_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("x.conf");
+        write_file(&f, b"a", 0o600).unwrap();
+        write_file(&f, b"b", 0o600).unwrap();
+        assert_eq!(std::fs::read(&f).unwrap(), b"b");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&f).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert!(!dir.path().join("x.part").exists());
     }
 
     #[test]
@@ -333,8 +623,10 @@ mod tests {
             l.state(),
             l.spool(),
             l.run(),
+            l.pids(),
             l.logs(),
             l.jobs(),
+            l.root.join("mysql"),
         ] {
             assert!(d.is_dir(), "{}", d.display());
         }

@@ -1,0 +1,517 @@
+//! Processes the harness starts and must be able to stop later, from another command, even
+//! after the harness crashed: detached daemons recorded by PID **and start time**, stopped
+//! through a pidfd only after the start time matched (so a reused PID is never signalled).
+//!
+//! Isolation: Slurm 24.11's auth/slurm puts its SACK sockets at fixed paths under `/run`
+//! (DARWIN-CATALOG B2) and every client (not only the daemons) asks the socket for its
+//! credential. To run two clusters side by side, each daemon and each client command of a
+//! cluster gets a private mount namespace (`unshare(CLONE_NEWNS)`, propagation private) in which
+//! the cluster's own `run/` directory is bind-mounted onto `/run`. All namespaces of one
+//! cluster see the same directory, so the daemons and clients of a cluster meet, and never
+//! those of another. Needs root; without root there is no isolation (one cluster at a time).
+//!
+//! Linux reads `/proc` and uses pidfds and mount namespaces. Elsewhere (macOS, the real-Mac
+//! lane; not run by this project) the start time comes from `ps -o lstart=`, signals go
+//! through kill(2) right after the start-time check, and there is no isolation.
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One process started by the harness.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcRecord {
+    pub name: String,
+    pub pid: u32,
+    /// Field 22 of `/proc/<pid>/stat` (clock ticks after boot): with the PID it names one
+    /// process for the lifetime of the machine.
+    pub start_ticks: u64,
+    /// The inode of its mount namespace, when it runs in a private one: every process left in
+    /// that namespace after the daemon stopped is one of its descendants (job steps).
+    #[serde(default)]
+    pub mnt_ns: Option<u64>,
+}
+
+/// Where the cluster's private `/run` comes from (see the module doc).
+#[derive(Debug, Clone)]
+pub struct Isolation {
+    run_dir: CString,
+}
+
+impl Isolation {
+    pub fn new(run_dir: &Path) -> Result<Isolation> {
+        let run_dir = CString::new(run_dir.as_os_str().as_bytes())
+            .map_err(|_| Error::Cluster(format!("{}: NUL in path", run_dir.display())))?;
+        Ok(Isolation { run_dir })
+    }
+
+    /// Make `cmd` enter a new mount namespace with our directory on `/run` before it execs.
+    pub fn apply(&self, cmd: &mut Command) {
+        let run_dir = self.run_dir.clone();
+        // SAFETY: the closure runs in the forked child before exec and calls only
+        // async-signal-safe system calls on memory prepared before the fork.
+        unsafe {
+            cmd.pre_exec(move || enter_private_run(&run_dir));
+        }
+    }
+}
+
+/// Mount namespaces are Linux's.
+#[cfg(not(target_os = "linux"))]
+fn enter_private_run(_run_dir: &CString) -> std::io::Result<()> {
+    Err(std::io::Error::from_raw_os_error(libc::ENOSYS))
+}
+
+/// unshare(CLONE_NEWNS), make every mount private, bind `run_dir` onto `/run`.
+#[cfg(target_os = "linux")]
+fn enter_private_run(run_dir: &CString) -> std::io::Result<()> {
+    let check = |rc: libc::c_int| {
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    };
+    let root = c"/";
+    let run = c"/run";
+    // SAFETY: plain system calls with valid NUL-terminated strings.
+    unsafe {
+        check(libc::unshare(libc::CLONE_NEWNS))?;
+        check(libc::mount(
+            std::ptr::null(),
+            root.as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ))?;
+        check(libc::mount(
+            run_dir.as_ptr(),
+            run.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND,
+            std::ptr::null(),
+        ))
+    }
+}
+
+/// Start `cmd` detached: own session (it outlives the harness and no terminal signal reaches
+/// it), stdin from /dev/null, stdout and stderr appended to `output`. Returns its record.
+pub fn spawn_detached(
+    name: &str,
+    mut cmd: Command,
+    isolation: Option<&Isolation>,
+    output: &Path,
+) -> Result<ProcRecord> {
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(output)
+        .map_err(|e| Error::io(output, e))?;
+    let err = out.try_clone().map_err(|e| Error::io(output, e))?;
+    cmd.stdin(Stdio::null()).stdout(out).stderr(err);
+    // SAFETY: setsid is async-signal-safe; runs in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    if let Some(iso) = isolation {
+        iso.apply(&mut cmd);
+    }
+    // std's spawn returns once exec succeeded (or reports why it failed), so the pre-exec
+    // steps are done and the namespace can be read.
+    let child = cmd
+        .spawn()
+        .map_err(|e| Error::Cluster(format!("cannot start {name}: {e}")))?;
+    let pid = child.id();
+    let start_ticks = start_ticks(pid).ok_or_else(|| {
+        Error::Cluster(format!(
+            "{name} (pid {pid}) exited at once; see {}",
+            output.display()
+        ))
+    })?;
+    let mnt_ns = isolation.and_then(|_| mount_namespace(pid));
+    // The Child handle is dropped without waiting: the process is detached on purpose.
+    drop(child);
+    Ok(ProcRecord {
+        name: name.to_string(),
+        pid,
+        start_ticks,
+        mnt_ns,
+    })
+}
+
+/// The process's start time (Linux: field 22 of `/proc/<pid>/stat`, clock ticks after
+/// boot), or None if there is no such process.
+pub fn start_ticks(pid: u32) -> Option<u64> {
+    proc_info(pid).map(|(_, t)| t)
+}
+
+/// (state letter, start time) of a process.
+#[cfg(target_os = "linux")]
+fn proc_info(pid: u32) -> Option<(String, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let f = parse_stat_after_comm(&text)?;
+    Some((f.first()?.clone(), f.get(19)?.parse().ok()?))
+}
+
+/// (state letter, start time) from `ps -o stat=,lstart=` (one-second resolution, hashed).
+#[cfg(not(target_os = "linux"))]
+fn proc_info(pid: u32) -> Option<(String, u64)> {
+    let out = Command::new("ps")
+        .args(["-o", "stat=,lstart=", "-p", &pid.to_string()])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().next()?.trim();
+    let (stat, lstart) = line.split_once(char::is_whitespace)?;
+    let hash = lstart
+        .trim()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+    Some((stat.chars().next()?.to_string(), hash))
+}
+
+/// `comm` may hold spaces and parentheses: the fields start after the last `)`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn parse_stat_after_comm(text: &str) -> Option<Vec<String>> {
+    let rest = &text[text.rfind(')')? + 1..];
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+/// The mount-namespace inode of a process (`/proc/<pid>/ns/mnt` → `mnt:[4026531841]`);
+/// None where there is no `/proc`.
+pub fn mount_namespace(pid: u32) -> Option<u64> {
+    let link = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok()?;
+    let s = link.to_string_lossy();
+    s.strip_prefix("mnt:[")?.strip_suffix(']')?.parse().ok()
+}
+
+/// What became of a recorded process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Liveness {
+    Running,
+    /// No process with that PID, or it is a zombie.
+    Gone,
+    /// The PID now belongs to another process (it was reused): never touch it.
+    Reused,
+}
+
+impl ProcRecord {
+    pub fn liveness(&self) -> Liveness {
+        let Some((state, start)) = proc_info(self.pid) else {
+            return Liveness::Gone;
+        };
+        if start != self.start_ticks {
+            return Liveness::Reused;
+        }
+        if state == "Z" {
+            reap(self.pid);
+            return Liveness::Gone;
+        }
+        Liveness::Running
+    }
+
+    /// The process's resident set (kB) and open descriptor count, if it runs (Linux only).
+    pub fn rss_and_fds(&self) -> Option<(u64, usize)> {
+        if !cfg!(target_os = "linux") {
+            return None;
+        }
+        if self.liveness() != Liveness::Running {
+            return None;
+        }
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
+        let rss = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())?;
+        let fds = std::fs::read_dir(format!("/proc/{}/fd", self.pid))
+            .ok()?
+            .count();
+        Some((rss, fds))
+    }
+
+    /// Send `signal` if (and only if) this is still the recorded process. Returns whether it
+    /// was sent.
+    pub fn signal(&self, signal: libc::c_int) -> Result<bool> {
+        let Some(fd) = PidFd::open(self.pid) else {
+            return Ok(false);
+        };
+        // The pidfd now pins whatever process has this PID; check it is ours.
+        if self.liveness() != Liveness::Running {
+            return Ok(false);
+        }
+        fd.send(signal).map_err(|e| {
+            Error::Cluster(format!(
+                "cannot signal {} (pid {}): {e}",
+                self.name, self.pid
+            ))
+        })?;
+        Ok(true)
+    }
+
+    /// SIGTERM, wait up to `grace`, then SIGKILL and wait again. Never touches a reused PID.
+    pub fn stop(&self, grace: Duration) -> Result<Stopped> {
+        match self.liveness() {
+            Liveness::Gone => return Ok(Stopped::AlreadyGone),
+            Liveness::Reused => return Ok(Stopped::PidReused),
+            Liveness::Running => {}
+        }
+        if !self.signal(libc::SIGTERM)? {
+            return Ok(Stopped::AlreadyGone);
+        }
+        if self.wait_gone(grace) {
+            return Ok(Stopped::Terminated);
+        }
+        self.signal(libc::SIGKILL)?;
+        if self.wait_gone(Duration::from_secs(10)) {
+            Ok(Stopped::Killed)
+        } else {
+            Err(Error::Cluster(format!(
+                "{} (pid {}) survived SIGKILL for 10 s (stuck in the kernel?)",
+                self.name, self.pid
+            )))
+        }
+    }
+
+    /// Poll until the process is gone (or reused), up to `timeout`.
+    pub fn wait_gone(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.liveness() != Liveness::Running {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// How a recorded process ended when stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    AlreadyGone,
+    PidReused,
+    Terminated,
+    Killed,
+}
+
+/// Reap `pid` if it is our own exited child (the `test` command starts the daemons itself);
+/// harmless otherwise.
+fn reap(pid: u32) {
+    let mut status = 0;
+    // SAFETY: waitpid with WNOHANG on a specific PID; fails with ECHILD if not our child.
+    unsafe {
+        libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG);
+    }
+}
+
+/// A pidfd (Linux 5.3+): signals through it reach the process it was opened on, or nothing.
+#[cfg(target_os = "linux")]
+struct PidFd(std::os::fd::OwnedFd);
+
+/// Without pidfds: the PID itself, signalled with kill(2) right after the start-time check.
+#[cfg(not(target_os = "linux"))]
+struct PidFd(u32);
+
+#[cfg(not(target_os = "linux"))]
+impl PidFd {
+    fn open(pid: u32) -> Option<PidFd> {
+        Some(PidFd(pid))
+    }
+
+    fn send(&self, signal: libc::c_int) -> std::io::Result<()> {
+        // SAFETY: kill(2) on a PID whose start time was just checked.
+        if unsafe { libc::kill(self.0 as libc::pid_t, signal) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ESRCH) {
+            Ok(())
+        } else {
+            Err(e)
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl PidFd {
+    fn open(pid: u32) -> Option<PidFd> {
+        // SAFETY: pidfd_open(pid, 0) returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: fd is a fresh descriptor we own.
+        Some(PidFd(unsafe {
+            std::os::fd::FromRawFd::from_raw_fd(fd as libc::c_int)
+        }))
+    }
+
+    fn send(&self, signal: libc::c_int) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: pidfd_send_signal(fd, sig, NULL, 0).
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                self.0.as_raw_fd(),
+                signal,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            )
+        };
+        match rc {
+            0 => Ok(()),
+            _ => {
+                let e = std::io::Error::last_os_error();
+                // ESRCH: it exited meanwhile; that is what we wanted.
+                if e.raw_os_error() == Some(libc::ESRCH) {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            }
+        }
+    }
+}
+
+/// Every process in mount namespace `ns` (inode), except PID 1's namespace.
+pub fn processes_in_namespace(ns: u64) -> Vec<ProcRecord> {
+    if mount_namespace(1) == Some(ns) || mount_namespace(std::process::id()) == Some(ns) {
+        return Vec::new();
+    }
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| mount_namespace(pid) == Some(ns))
+        .filter_map(|pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+            Some(ProcRecord {
+                name: comm.trim().to_string(),
+                pid,
+                start_ticks: start_ticks(pid)?,
+                mnt_ns: Some(ns),
+            })
+        })
+        .collect()
+}
+
+/// Whether we can create mount namespaces (Linux, root).
+pub fn can_isolate() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    cfg!(target_os = "linux") && unsafe { libc::geteuid() == 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(non_snake_case)]
+    use super::*;
+
+    #[test]
+    fn parse_stat_after_comm__comm_with_spaces_and_parens() {
+        let text =
+            "123 (a b) c)) S 1 123 123 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 98765 1000 10";
+        let f = parse_stat_after_comm(text).unwrap();
+        assert_eq!(f[0], "S");
+        assert_eq!(f[19], "98765");
+    }
+
+    #[test]
+    fn start_ticks__of_self_is_stable_and_absent_pid_is_none() {
+        let me = std::process::id();
+        assert_eq!(start_ticks(me), start_ticks(me));
+        assert!(start_ticks(me).is_some());
+        assert_eq!(start_ticks(u32::MAX / 2), None);
+    }
+
+    #[test]
+    fn spawn_detached__outlives_the_handle_and_stops_by_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new("sleep");
+        cmd.arg("60");
+        let rec = spawn_detached("sleeper", cmd, None, &dir.path().join("out")).unwrap();
+        assert_eq!(rec.liveness(), Liveness::Running);
+        assert!(rec.rss_and_fds().is_some());
+        assert_eq!(
+            rec.stop(Duration::from_secs(10)).unwrap(),
+            Stopped::Terminated
+        );
+        assert_eq!(rec.liveness(), Liveness::Gone);
+        assert_eq!(
+            rec.stop(Duration::from_secs(1)).unwrap(),
+            Stopped::AlreadyGone
+        );
+    }
+
+    #[test]
+    fn stop__never_signals_a_reused_pid() {
+        // Our own PID with a wrong start time stands for a reused PID.
+        let me = std::process::id();
+        let rec = ProcRecord {
+            name: "impostor".into(),
+            pid: me,
+            start_ticks: start_ticks(me).unwrap() + 1,
+            mnt_ns: None,
+        };
+        assert_eq!(rec.liveness(), Liveness::Reused);
+        assert!(!rec.signal(libc::SIGTERM).unwrap());
+        assert_eq!(
+            rec.stop(Duration::from_secs(1)).unwrap(),
+            Stopped::PidReused
+        );
+    }
+
+    #[test]
+    fn stop__kills_what_ignores_sigterm() {
+        let dir = tempfile::tempdir().unwrap();
+        let ready = dir.path().join("ready");
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg("trap '' TERM; touch \"$1\"; while :; do sleep 1; done")
+            .arg("sh")
+            .arg(&ready);
+        let rec = spawn_detached("stubborn", cmd, None, &dir.path().join("out")).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !ready.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(
+            rec.stop(Duration::from_millis(300)).unwrap(),
+            Stopped::Killed
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn isolation__binds_our_directory_on_run() {
+        if !can_isolate() {
+            eprintln!("skipped: mount namespaces need root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("marker"), "ours").unwrap();
+        let iso = Isolation::new(dir.path()).unwrap();
+        let mut cmd = Command::new("cat");
+        iso.apply(&mut cmd);
+        let out = cmd.arg("/run/marker").output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(out.stdout, b"ours");
+        assert!(
+            !Path::new("/run/marker").exists(),
+            "the host /run is untouched"
+        );
+    }
+}

@@ -1,0 +1,427 @@
+//! What every scenario uses: submitting jobs, reading their state from slurmctld and from
+//! the accounting database, waiting for processes, all with bounded waits.
+
+use super::super::daemons::{poll, process_exists, read_bounded, run_bounded};
+use super::super::lifecycle::{Cluster, NODE};
+use crate::error::{Error, Result};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+use xshell::Shell;
+
+/// How long a client command may take.
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a short job may take from submission to its end.
+pub const JOB_TIMEOUT: Duration = Duration::from_secs(60);
+pub const POLL: Duration = Duration::from_millis(200);
+
+/// One scenario's view of the cluster.
+#[derive(Debug)]
+pub struct Ctx<'a> {
+    pub sh: &'a Shell,
+    pub cluster: &'a mut Cluster,
+    /// A fresh directory for this scenario's scripts and outputs (mode 1777).
+    pub dir: PathBuf,
+    counter: u32,
+}
+
+/// A job's record in the accounting database (`sacct -X`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Acct {
+    pub state: String,
+    pub exit_code: String,
+    pub alloc_tres: String,
+    pub user: String,
+    pub start: String,
+    pub end: String,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(sh: &'a Shell, cluster: &'a mut Cluster, name: &str) -> Result<Ctx<'a>> {
+        let dir = cluster.layout().jobs().join(name);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777))
+            .map_err(|e| Error::io(&dir, e))?;
+        Ok(Ctx {
+            sh,
+            cluster,
+            dir,
+            counter: 0,
+        })
+    }
+
+    /// A Slurm client of the cluster, run in the scenario's directory.
+    pub fn tool(&self, name: &str) -> Command {
+        let mut c = self.cluster.tool(name);
+        c.current_dir(&self.dir);
+        c
+    }
+
+    /// A Slurm client run as `user`.
+    pub fn tool_as(&self, user: &str, name: &str) -> Command {
+        let mut c = self.cluster.tool_as(user, name);
+        c.current_dir(&self.dir);
+        c
+    }
+
+    /// A file in the scenario's directory.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// Write an executable `/bin/sh` script; returns its path.
+    pub fn script(&mut self, stem: &str, body: &str) -> Result<PathBuf> {
+        self.counter += 1;
+        let p = self.dir.join(format!("{stem}-{}.sh", self.counter));
+        super::super::config::write_file(&p, format!("#!/bin/sh\n{body}").as_bytes(), 0o755)?;
+        Ok(p)
+    }
+
+    /// `sbatch --parsable ARGS SCRIPT` (script written from `body`), output to
+    /// `<stem>.out`/`<stem>.err` in the scenario directory; returns the job id.
+    pub fn sbatch(&mut self, stem: &str, args: &[&str], body: &str) -> Result<u32> {
+        let script = self.script(stem, body)?;
+        let mut c = self.tool("sbatch");
+        self.sbatch_with(&mut c, stem, args, &script)
+    }
+
+    /// `sbatch` as another user.
+    pub fn sbatch_as(&mut self, user: &str, stem: &str, args: &[&str], body: &str) -> Result<u32> {
+        let script = self.script(stem, body)?;
+        let mut c = self.tool_as(user, "sbatch");
+        self.sbatch_with(&mut c, stem, args, &script)
+    }
+
+    fn sbatch_with(
+        &self,
+        c: &mut Command,
+        stem: &str,
+        args: &[&str],
+        script: &Path,
+    ) -> Result<u32> {
+        c.arg("--parsable")
+            .arg("-J")
+            .arg(stem)
+            .arg("-o")
+            .arg(self.path(&format!("{stem}.out")))
+            .arg("-e")
+            .arg(self.path(&format!("{stem}.err")))
+            .arg(format!("--chdir={}", self.dir.display()))
+            .args(args)
+            .arg(script);
+        let cmd = std::mem::replace(c, Command::new("true"));
+        let out = read_bounded(cmd, CLIENT_TIMEOUT)?;
+        parse_job_id(&out)
+            .ok_or_else(|| Error::Cluster(format!("sbatch printed no job id: {out:?}")))
+    }
+
+    /// `sbatch --wrap` of a one-line command with output discarded (churn).
+    pub fn sbatch_wrap(&self, args: &[&str], line: &str) -> Result<u32> {
+        let mut c = self.tool("sbatch");
+        c.args(["--parsable", "-o", "/dev/null", "-e", "/dev/null"])
+            .args(args)
+            .arg(format!("--wrap={line}"));
+        let out = read_bounded(c, CLIENT_TIMEOUT)?;
+        parse_job_id(&out)
+            .ok_or_else(|| Error::Cluster(format!("sbatch printed no job id: {out:?}")))
+    }
+
+    /// Run a client with arguments, bounded; non-zero exit is in the Output.
+    pub fn run(&self, tool: &str, args: &[&str]) -> Result<Output> {
+        let mut c = self.tool(tool);
+        c.args(args);
+        run_bounded(c, CLIENT_TIMEOUT)
+    }
+
+    /// Run a client, requiring success; returns stdout.
+    pub fn read(&self, tool: &str, args: &[&str]) -> Result<String> {
+        let mut c = self.tool(tool);
+        c.args(args);
+        read_bounded(c, CLIENT_TIMEOUT)
+    }
+
+    /// `scontrol show job -o ID`, parsed into key=value pairs (None once slurmctld forgot it).
+    pub fn job_fields(&self, id: u32) -> Result<Option<Vec<(String, String)>>> {
+        let out = self.run("scontrol", &["show", "job", "-o", &id.to_string()])?;
+        if !out.status.success() {
+            return Ok(None);
+        }
+        Ok(Some(parse_fields(&String::from_utf8_lossy(&out.stdout))))
+    }
+
+    pub fn job_field(&self, id: u32, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .job_fields(id)?
+            .and_then(|f| f.into_iter().find(|(k, _)| k == key).map(|(_, v)| v)))
+    }
+
+    /// The job's state: from slurmctld, or from the accounting database once slurmctld
+    /// purged it (MinJobAge).
+    pub fn job_state(&self, id: u32) -> Result<String> {
+        if let Some(s) = self.job_field(id, "JobState")? {
+            return Ok(s);
+        }
+        match self.acct(id)? {
+            Some(a) => Ok(a.state),
+            None => Err(Error::Cluster(format!(
+                "job {id} is unknown to slurmctld and sacct"
+            ))),
+        }
+    }
+
+    /// Wait until the job is in one of `wanted`; an unwanted terminal state is an error.
+    pub fn wait_state(&self, id: u32, wanted: &[&str], timeout: Duration) -> Result<String> {
+        poll(
+            &format!("job {id} to reach {}", wanted.join("|")),
+            timeout,
+            POLL,
+            || {
+                let state = self.job_state(id)?;
+                if wanted.contains(&state.as_str()) {
+                    return Ok(Some(state));
+                }
+                if is_terminal(&state) {
+                    return Err(Error::Cluster(format!(
+                        "job {id} ended in {state}, expected {}{}",
+                        wanted.join("|"),
+                        self.job_field(id, "Reason")
+                            .ok()
+                            .flatten()
+                            .map(|r| format!(" (Reason={r})"))
+                            .unwrap_or_default()
+                    )));
+                }
+                Ok(None)
+            },
+        )
+    }
+
+    /// The job's accounting record, None if slurmdbd has none (yet).
+    pub fn acct(&self, id: u32) -> Result<Option<Acct>> {
+        let out = self.read(
+            "sacct",
+            &[
+                "-n",
+                "-X",
+                "-P",
+                "-j",
+                &id.to_string(),
+                "-o",
+                "State,ExitCode,AllocTRES,User,Start,End",
+            ],
+        )?;
+        Ok(out.lines().next().and_then(parse_acct))
+    }
+
+    /// Wait until the accounting database has the job in a terminal state.
+    pub fn acct_final(&self, id: u32, timeout: Duration) -> Result<Acct> {
+        poll(
+            &format!("sacct to record the end of job {id}"),
+            timeout,
+            POLL,
+            || Ok(self.acct(id)?.filter(|a| is_terminal(&a.state))),
+        )
+    }
+
+    /// Read a file the job writes, waiting until it has `lines` lines.
+    pub fn wait_lines(&self, file: &Path, lines: usize, timeout: Duration) -> Result<Vec<String>> {
+        poll(
+            &format!("{} to hold {lines} line(s)", file.display()),
+            timeout,
+            POLL,
+            || {
+                Ok(std::fs::read_to_string(file)
+                    .ok()
+                    .map(|t| t.lines().map(str::to_string).collect::<Vec<_>>())
+                    .filter(|l| l.len() >= lines))
+            },
+        )
+    }
+
+    /// PIDs a job wrote (one per line), waiting for `n` of them.
+    pub fn wait_pids(&self, file: &Path, n: usize) -> Result<Vec<u32>> {
+        let lines = self.wait_lines(file, n, JOB_TIMEOUT)?;
+        lines
+            .iter()
+            .map(|l| {
+                l.trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|&p| p > 1)
+                    .ok_or_else(|| Error::Cluster(format!("{}: not a PID: {l:?}", file.display())))
+            })
+            .collect()
+    }
+
+    /// Wait until none of `pids` exists.
+    pub fn wait_gone(&self, pids: &[u32], timeout: Duration) -> Result<()> {
+        poll(
+            &format!("processes {pids:?} to exit"),
+            timeout,
+            POLL,
+            || Ok(pids.iter().all(|&p| !process_exists(p)).then_some(())),
+        )
+    }
+
+    /// The node's fields from `scontrol show node -d -o` (`-d` adds GresUsed).
+    pub fn node(&self) -> Result<Vec<(String, String)>> {
+        Ok(parse_fields(
+            &self.read("scontrol", &["show", "node", "-d", "-o", NODE])?,
+        ))
+    }
+
+    pub fn node_field(&self, key: &str) -> Result<String> {
+        self.node()?
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+            .ok_or_else(|| Error::Cluster(format!("scontrol show node: no {key}=")))
+    }
+
+    /// Wait until the node is usable (`idle`, no drain flag).
+    pub fn wait_node_idle(&self, timeout: Duration) -> Result<()> {
+        let mut last = None;
+        poll(&format!("node {NODE} to be idle"), timeout, POLL, || {
+            last = self.cluster.node_state()?;
+            Ok((last.as_deref() == Some("idle")).then_some(()))
+        })
+        .map_err(|e| {
+            let jobs = self
+                .read("squeue", &["-h", "-o", "%i %T %R"])
+                .unwrap_or_default();
+            Error::Cluster(format!(
+                "{e}; last state {last:?}; queue: {:?}",
+                jobs.trim()
+            ))
+        })
+    }
+
+    /// `srun ARGS` with a deadline.
+    pub fn srun(&self, args: &[&str]) -> Result<Output> {
+        self.run("srun", args)
+    }
+
+    /// `srun ARGS` must succeed and print exactly `expected`.
+    pub fn srun_expect(&self, args: &[&str], expected: &str) -> Result<()> {
+        let out = self.srun(args)?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() || stdout.trim_end() != expected {
+            return Err(Error::Cluster(format!(
+                "srun {}: {}, stdout {stdout:?}, stderr {:?}; expected {expected:?}",
+                args.join(" "),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Cancel whatever is queued and wait for the queue to drain.
+    pub fn cancel_all(&self) -> Result<()> {
+        let ids = self.read("squeue", &["-h", "-o", "%i"])?;
+        let ids: Vec<&str> = ids.split_whitespace().collect();
+        if !ids.is_empty() {
+            self.read("scancel", &ids)?;
+        }
+        poll("the queue to drain", Duration::from_secs(60), POLL, || {
+            Ok(self
+                .read("squeue", &["-h", "-o", "%i"])?
+                .trim()
+                .is_empty()
+                .then_some(()))
+        })
+    }
+}
+
+pub fn is_terminal(state: &str) -> bool {
+    matches!(
+        state.split_whitespace().next().unwrap_or(""),
+        "COMPLETED"
+            | "CANCELLED"
+            | "FAILED"
+            | "TIMEOUT"
+            | "NODE_FAIL"
+            | "PREEMPTED"
+            | "BOOT_FAIL"
+            | "DEADLINE"
+            | "OUT_OF_MEMORY"
+    )
+}
+
+pub use super::super::jobs::parse_job_id;
+
+/// `Key=Value` words of a one-line `scontrol show` record (values without spaces).
+pub fn parse_fields(out: &str) -> Vec<(String, String)> {
+    out.split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// One `sacct -P -o State,ExitCode,AllocTRES,User,Start,End` line. `CANCELLED by 0` keeps
+/// only the first word of the state.
+pub fn parse_acct(line: &str) -> Option<Acct> {
+    let f: Vec<&str> = line.split('|').collect();
+    if f.len() < 6 {
+        return None;
+    }
+    Some(Acct {
+        state: f[0].split_whitespace().next()?.to_string(),
+        exit_code: f[1].to_string(),
+        alloc_tres: f[2].to_string(),
+        user: f[3].to_string(),
+        start: f[4].to_string(),
+        end: f[5].to_string(),
+    })
+}
+
+/// Single-quote for /bin/sh.
+pub fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// `sh_quote` of a path.
+pub fn q(p: &Path) -> String {
+    sh_quote(&p.to_string_lossy())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(non_snake_case)]
+    use super::*;
+
+    #[test]
+    fn parse_fields__key_values() {
+        let f = parse_fields("JobId=3 JobName=a UserId=root(0) JobState=RUNNING Reason=None\n");
+        assert!(f.contains(&("JobState".into(), "RUNNING".into())));
+        assert!(f.contains(&("UserId".into(), "root(0)".into())));
+    }
+
+    #[test]
+    fn parse_acct__cancelled_by_and_tres() {
+        let a = parse_acct("CANCELLED by 0|0:15|billing=1,cpu=1,gres/gpu=1,node=1|root|2026-01-01T00:00:00|2026-01-01T00:00:05").unwrap();
+        assert_eq!(a.state, "CANCELLED");
+        assert_eq!(a.exit_code, "0:15");
+        assert!(a.alloc_tres.contains("gres/gpu=1"));
+        assert_eq!(parse_acct("x|y"), None);
+    }
+
+    #[test]
+    fn is_terminal__running_states_are_not() {
+        assert!(!is_terminal("PENDING") && !is_terminal("RUNNING") && !is_terminal("COMPLETING"));
+        assert!(
+            is_terminal("COMPLETED") && is_terminal("CANCELLED by 0") && is_terminal("TIMEOUT")
+        );
+    }
+
+    #[test]
+    fn sh_quote__survives_quotes() {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("printf %s {}", sh_quote("it's")))
+            .output()
+            .unwrap();
+        assert_eq!(out.stdout, b"it's");
+    }
+}

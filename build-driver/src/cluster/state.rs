@@ -1,0 +1,149 @@
+//! `cluster.toml` in the cluster directory: what `up` configured and every process it started
+//! (PID + start time), rewritten atomically after each start, so `down` and `status` work from
+//! another command and after the harness crashed.
+
+use super::config::{Layout, NodeHw, Ports};
+use super::procs::{Liveness, ProcRecord};
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct State {
+    /// The cluster's name (`--name`), also its Slurm ClusterName.
+    pub name: String,
+    pub prefix: PathBuf,
+    pub root: PathBuf,
+    pub hostname: String,
+    pub node: String,
+    pub user: String,
+    pub ports: Ports,
+    pub hw: NodeHw,
+    /// Whether daemons and clients run in private mount namespaces (root only).
+    pub isolated: bool,
+    /// Started processes, in start order. `down` empties the list.
+    #[serde(default)]
+    pub daemons: Vec<ProcRecord>,
+    /// Every mount namespace a daemon of this cluster was started in (restarts included):
+    /// what is left in them after the daemons stopped are job processes.
+    #[serde(default)]
+    pub namespaces: Vec<u64>,
+}
+
+impl State {
+    pub fn layout(&self) -> Layout {
+        Layout {
+            root: self.root.clone(),
+        }
+    }
+
+    /// Read `<dir>/cluster.toml`; `None` if there is none.
+    pub fn load(dir: &Path) -> Result<Option<State>> {
+        let path = Layout {
+            root: dir.to_path_buf(),
+        }
+        .state_file();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        toml::from_str(&text).map(Some).map_err(|e| {
+            Error::Cluster(format!(
+                "{}: not a cluster record ({e}); remove the directory if nothing of it runs",
+                path.display()
+            ))
+        })
+    }
+
+    /// Write `cluster.toml` atomically.
+    pub fn save(&self) -> Result<()> {
+        let text = toml::to_string(self)
+            .map_err(|e| Error::Cluster(format!("cannot serialise the cluster record: {e}")))?;
+        super::config::write_file(&self.layout().state_file(), text.as_bytes(), 0o644)
+    }
+
+    /// Record a started process (replacing an earlier record of the same name) and save.
+    pub fn record(&mut self, rec: ProcRecord) -> Result<()> {
+        if let Some(ns) = rec.mnt_ns.filter(|ns| !self.namespaces.contains(ns)) {
+            self.namespaces.push(ns);
+        }
+        self.daemons.retain(|d| d.name != rec.name);
+        self.daemons.push(rec);
+        self.save()
+    }
+
+    pub fn daemon(&self, name: &str) -> Option<&ProcRecord> {
+        self.daemons.iter().find(|d| d.name == name)
+    }
+
+    /// The recorded processes that still run.
+    pub fn running(&self) -> Vec<&ProcRecord> {
+        self.daemons
+            .iter()
+            .filter(|d| d.liveness() == Liveness::Running)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(non_snake_case)]
+    use super::*;
+
+    fn state(root: &Path) -> State {
+        State {
+            name: "t".into(),
+            prefix: "/p".into(),
+            root: root.to_path_buf(),
+            hostname: "h".into(),
+            node: "n1".into(),
+            user: "root".into(),
+            ports: Ports {
+                slurmctld: 1,
+                slurmd: 2,
+                slurmdbd: 3,
+                mariadb: 4,
+            },
+            hw: NodeHw {
+                cpus: 2,
+                boards: 1,
+                sockets_per_board: 1,
+                cores_per_socket: 2,
+                threads_per_core: 1,
+            },
+            isolated: true,
+            daemons: vec![],
+            namespaces: vec![],
+        }
+    }
+
+    #[test]
+    fn state__round_trips_and_replaces_a_record_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(State::load(dir.path()).unwrap().is_none());
+        let mut s = state(dir.path());
+        let me = std::process::id();
+        let rec = ProcRecord {
+            name: "slurmd".into(),
+            pid: me,
+            start_ticks: super::super::procs::start_ticks(me).unwrap(),
+            mnt_ns: Some(5),
+        };
+        s.record(rec.clone()).unwrap();
+        s.record(rec.clone()).unwrap();
+        let back = State::load(dir.path()).unwrap().unwrap();
+        assert_eq!(back.daemons, vec![rec]);
+        assert_eq!(back.namespaces, vec![5]);
+        assert_eq!(back.running().len(), 1);
+        assert_eq!(back.ports, s.ports);
+    }
+
+    #[test]
+    fn load__garbage_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("cluster.toml"), "name = [").unwrap();
+        let err = State::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("not a cluster record"), "{err}");
+    }
+}

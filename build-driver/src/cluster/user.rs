@@ -1,0 +1,104 @@
+//! The unprivileged test user shared by the cluster scenarios (a job must run with its uid
+//! and gid) and Slurm's Python test suite (which wants a user with a `NOPASSWD: ALL` sudo
+//! rule, or skips most tests). Created idempotently; root only.
+
+use super::daemons::{read_bounded, run_bounded};
+use crate::error::{Error, Result};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// The one test user name for every harness.
+pub const TEST_USER: &str = "slurmtest";
+
+/// A local user: name, uid, primary gid, home.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestUser {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub home: String,
+}
+
+/// Create `slurmtest` (home directory, /bin/bash) if absent and give it the sudo rule
+/// `/etc/sudoers.d/slurmtest` (`NOPASSWD: ALL`, checked with `visudo -c` before it is put in
+/// place). Returns its ids.
+pub fn ensure_test_user() -> Result<TestUser> {
+    let t = Duration::from_secs(30);
+    if lookup(TEST_USER)?.is_none() {
+        let mut c = Command::new("useradd");
+        c.args(["--create-home", "--shell", "/bin/bash", TEST_USER]);
+        read_bounded(c, t).map_err(|e| {
+            Error::Cluster(format!(
+                "cannot create the test user {TEST_USER} (needs root): {e}"
+            ))
+        })?;
+    }
+    let rule = format!("{TEST_USER} ALL=(ALL) NOPASSWD: ALL\n");
+    let dest = Path::new("/etc/sudoers.d").join(TEST_USER);
+    if std::fs::read_to_string(&dest).ok().as_deref() != Some(rule.as_str()) {
+        let part = Path::new("/etc/sudoers.d").join(format!(".{TEST_USER}.part"));
+        super::config::write_file(&part, rule.as_bytes(), 0o440)?;
+        let mut v = Command::new("visudo");
+        v.arg("-cf").arg(&part);
+        if let Err(e) = read_bounded(v, t) {
+            std::fs::remove_file(&part).ok();
+            return Err(Error::Cluster(format!(
+                "sudo rule for {TEST_USER} rejected: {e}"
+            )));
+        }
+        std::fs::rename(&part, &dest).map_err(|e| Error::io(&dest, e))?;
+    }
+    lookup(TEST_USER)?
+        .ok_or_else(|| Error::Cluster(format!("{TEST_USER} still does not exist after useradd")))
+}
+
+/// `getent passwd NAME`, parsed.
+pub fn lookup(name: &str) -> Result<Option<TestUser>> {
+    let mut c = Command::new("getent");
+    c.args(["passwd", name]);
+    let out = run_bounded(c, Duration::from_secs(10))?;
+    if !out.status.success() {
+        return Ok(None);
+    }
+    Ok(parse_passwd(&String::from_utf8_lossy(&out.stdout)))
+}
+
+fn parse_passwd(line: &str) -> Option<TestUser> {
+    let f: Vec<&str> = line.trim().split(':').collect();
+    if f.len() < 7 {
+        return None;
+    }
+    Some(TestUser {
+        name: f[0].to_string(),
+        uid: f[2].parse().ok()?,
+        gid: f[3].parse().ok()?,
+        home: f[5].to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(non_snake_case)]
+    use super::*;
+
+    #[test]
+    fn parse_passwd__fields() {
+        assert_eq!(
+            parse_passwd("slurmtest:x:1001:1002::/home/slurmtest:/bin/bash\n"),
+            Some(TestUser {
+                name: "slurmtest".into(),
+                uid: 1001,
+                gid: 1002,
+                home: "/home/slurmtest".into()
+            })
+        );
+        assert_eq!(parse_passwd("garbage"), None);
+    }
+
+    #[test]
+    fn lookup__root_is_uid_0_and_nobody_absent() {
+        assert_eq!(lookup("root").unwrap().unwrap().uid, 0);
+        assert_eq!(lookup("no-such-user-xyz").unwrap(), None);
+    }
+}
