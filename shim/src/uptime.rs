@@ -11,17 +11,21 @@
 //! sysctl(3)), rejecting a boot time that is not positive, has `tv_usec` out of
 //! `[0, 1000000)` or lies in the future (`EINVAL`: no honest uptime exists then; XNU keeps
 //! `kern.boottime` consistent when the wall clock is set, so this is not expected).
-//! `getloadavg(3)` gives the loads and `hw.memsize` the memory, with `mem_unit = 1`.
-//! On Linux the same logic runs through the [`UptimeOs`] seam, with the boot time derived
-//! from `CLOCK_REALTIME - CLOCK_BOOTTIME` and memory from `sysconf`.
+//! `getloadavg(3)` gives the loads, `hw.memsize` the memory and `vm.page_free_count` times the
+//! page size the free memory (the kernel's free-page queue, which is what `vm_stat` reports
+//! as "Pages free" and what Linux's `freeram` counts: neither includes reclaimable caches),
+//! with `mem_unit = 1`. On Linux the same logic runs through the [`UptimeOs`] seam, with the
+//! boot time derived from `CLOCK_REALTIME - CLOCK_BOOTTIME` and memory from `sysconf`
+//! (`_SC_AVPHYS_PAGES` is glibc's `freeram`).
 //!
 //! `struct sysinfo` is [`slurm_shim_sysinfo`], laid out exactly like glibc's on LP64
 //! (112 bytes); the header must map `struct sysinfo` onto it.
 //!
-//! Portability problems not fixed: `freeram`, `sharedram`, `bufferram`, `totalswap`,
-//! `freeswap`, `procs`, `totalhigh` and `freehigh` are 0 (Darwin has no cheap equivalent
-//! without Mach host statistics; Slurm reads only `uptime`). Load averages that
-//! `getloadavg` cannot provide are 0.
+//! Portability problems not fixed: `sharedram`, `bufferram`, `totalswap`, `freeswap`,
+//! `procs`, `totalhigh` and `freehigh` are 0 (Slurm reads `uptime`, `loads[1]`, `freeram`
+//! and `mem_unit`: src/slurmd/slurmd/get_mach_stat.c). Load averages that `getloadavg`
+//! cannot provide are 0; a free-memory query that fails gives `freeram = 0` rather than
+//! failing the call (uptime matters more to Slurm).
 #![allow(clippy::missing_safety_doc)]
 
 use libc::{c_int, c_long, c_uint, c_ulong, c_ushort, timeval};
@@ -72,6 +76,8 @@ pub trait UptimeOs {
     fn loadavg(&self) -> ([f64; 3], usize);
     /// Physical memory in bytes.
     fn total_ram(&self) -> Result<u64, Errno>;
+    /// Free (unused) physical memory in bytes.
+    fn free_ram(&self) -> Result<u64, Errno>;
 }
 
 /// The real OS.
@@ -159,6 +165,33 @@ impl UptimeOs for RealUptimeOs {
         Ok(v)
     }
 
+    #[cfg(target_vendor = "apple")]
+    fn free_ram(&self) -> Result<u64, Errno> {
+        // An unsigned int sysctl: the kernel writes 4 bytes (little-endian) into the u64.
+        let mut pages: u64 = 0;
+        let mut len = core::mem::size_of::<u64>();
+        // SAFETY: NUL-terminated name; `pages`/`len` writable with the sizes given.
+        Errno::result(unsafe {
+            libc::sysctlbyname(
+                c"vm.page_free_count".as_ptr(),
+                (&raw mut pages).cast::<libc::c_void>(),
+                &mut len,
+                core::ptr::null_mut(),
+                0,
+            )
+        })?;
+        if len != 4 && len != 8 {
+            return Err(Errno(libc::EINVAL));
+        }
+        pages_to_bytes(pages as libc::c_long)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn free_ram(&self) -> Result<u64, Errno> {
+        // SAFETY: sysconf has no memory-safety preconditions.
+        pages_to_bytes(unsafe { libc::sysconf(libc::_SC_AVPHYS_PAGES) })
+    }
+
     #[cfg(target_os = "linux")]
     fn total_ram(&self) -> Result<u64, Errno> {
         // SAFETY: sysconf has no memory-safety preconditions.
@@ -175,6 +208,18 @@ impl UptimeOs for RealUptimeOs {
             .checked_mul(size as u64)
             .ok_or(Errno(libc::EOVERFLOW))
     }
+}
+
+/// `pages` pages of `sysconf(_SC_PAGESIZE)` bytes, in bytes.
+fn pages_to_bytes(pages: libc::c_long) -> Result<u64, Errno> {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if pages < 0 || size <= 0 {
+        return Err(Errno(libc::EINVAL));
+    }
+    (pages as u64)
+        .checked_mul(size as u64)
+        .ok_or(Errno(libc::EOVERFLOW))
 }
 
 /// Whole seconds from `boot` to `now`, rounded up like Linux; `EINVAL` for an invalid or
@@ -208,10 +253,16 @@ pub fn sysinfo_impl(os: &impl UptimeOs) -> Result<slurm_shim_sysinfo, Errno> {
         }
     }
     let total = os.total_ram()?;
+    let free = os
+        .free_ram()
+        .ok()
+        .and_then(|v| c_ulong::try_from(v).ok())
+        .unwrap_or(0);
     Ok(slurm_shim_sysinfo {
         uptime,
         loads,
         totalram: c_ulong::try_from(total).map_err(|_| Errno(libc::EOVERFLOW))?,
+        freeram: free,
         mem_unit: 1,
         ..Default::default()
     })

@@ -56,6 +56,14 @@ fn sysinfo__close_to_glibc() {
         u128::from(s.totalram),
         u128::from(g.totalram) * u128::from(g.mem_unit)
     );
+    // Free memory moves between the two reads: allow 1/16 of the RAM.
+    let gfree = i128::from(g.freeram) * i128::from(g.mem_unit);
+    assert!(gfree > 0, "glibc reports no free memory");
+    assert!(
+        (i128::from(s.freeram) - gfree).abs() <= i128::from(s.totalram) / 16,
+        "freeram shim {} glibc {gfree}",
+        s.freeram
+    );
     for i in 0..3 {
         // Both scaled by 65536; the kernel's fixed point has 11 fraction bits, so allow
         // one kernel step (32 units) plus a change between the two reads.
@@ -82,6 +90,7 @@ struct Fake {
     boot: Result<timeval, Errno>,
     loads: ([f64; 3], usize),
     ram: u64,
+    free: Result<u64, Errno>,
 }
 impl UptimeOs for Fake {
     fn now(&self) -> Result<timeval, Errno> {
@@ -96,6 +105,9 @@ impl UptimeOs for Fake {
     fn total_ram(&self) -> Result<u64, Errno> {
         Ok(self.ram)
     }
+    fn free_ram(&self) -> Result<u64, Errno> {
+        self.free
+    }
 }
 
 fn fake(now: timeval, boot: timeval) -> Fake {
@@ -104,6 +116,7 @@ fn fake(now: timeval, boot: timeval) -> Fake {
         boot: Ok(boot),
         loads: ([1.5, 0.25, 2.0], 3),
         ram: 64 << 30,
+        free: Ok(3 << 30),
     }
 }
 
@@ -114,7 +127,8 @@ fn sysinfo__seam_normal_boot() {
     assert_eq!(v.loads, [98304, 16384, 131072]);
     assert_eq!(v.totalram, 64 << 30);
     assert_eq!(v.mem_unit, 1);
-    assert_eq!((v.freeram, v.procs, v.totalswap), (0, 0, 0));
+    assert_eq!(v.freeram, 3 << 30);
+    assert_eq!((v.procs, v.totalswap), (0, 0));
     // Partial seconds round up like the kernel.
     assert_eq!(
         uptime_seconds(tv(1_800_000_100, 1), tv(1_800_000_000, 0)),
@@ -166,4 +180,12 @@ fn sysinfo__seam_missing_loads_are_zero() {
         ..fake(tv(1_800_000_100, 0), tv(1_800_000_000, 0))
     };
     assert_eq!(sysinfo_impl(&f).expect("ok").loads, [3 * 65536, 0, 0]);
+}
+
+#[test]
+fn sysinfo__seam_free_memory_failure_gives_zero_not_an_error() {
+    let mut f = fake(tv(1_800_000_100, 0), tv(1_800_000_000, 0));
+    f.free = Err(Errno(libc::EINVAL));
+    let v = sysinfo_impl(&f).expect("uptime still answered");
+    assert_eq!((v.uptime, v.freeram, v.totalram), (100, 0, 64 << 30));
 }
