@@ -271,20 +271,38 @@ pub(crate) fn current_user(sh: &Shell) -> Result<(String, u32)> {
     Ok((name, uid))
 }
 
-/// Without root (no private `/run`): the SACK directories must exist and belong to us.
+/// The SACK socket directories of auth/slurm: fixed under `/run` in Slurm 24.11, under
+/// `/var/run` on macOS (patches/24.11/0011; macOS's `/` is read-only).
+fn sack_dirs() -> [PathBuf; 3] {
+    let run = Path::new(if cfg!(target_os = "macos") {
+        "/var/run"
+    } else {
+        "/run"
+    });
+    ["slurmctld", "slurm", "slurmdbd"].map(|d| run.join(d))
+}
+
+/// Without a private `/run` (not root, or no mount namespaces: macOS): the SACK directories
+/// must not be served by another daemon, and must exist (root creates them; anyone else
+/// needs them to exist and belong to them).
 fn require_sack_dirs(uid: u32) -> Result<()> {
-    for dir in ["/run/slurmctld", "/run/slurm", "/run/slurmdbd"] {
-        let socket = Path::new(dir).join("sack.socket");
+    for dir in sack_dirs() {
+        let socket = dir.join("sack.socket");
         if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
             return Err(Error::Cluster(format!(
-                "{} is served by another Slurm daemon; without root there is no private /run, so stop it first",
+                "{} is served by another Slurm daemon; without a private /run only one cluster runs at a time, so stop it first",
                 socket.display()
             )));
         }
-        if !Path::new(dir).is_dir() {
-            return Err(Error::Cluster(format!(
-                "{dir} does not exist and only root can create it; as root: mkdir -p {dir} && chown {uid} {dir}"
-            )));
+        if !dir.is_dir() {
+            if uid == 0 {
+                std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+            } else {
+                let d = dir.display();
+                return Err(Error::Cluster(format!(
+                    "{d} does not exist and only root can create it; as root: mkdir -p {d} && chown {uid} {d}"
+                )));
+            }
         }
     }
     Ok(())
@@ -294,6 +312,21 @@ fn require_sack_dirs(uid: u32) -> Result<()> {
 mod tests {
     #![allow(non_snake_case)]
     use super::*;
+
+    #[test]
+    fn sack_dirs__run_on_linux_var_run_on_macos() {
+        let base = if cfg!(target_os = "macos") {
+            "/var/run"
+        } else {
+            "/run"
+        };
+        let dirs = sack_dirs();
+        assert!(
+            dirs.iter().all(|d| d.parent() == Some(Path::new(base))),
+            "{dirs:?}"
+        );
+        assert!(dirs.iter().any(|d| d.ends_with("slurmctld")));
+    }
 
     #[test]
     fn check_prefix__names_the_missing_program() {

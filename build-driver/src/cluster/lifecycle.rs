@@ -340,9 +340,15 @@ pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
     if !isolated && !opts.isolate {
         println!("note: no private /run for the daemons (the caller provides one)");
     } else if !isolated {
-        println!(
-            "note: not root: no private /run, so only one cluster at a time; SlurmUser is `{user}`"
-        );
+        if uid == 0 {
+            println!(
+                "note: no private /run here (mount namespaces are Linux's): one cluster at a time"
+            );
+        } else {
+            println!(
+                "note: not root: no private /run, so only one cluster at a time; SlurmUser is `{user}`"
+            );
+        }
         super::require_sack_dirs(uid)?;
     }
     let slurmd_bin = prefix.join("sbin/slurmd");
