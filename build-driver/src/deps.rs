@@ -9,6 +9,8 @@
 //!   `auth/slurm` (whose `auth_slurm.so` also carries `cred/slurm`) only `if WITH_JWT`;
 //!   it signs and checks its tokens with libjwt (HS256). 26.11's configure also requires
 //!   `jwt_get_grants_json` (1.x or 2.x; libjwt 3 is refused). 1.17.2 is the reachable 1.x.
+//!   Debian's orig tarball leaves out upstream's `libjwt/base64.{c,h}`; our own RFC 4648
+//!   implementation (`build-driver/deps-overlay/libjwt/`, the pin's `overlay`) is copied in.
 //! - **jansson**: libjwt 1.x's JSON library (not used by Slurm itself).
 //! - **OpenSSL** (`openssl-src` crate): libjwt's crypto backend; only `libcrypto` is used.
 //! - **json-c** (`X_AC_JSON`, `--with-json`): `serializer/json` is built only
@@ -18,18 +20,22 @@
 //!   IOKit/Foundation frameworks (zig ships no frameworks), so hwloc's Darwin backend takes
 //!   core kinds from `sysctl` only. Homebrew's hwloc on a Mac has them.
 //!
-//! ## Link form: static archives plus two transitive libraries in `LIBS`
+//! ## Link form: static archives, libjwt's carrying jansson and libcrypto
 //!
 //! Every library is a static, position-independent archive (`lib*.a`). Slurm's configure
-//! tests link with plain `-ljson-c`, `-lhwloc` and `-ljwt`. json-c and hwloc archives need
-//! nothing else on macOS, so their tests pass as they are. libjwt's archive needs
-//! `jansson` and `libcrypto`, so Slurm's configure gets `LDFLAGS=-L<prefix>/lib` and
-//! `LIBS="-ljansson -lcrypto"` ([`DepsPrefix::ldflags`], [`DepsPrefix::libs`]): the
-//! `jwt_add_header` test then links, and so does `auth_slurm.so` (automake puts `$(LIBS)`
-//! on every link line; an archive contributes only the members a link needs, so other
-//! programs gain nothing). The same `LIBS` stop a plugin linked with zig's
-//! `-undefined dynamic_lookup` from silently leaving jansson or OpenSSL symbols
-//! unresolved until `dlopen` on a Mac.
+//! tests link with plain `-ljson-c`, `-lhwloc` and `-ljwt`, and its plugins link the same
+//! way. json-c and hwloc need nothing else on macOS. libjwt needs jansson and libcrypto,
+//! so their objects are merged into `libjwt.a` (the pin's `bundle`, an `ar -M` script):
+//! `-ljwt` is then complete, exactly as the configure test assumes, and Slurm's configure
+//! needs only `--with-json=P --with-jwt=P --with-hwloc=P` ([`DepsPrefix::configure_args`];
+//! no `LIBS`).
+//!
+//! Why not `LIBS="-ljansson -lcrypto"` with separate archives (tried first): jansson and
+//! json-c both define `json_object_get` (and more); with those `LIBS` on every link line,
+//! the json-c test program fails with a duplicate symbol (zig's linker pulls jansson's
+//! `value.c.o` too), so `serializer/json` would be lost. With the bundle, jansson only ever
+//! enters `auth_slurm.so` (through `-ljwt`) and json-c only `serializer_json.so`; each
+//! plugin holds its own copy, bound at link time, so the two never meet.
 //!
 //! Why not dylibs: a dylib needs an install name (`@rpath/libjwt.dylib`), an rpath in every
 //! Slurm binary that loads it and a copy in the Slurm prefix, and Slurm's own
@@ -47,10 +53,10 @@
 //! `logs/<name>/<step>.log`.
 //!
 //! After assembly the driver proves the result: every member of every `lib/*.a` is a
-//! 64-bit Mach-O object for the target's CPU (`macho.rs`), and a C program calling json-c,
-//! libjwt, hwloc and libcrypto links for the target with exactly `-ljson-c -ljwt -lhwloc`
-//! plus [`DepsPrefix::libs`] (`prefix::SMOKE_C`, kept as `deps/<triple>/smoke`; it is not
-//! run: no Mac here).
+//! 64-bit Mach-O object for the target's CPU (`macho.rs`), and three C programs (libjwt +
+//! libcrypto, json-c, hwloc; `prefix::SMOKES`) link for the target with `-ljwt`,
+//! `-ljson-c`, `-lhwloc` alone, as Slurm's configure tests and plugins do (kept as
+//! `deps/<triple>/smoke-*`; not run: no Mac here).
 //!
 //! On macOS: see the README ("Third-party libraries for macOS"): Homebrew's json-c and
 //! hwloc are usable as they are (`--with-json=$(brew --prefix json-c)`), libjwt must be
@@ -64,7 +70,7 @@ pub mod source;
 pub mod tools;
 
 use crate::build_slurm::link::cargo_target_dir;
-use crate::build_slurm::stamp::Inputs;
+use crate::build_slurm::stamp::{Inputs, contents_digest};
 use crate::cli::DepsArgs;
 use crate::error::{Error, Result};
 use crate::fetch::archive::Staging;
@@ -79,9 +85,6 @@ use xshell::Shell;
 
 /// The stamp file inside each `pkgs/<name>` and inside the prefix.
 pub const STAMP: &str = ".deps-stamp";
-
-/// What the static libjwt archive needs besides itself (see the module doc).
-pub const TRANSITIVE_LIBS: &[&str] = &["-ljansson", "-lcrypto"];
 
 /// A finished prefix and how Slurm's configure uses it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,16 +111,6 @@ impl DepsPrefix {
             .iter()
             .map(|(w, lib)| format!("--with-{w}={}", self.dir_of(lib).display()))
             .collect()
-    }
-
-    /// For configure's `LDFLAGS`.
-    pub fn ldflags(&self) -> Vec<String> {
-        vec![format!("-L{}", self.dir.join("lib").display())]
-    }
-
-    /// For configure's `LIBS`.
-    pub fn libs(&self) -> Vec<String> {
-        TRANSITIVE_LIBS.iter().map(|s| s.to_string()).collect()
     }
 }
 
@@ -147,11 +140,6 @@ pub fn run(sh: &Shell, root: &Path, args: DepsArgs) -> Result<DepsPrefix> {
     )?;
     println!("deps: prefix {}", p.dir.display());
     println!("deps: Slurm configure: {}", p.configure_args().join(" "));
-    println!(
-        "deps: Slurm configure: LDFLAGS+=\"{}\" LIBS+=\"{}\"",
-        p.ldflags().join(" "),
-        p.libs().join(" ")
-    );
     Ok(p)
 }
 
@@ -310,7 +298,14 @@ pub fn ensure_with(
             jobs,
             logs: &logs,
         };
-        let inputs = lib_inputs(&probe, &done);
+        let mut inputs = lib_inputs(&probe, &done);
+        let overlay = lib
+            .overlay
+            .as_ref()
+            .map(|o| root.join(pins::OVERLAY_DIR).join(o));
+        if let Some(o) = &overlay {
+            inputs.add("overlay", contents_digest(o, std::slice::from_ref(o))?);
+        }
         let hash = inputs.hash();
         if is_current(&dir, &hash) {
             eprintln!("deps: {} {}: up to date", lib.name, lib.version);
@@ -324,6 +319,9 @@ pub fn ensure_with(
             Some(t) => {
                 let tarball = source::tarball(sh, lib, t, &downloads, debian_mirror)?;
                 let (s, tree) = source::unpack(sh, &tarball, &t.top_dir, &build_parent)?;
+                if let Some(o) = &overlay {
+                    recipes::copy_tree(o, &tree)?;
+                }
                 (s, Some(tree))
             }
             None => (Staging::new(&build_parent, &lib.name)?, None),
@@ -344,6 +342,25 @@ pub fn ensure_with(
                 tail: format!("nothing was installed below {}", installed.display()),
             });
         }
+        if !lib.bundle.is_empty() {
+            let own = prefix::archives_in(&installed.join("lib"))?;
+            let [own] = own.as_slice() else {
+                return Err(Error::Unsupported(format!(
+                    "deps: {} bundles {:?} but installed {} archives (expected one)",
+                    lib.name,
+                    lib.bundle,
+                    own.len()
+                )));
+            };
+            let mut others = Vec::new();
+            for b in &lib.bundle {
+                let dir = &deps.iter().find(|(n, _)| n == b).map(|(_, d)| d.clone());
+                if let Some(d) = dir {
+                    others.extend(prefix::archives_in(&d.join("lib"))?);
+                }
+            }
+            prefix::merge_archives(sh, &tools.ar, own, &others)?;
+        }
         let st = installed.join(STAMP);
         fs::write(&st, inputs.stamp_text()).map_err(|e| Error::io(&st, e))?;
         if dir.exists() {
@@ -361,8 +378,9 @@ pub fn ensure_with(
     for (n, _, h) in &done {
         all.add(n.clone(), h.clone());
     }
-    all.add("transitive libs", TRANSITIVE_LIBS.join(" "));
-    all.add("smoke", prefix::SMOKE_C);
+    for (n, l, text) in prefix::SMOKES {
+        all.add(format!("smoke {n} {l}"), *text);
+    }
     for (n, p) in &system {
         all.add(format!("homebrew {n}"), p.display().to_string());
     }
@@ -391,14 +409,14 @@ pub fn ensure_with(
         );
     }
     let extra: Vec<PathBuf> = system.iter().map(|(_, p)| p.clone()).collect();
-    let smoke = prefix::link_smoke(sh, &trial, &extra, target, tools, &result.libs())?;
-    let kept = base.join("smoke");
-    fs::rename(&smoke, &kept).map_err(|e| Error::io(&kept, e))?;
-    eprintln!(
-        "deps: a program using json-c, libjwt, hwloc and libcrypto links for {}: {}",
-        target.rust,
-        kept.display()
-    );
+    let smokes = prefix::link_smoke(sh, &trial, &extra, target, tools, &base)?;
+    for p in &smokes {
+        eprintln!(
+            "deps: test program links for {} (not run: no Mac here): {}",
+            target.rust,
+            p.display()
+        );
+    }
     prefix::assemble(&prefix_dir, &pkgs, &all.stamp_text())?;
     eprintln!("deps: timings ({} jobs):", jobs);
     for (n, t) in &timings {
@@ -490,8 +508,6 @@ mod tests {
             p.configure_args(),
             ["--with-json=/p", "--with-jwt=/p", "--with-hwloc=/p"]
         );
-        assert_eq!(p.ldflags(), ["-L/p/lib"]);
-        assert_eq!(p.libs(), ["-ljansson", "-lcrypto"]);
         let brew = DepsPrefix {
             system: vec![("hwloc".into(), PathBuf::from("/opt/homebrew/opt/hwloc"))],
             ..p

@@ -58,7 +58,16 @@ pub struct Lib {
     pub options: Vec<String>,
     /// `None` only for `openssl-src`.
     pub tarball: Option<Tarball>,
+    /// Earlier libraries whose archives are merged into this one's (see `deps.rs`, "Link
+    /// form"): a subset of `needs`.
+    pub bundle: Vec<String>,
+    /// Files of ours copied onto the unpacked source before building:
+    /// `build-driver/deps-overlay/<overlay>/` (see [`OVERLAY_DIR`]).
+    pub overlay: Option<String>,
 }
+
+/// Where overlays live, relative to the project root.
+pub const OVERLAY_DIR: &str = "build-driver/deps-overlay";
 
 impl Lib {
     /// Everything that identifies this pin (for the build stamp).
@@ -67,8 +76,14 @@ impl Lib {
             format!("{} {} {}", t.file, t.sha256, t.top_dir)
         });
         format!(
-            "{} {} {:?} needs={:?} options={:?} {t}",
-            self.name, self.version, self.build, self.needs, self.options
+            "{} {} {:?} needs={:?} bundle={:?} options={:?} overlay={:?} {t}",
+            self.name,
+            self.version,
+            self.build,
+            self.needs,
+            self.bundle,
+            self.options,
+            self.overlay
         )
     }
 }
@@ -96,6 +111,9 @@ struct RawLib {
     #[serde(default)]
     urls: Vec<String>,
     debian: Option<DebianSource>,
+    overlay: Option<String>,
+    #[serde(default)]
+    bundle: Vec<String>,
 }
 
 /// The parsed, validated pins file.
@@ -194,7 +212,21 @@ impl DepPins {
                     })
                 }
             };
+            if let Some(o) = &r.overlay {
+                if !is_plain_name(o) || r.build == BuildKind::OpensslSrc {
+                    return Err(err(format!(
+                        "`{n}`: overlay `{o}` must be a plain directory name of a tarball library"
+                    )));
+                }
+            }
+            if let Some(b) = r.bundle.iter().find(|b| !r.needs.contains(b)) {
+                return Err(err(format!(
+                    "`{n}` bundles `{b}`, which is not in its needs"
+                )));
+            }
             libs.push(Lib {
+                bundle: r.bundle,
+                overlay: r.overlay,
                 name: r.name,
                 version: r.version,
                 build: r.build,
@@ -241,6 +273,7 @@ mod tests {
         let pos = |n: &str| names.iter().position(|x| *x == n).unwrap();
         assert!(pos("libjwt") > pos("jansson") && pos("libjwt") > pos("openssl"));
         let jwt = pins.libs.iter().find(|l| l.name == "libjwt").unwrap();
+        assert_eq!(jwt.bundle, ["openssl", "jansson"]);
         assert!(
             jwt.version.starts_with("1."),
             "Slurm takes libjwt 1.x/2.x only"
@@ -275,6 +308,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("not listed before it"), "{e}");
+        let e = parse(&jansson("bundle = [\"x\"]\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not in its needs"), "{e}");
         let twice = format!("{}{}", jansson(""), jansson(""));
         assert!(parse(&twice).unwrap_err().to_string().contains("twice"));
         let path = jansson("").replace("top_dir = \"jansson-2.14\"", "top_dir = \"../x\"");

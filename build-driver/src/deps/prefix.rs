@@ -70,6 +70,42 @@ fn remove_la_files(lib: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The `lib*.a` files directly in `dir`, sorted.
+pub fn archives_in(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "a"))
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+/// Merges the members of `others` into `archive` (an `ar` MRI script: CREATE, ADDLIB each,
+/// SAVE), written beside it and renamed over it.
+pub fn merge_archives(sh: &Shell, ar: &Path, archive: &Path, others: &[PathBuf]) -> Result<()> {
+    let tmp = archive.with_extension("merge.a");
+    let mut script = format!("CREATE {}\nADDLIB {}\n", tmp.display(), archive.display());
+    for o in others {
+        script.push_str(&format!("ADDLIB {}\n", o.display()));
+    }
+    script.push_str("SAVE\nEND\n");
+    let out = cmd!(sh, "{ar} -M")
+        .stdin(&script)
+        .quiet()
+        .ignore_status()
+        .output()?;
+    if !out.status.success() {
+        let _ = fs::remove_file(&tmp);
+        return Err(Error::Command {
+            step: format!("deps: merging archives into {}", archive.display()),
+            program: ar.display().to_string(),
+            detail: crate::fetch::stderr_tail(&out.stderr, 10),
+        });
+    }
+    fs::rename(&tmp, archive).map_err(|e| Error::io(archive, e))
+}
+
 /// The Mach-O CPU type of an Apple target.
 pub fn cputype(target: &Target) -> Result<u32> {
     match target.rust {
@@ -85,13 +121,7 @@ pub fn cputype(target: &Target) -> Result<u32> {
 /// Returns (archive name, member count) for the report.
 pub fn check_archives(prefix: &Path, target: &Target) -> Result<Vec<(String, usize)>> {
     let want = cputype(target)?;
-    let lib = prefix.join("lib");
-    let mut names: Vec<PathBuf> = fs::read_dir(&lib)
-        .map_err(|e| Error::io(&lib, e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "a"))
-        .collect();
-    names.sort();
+    let names = archives_in(&prefix.join("lib"))?;
     let mut out = Vec::new();
     for a in names {
         let members = macho::archive_members(&a)?;
@@ -118,55 +148,87 @@ pub fn check_archives(prefix: &Path, target: &Target) -> Result<Vec<(String, usi
     Ok(out)
 }
 
-/// A C program that calls into each library the way Slurm does.
-pub const SMOKE_C: &str = r#"#include <stdio.h>
+/// Programs that call into each library the way Slurm's plugins do, one per Slurm image
+/// that links it: jansson (inside libjwt's users) and json-c both define `json_object_get`
+/// and friends, so they must never share one image. Slurm keeps them apart
+/// (`auth_slurm.so` has libjwt + jansson, `serializer_json.so` has json-c); a single test
+/// program with both fails with duplicate symbols.
+pub const SMOKES: &[(&str, &str, &str)] = &[
+    ("jwt", "-ljwt", SMOKE_JWT),
+    ("json", "-ljson-c", SMOKE_JSON),
+    ("hwloc", "-lhwloc", SMOKE_HWLOC),
+];
+
+const SMOKE_JWT: &str = r#"#include <stdio.h>
 #include <string.h>
-#include <json-c/json.h>
 #include <jwt.h>
-#include <hwloc.h>
 #include <openssl/crypto.h>
 
 int main(void)
 {
-	hwloc_topology_t topo;
-	jwt_t *jwt = NULL;
+	jwt_t *jwt = NULL, *back = NULL;
 	unsigned char key[32];
 	char *token;
-	struct json_object *o = json_tokener_parse("{\"a\":1}");
 
 	memset(key, 7, sizeof(key));
-	if (hwloc_topology_init(&topo) || hwloc_topology_load(topo))
-		return 1;
-	printf("cores %d\n", hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE));
-	hwloc_topology_destroy(topo);
 	if (jwt_new(&jwt) || jwt_set_alg(jwt, JWT_ALG_HS256, key, sizeof(key)) ||
 	    jwt_add_grant(jwt, "sun", "slurm"))
 		return 2;
 	token = jwt_encode_str(jwt);
-	printf("%s %s %s\n", token, json_object_to_json_string(o),
+	if (!token || jwt_decode(&back, token, key, sizeof(key)))
+		return 3;
+	printf("%s %s %s\n", token, jwt_get_grant(back, "sun"),
 	       OpenSSL_version(OPENSSL_VERSION));
 	jwt_free_str(token);
+	jwt_free(back);
 	jwt_free(jwt);
+	return 0;
+}
+"#;
+
+const SMOKE_JSON: &str = r#"#include <stdio.h>
+#include <json-c/json.h>
+
+int main(void)
+{
+	struct json_object *o = json_tokener_parse("{\"a\":1}");
+
+	if (!o)
+		return 1;
+	printf("%s\n", json_object_to_json_string(o));
 	json_object_put(o);
 	return 0;
 }
 "#;
 
-/// Links [`SMOKE_C`] for the target against `prefix` with `ldflags` and `libs` (what Slurm's
-/// configure gets), in a scratch directory, and checks the result is a Mach-O executable
-/// for the target's CPU. Proves the archives are complete (no missing transitive symbol).
+const SMOKE_HWLOC: &str = r#"#include <stdio.h>
+#include <hwloc.h>
+
+int main(void)
+{
+	hwloc_topology_t topo;
+
+	if (hwloc_topology_init(&topo) || hwloc_topology_load(topo))
+		return 1;
+	printf("cores %d\n", hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE));
+	hwloc_topology_destroy(topo);
+	return 0;
+}
+"#;
+
+/// Links each of [`SMOKES`] for the target against `prefix` (and `extra_prefixes`) with
+/// its single `-l` (as Slurm's configure tests link), in a scratch directory, checks that
+/// each result is a Mach-O executable for the target's CPU, and moves them to
+/// `<out>/smoke-<name>`. Proves each archive is complete (no transitive symbol missing).
 pub fn link_smoke(
     sh: &Shell,
     prefix: &Path,
     extra_prefixes: &[PathBuf],
     target: &Target,
     tools: &CrossTools,
-    libs: &[String],
-) -> Result<PathBuf> {
-    let staging = Staging::new(prefix.parent().unwrap_or(prefix), "smoke")?;
-    let c = staging.dir.join("smoke.c");
-    fs::write(&c, SMOKE_C).map_err(|e| Error::io(&c, e))?;
-    let exe = staging.dir.join("smoke");
+    out: &Path,
+) -> Result<Vec<PathBuf>> {
+    let staging = Staging::new(out, "smoke")?;
     let cc = &tools.cc;
     let cflags = &tools.cflags;
     let all: Vec<&Path> = std::iter::once(prefix)
@@ -180,30 +242,38 @@ pub fn link_smoke(
         .iter()
         .map(|p| format!("-L{}", p.join("lib").display()))
         .collect();
-    let out = cmd!(
-        sh,
-        "{cc} {cflags...} {inc...} -o {exe} {c} {libdir...} -ljson-c -ljwt -lhwloc {libs...}"
-    )
-    .quiet()
-    .ignore_status()
-    .output()?;
-    if !out.status.success() {
-        return Err(Error::Command {
-            step: "deps: linking a test program against the prefix".into(),
-            program: cc.display().to_string(),
-            detail: crate::fetch::stderr_tail(&out.stderr, 20),
-        });
-    }
-    let kind = macho::file_kind(&exe)?;
     let want = cputype(target)?;
-    if kind != (Kind::MachO64 { cputype: want }) {
-        return Err(Error::Unsupported(format!(
-            "deps: the test program is {kind:?}, not a Mach-O executable for {}",
-            target.rust
-        )));
+    let mut kept = Vec::new();
+    for (name, lib, text) in SMOKES {
+        let c = staging.dir.join(format!("{name}.c"));
+        fs::write(&c, text).map_err(|e| Error::io(&c, e))?;
+        let exe = staging.dir.join(name);
+        let (inc, libdir) = (&inc, &libdir);
+        let res = cmd!(
+            sh,
+            "{cc} {cflags...} {inc...} -o {exe} {c} {libdir...} {lib}"
+        )
+        .quiet()
+        .ignore_status()
+        .output()?;
+        if !res.status.success() {
+            return Err(Error::Command {
+                step: format!("deps: linking the {name} test program against the prefix"),
+                program: cc.display().to_string(),
+                detail: crate::fetch::stderr_tail(&res.stderr, 20),
+            });
+        }
+        let kind = macho::file_kind(&exe)?;
+        if kind != (Kind::MachO64 { cputype: want }) {
+            return Err(Error::Unsupported(format!(
+                "deps: the {name} test program is {kind:?}, not a Mach-O executable for {}",
+                target.rust
+            )));
+        }
+        let dest = out.join(format!("smoke-{name}"));
+        fs::rename(&exe, &dest).map_err(|e| Error::io(&dest, e))?;
+        kept.push(dest);
     }
-    let kept = prefix.parent().unwrap_or(prefix).join("smoke");
-    fs::rename(&exe, &kept).map_err(|e| Error::io(&kept, e))?;
     Ok(kept)
 }
 
@@ -299,5 +369,26 @@ mod tests {
         let x86 = crate::targets::lookup("x86_64-apple-darwin").unwrap();
         let e = check_archives(&prefix, x86).unwrap_err().to_string();
         assert!(e.contains("a_long_object_file_name.o"), "{e}");
+
+        // Bundling: another archive's members merged in (libjwt.a + jansson + libcrypto).
+        let c2 = d.path().join("second.c");
+        fs::write(&c2, "int deps_second(void) { return 2; }\n").unwrap();
+        let o2 = d.path().join("second.o");
+        cmd!(sh, "{cc} -c -fPIC -o {o2} {c2}")
+            .quiet()
+            .run()
+            .unwrap();
+        let other = d.path().join("libother.a");
+        cmd!(sh, "{ar} rcs {other} {o2}").quiet().run().unwrap();
+        merge_archives(&sh, ar, &a, &[other]).unwrap();
+        let names: Vec<String> = macho::archive_members(&a)
+            .unwrap()
+            .into_iter()
+            .map(|m| m.name)
+            .collect();
+        assert_eq!(names, ["a_long_object_file_name.o", "second.o"]);
+        assert!(!a.with_extension("merge.a").exists());
+        let e = merge_archives(&sh, ar, &a, &[d.path().join("missing.a")]).unwrap_err();
+        assert!(e.to_string().contains("merging archives"), "{e}");
     }
 }

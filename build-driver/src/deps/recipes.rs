@@ -140,6 +140,13 @@ fn cmake(job: &Job<'_>) -> Result<()> {
     }
     if let Some(ssl) = job.dep("openssl") {
         args.push(format!("-DOPENSSL_ROOT_DIR={}", ssl.display()));
+        // Only libcrypto is built. libjwt's CMake links `${OPENSSL_LIBRARIES}`, which is
+        // NOTFOUND without libssl; naming libcrypto there satisfies it (a static libjwt.a
+        // records no link, and libjwt calls nothing from libssl).
+        args.push(format!(
+            "-DOPENSSL_SSL_LIBRARY={}",
+            ssl.join("lib/libcrypto.a").display()
+        ));
     }
     args.extend(job.lib.options.iter().cloned());
     let pkg = job.pkg_config_libdir();

@@ -175,6 +175,8 @@ mod tests {
             why: String::new(),
             options: vec![],
             tarball: Some(t.clone()),
+            overlay: None,
+            bundle: vec![],
         }
     }
 
