@@ -49,7 +49,7 @@ pub mod stamp;
 use crate::cli::{BuildArgs, Personality};
 use crate::error::{Error, Result};
 use crate::targets::{self, Os, Target};
-use crate::{fetch, patches};
+use crate::{cross, fetch, patches};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use xshell::{Shell, cmd};
@@ -207,7 +207,32 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         patches::series(root, &source.line)?
     };
 
-    let compiler = configure::compiler(target, host, &env_var, on_path("ccache"))?;
+    // A macOS target built on Linux: zig, unless the user chose a compiler.
+    let zig = if cross::default_is_zig(target, host)
+        && configure::user_compiler(target, host, &env_var).is_none()
+    {
+        Some(cross::zig::prepare(
+            sh,
+            root,
+            &base,
+            target,
+            on_path("ccache"),
+        )?)
+    } else {
+        None
+    };
+    let compiler = configure::compiler(
+        target,
+        host,
+        &env_var,
+        on_path("ccache"),
+        zig.as_ref().map(|z| z.cc.as_path()),
+    )?;
+    let deps_prefix = args
+        .deps_prefix
+        .as_ref()
+        .map(|p| std::path::absolute(p).map_err(|e| Error::io(p, e)))
+        .transpose()?;
     let spec = configure::ConfigureSpec {
         personality: args.personality,
         target,
@@ -216,6 +241,11 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         compiler: compiler.clone(),
         header: shim_header(root),
         user_cppflags: env_var("CPPFLAGS"),
+        deps_prefix: deps_prefix.clone(),
+        tool_vars: zig
+            .as_ref()
+            .map(|z| cross::zig::configure_env(z, env_var("LDFLAGS").as_deref()))
+            .unwrap_or_default(),
     };
     let uses_shim = configure::uses_shim(args.personality, target);
     let jobs = args
@@ -248,7 +278,18 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
             inputs.add(format!("patch {}", p.display()), stamp::file_digest(p)?);
         }
     }
+    if let Some(z) = &zig {
+        inputs.add("zig", &z.version);
+        inputs.add(
+            "cross-sdk",
+            stamp::contents_digest(root, &[cross::cross_sdk_dir(root)])?,
+        );
+    }
     let mut make_vars = vec!["V=0".to_string()];
+    if target.os == Os::Apple {
+        make_vars.extend(cross::apple_make_vars());
+        make_vars.extend(configure::apple_make_cppflags(&spec));
+    }
     if uses_shim {
         if !spec.header.is_file() {
             return Err(Error::Io {
@@ -412,6 +453,19 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         t.elapsed().as_secs_f64()
     );
 
+    if target.os == Os::Apple {
+        let report = cross::macho::check_prefix(
+            &prefix,
+            target,
+            &source.line,
+            deps_prefix.is_some(),
+        )?;
+        eprintln!(
+            "build-slurm: Mach-O check passed: all {} required programs, libraries and plugins \
+             are {} Mach-O; {} Mach-O files in the prefix",
+            report.required, target.rust, report.macho_files
+        );
+    }
     if args.personality == Personality::Darwin {
         // A config.status rerun during make would have restored the Linux answers.
         configure::verify_config_h(&build_dir)?;

@@ -9,7 +9,9 @@
 //!    difference fails unless `ci/expectations/<line>-darwin.toml` lists it with a reason; an
 //!    entry that no longer matches fails too (the file must stay true). Then the live cluster
 //!    smoke test on the native install and on the darwin install.
-//! 4. Plugin-linkage audit (`cargo xtask audit`) of the native and the darwin install, each
+//! 4. Darwin cross-build: 24.11 (the pinned version) built for aarch64-apple-darwin with zig,
+//!    and the installed programs, libslurmfull and plugins checked to be arm64 Mach-O.
+//! 5. Plugin-linkage audit (`cargo xtask audit`) of the native and the darwin install, each
 //!    compared exactly with `ci/expectations/audit-<line>-<lane>.toml` (new and fixed
 //!    findings both fail).
 //!
@@ -128,6 +130,7 @@ fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
         target: None,
         prefix: None,
         jobs: None,
+        deps_prefix: None,
     };
     let pristine = report.step("build-slurm native --no-patches", || {
         build_slurm::build(sh, root, &build_args(Personality::Native, true)).map(described)
@@ -188,6 +191,16 @@ fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
         crate::cluster::smoke(sh, root, &b.prefix)
             .map(|()| "sbatch, srun, scancel passed".to_string())
     });
+    report.step(
+        "build-slurm --target aarch64-apple-darwin (zig, Mach-O check)",
+        || {
+            let args = BuildArgs {
+                target: Some("aarch64-apple-darwin".to_string()),
+                ..build_args(Personality::Native, false)
+            };
+            build_slurm::build(sh, root, &args).map(described)
+        },
+    );
     report.step_after("audit: native install (plugin linkage)", &patched, |b| {
         audit(sh, root, b, "native")
     });

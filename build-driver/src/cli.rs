@@ -111,6 +111,11 @@ pub struct BuildArgs {
     /// Parallel make jobs (default: the number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// macOS targets: prefix holding the target's json-c, libjwt and hwloc (for
+    /// auth/slurm, cred/slurm, serializer/json and hwloc topology); without it they are
+    /// configured off.
+    #[arg(long)]
+    pub deps_prefix: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

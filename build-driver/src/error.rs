@@ -120,6 +120,16 @@ pub enum Error {
         "cluster: port {port} on 127.0.0.1 (for {daemon}) is already taken by another process; free it, or run `up` again to pick other ports"
     )]
     PortTaken { daemon: String, port: u16 },
+    #[error("zig toolchain for the macOS cross build: {0}")]
+    Zig(String),
+    #[error(
+        "{prefix}: the install is not a complete {target} Mach-O build; wrong or missing:\n{problems}"
+    )]
+    MachO {
+        prefix: PathBuf,
+        target: String,
+        problems: String,
+    },
 }
 
 impl Error {

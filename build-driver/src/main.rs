@@ -8,6 +8,7 @@ mod ci;
 mod cli;
 mod cluster;
 mod codegen;
+mod cross;
 mod deps;
 mod error;
 mod fetch;

@@ -2,6 +2,7 @@
 //! configure answers (cache variables, plus the two `config.h` answers that have none).
 
 use crate::cli::Personality;
+use crate::cross;
 use crate::error::{Error, Result};
 use crate::targets::{Os, Target};
 use std::path::{Path, PathBuf};
@@ -109,16 +110,13 @@ impl Compiler {
     }
 }
 
-/// Chooses the C compiler with the `cc` crate's lookup order: `CC_<triple>`,
-/// `CC_<triple_with_underscores>`, `TARGET_CC` (cross) or `HOST_CC` (native), `CC`. A value
-/// set by the user is used as is. Otherwise the table's compiler for the target (native or
-/// cross), behind `ccache` when `ccache_on_path`.
-pub fn compiler(
+/// The compiler the user chose, with the `cc` crate's lookup order: `CC_<triple>`,
+/// `CC_<triple_with_underscores>`, `TARGET_CC` (cross) or `HOST_CC` (native), `CC`.
+pub fn user_compiler(
     target: &Target,
     host: &Target,
     env: &dyn Fn(&str) -> Option<String>,
-    ccache_on_path: bool,
-) -> Result<Compiler> {
+) -> Option<Compiler> {
     let cross = target.rust != host.rust;
     let names = [
         format!("CC_{}", target.rust),
@@ -130,15 +128,38 @@ pub fn compiler(
         },
         "CC".to_string(),
     ];
-    for name in names {
-        if let Some(v) = env(&name).filter(|v| !v.trim().is_empty()) {
-            return Ok(Compiler {
+    names.into_iter().find_map(|name| {
+        env(&name)
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| Compiler {
                 cc: v,
                 from_env: Some(name),
                 launcher: None,
-            });
-        }
+            })
+    })
+}
+
+/// Chooses the C compiler: the user's ([`user_compiler`]) as is; else `zig_cc`, the
+/// prepared zig wrapper of a macOS target built on Linux (it runs ccache itself); else the
+/// table's compiler for the target (native or cross), behind `ccache` when `ccache_on_path`.
+pub fn compiler(
+    target: &Target,
+    host: &Target,
+    env: &dyn Fn(&str) -> Option<String>,
+    ccache_on_path: bool,
+    zig_cc: Option<&Path>,
+) -> Result<Compiler> {
+    if let Some(c) = user_compiler(target, host, env) {
+        return Ok(c);
     }
+    if let Some(z) = zig_cc {
+        return Ok(Compiler {
+            cc: z.display().to_string(),
+            from_env: None,
+            launcher: None,
+        });
+    }
+    let cross = target.rust != host.rust;
     let cc = if cross {
         target.cross_cc.ok_or_else(|| {
             Error::Unsupported(format!(
@@ -175,6 +196,11 @@ pub struct ConfigureSpec<'a> {
     pub header: PathBuf,
     /// The user's own `CPPFLAGS` (from the environment), kept in front of ours.
     pub user_cppflags: Option<String>,
+    /// macOS targets: the prefix of the target's json-c, libjwt and hwloc (`None`: built
+    /// without them).
+    pub deps_prefix: Option<PathBuf>,
+    /// Variables for the toolchain (`AR=`, `RANLIB=`, `LDFLAGS=`; the zig lane's).
+    pub tool_vars: Vec<String>,
 }
 
 /// Whether a build force-includes the shim header and links the shim: always for macOS
@@ -195,6 +221,44 @@ pub fn shim_cppflags(spec: &ConfigureSpec) -> Vec<String> {
     v
 }
 
+/// `CPPFLAGS=<user's> <shim_cppflags>`, or `None` when the shim is not used.
+fn cppflags_with_shim(spec: &ConfigureSpec) -> Option<String> {
+    let shim = shim_cppflags(spec);
+    if shim.is_empty() {
+        return None;
+    }
+    let mut cpp: Vec<String> = spec
+        .user_cppflags
+        .iter()
+        .filter(|s| !s.trim().is_empty())
+        .cloned()
+        .collect();
+    cpp.extend(shim);
+    Some(format!("CPPFLAGS={}", cpp.join(" ")))
+}
+
+/// macOS targets: the `CPPFLAGS=...` make variable that force-includes the shim header.
+/// On macOS the header is given to make, not to configure: its `__APPLE__` branch includes
+/// SDK headers (`<string.h>`, ...), and configure's `AC_CHECK_FUNCS` test programs, which
+/// declare `char strlcpy ();` themselves, then fail to compile and report `strlcpy`,
+/// `strndup`, `strsignal`, `faccessat`, ... missing (measured with 24.11.5 and zig), and
+/// autoconf 2.71 stops at "cannot make cc report undeclared builtins". Configure sees the
+/// plain SDK, which is the truth about macOS. (The Linux darwin personality keeps the header
+/// in configure's `CPPFLAGS`: its emulation branch includes no system header.)
+/// The shim's stand-ins for headers macOS lacks (`<sys/eventfd.h>`, `<magic.h>`) come with
+/// it: `-I <header dir>/compat`.
+pub fn apple_make_cppflags(spec: &ConfigureSpec) -> Option<String> {
+    if spec.target.os != Os::Apple {
+        return None;
+    }
+    let compat = spec
+        .header
+        .parent()
+        .map(|d| d.join("compat"))
+        .unwrap_or_else(|| PathBuf::from("compat"));
+    cppflags_with_shim(spec).map(|c| format!("{c} -I{}", compat.display()))
+}
+
 /// The arguments after `<src>/configure`. Native: `--prefix`, `CC` and, when cross-compiling,
 /// `--build`/`--host`; nothing else, so a native build is configured exactly like plain
 /// upstream. Darwin: the same, plus `CPPFLAGS` with the shim header, [`DARWIN_SWITCHES`] and
@@ -206,21 +270,20 @@ pub fn configure_args(spec: &ConfigureSpec) -> Vec<String> {
         args.push(format!("--host={}", spec.target.autoconf_host));
     }
     args.push(format!("CC={}", spec.compiler.command()));
-    let shim = shim_cppflags(spec);
-    if !shim.is_empty() {
-        let mut cpp: Vec<String> = spec
-            .user_cppflags
-            .iter()
-            .filter(|s| !s.trim().is_empty())
-            .cloned()
-            .collect();
-        cpp.extend(shim);
-        args.push(format!("CPPFLAGS={}", cpp.join(" ")));
+    if spec.target.os != Os::Apple {
+        if let Some(cpp) = cppflags_with_shim(spec) {
+            args.push(cpp);
+        }
     }
     if spec.personality == Personality::Darwin {
         args.extend(DARWIN_SWITCHES.iter().map(|s| s.to_string()));
         args.extend(DARWIN_CACHE_VARS.iter().map(|v| format!("{v}=no")));
     }
+    if spec.target.os == Os::Apple {
+        args.extend(cross::APPLE_SWITCHES.iter().map(|s| s.to_string()));
+        args.extend(cross::dep_switches(spec.deps_prefix.as_deref()));
+    }
+    args.extend(spec.tool_vars.iter().cloned());
     args
 }
 
@@ -350,6 +413,8 @@ mod tests {
             },
             header: PathBuf::from("/r/shim/include/slurm_shim.h"),
             user_cppflags: None,
+            deps_prefix: None,
+            tool_vars: Vec::new(),
         }
     }
 
@@ -425,9 +490,38 @@ mod tests {
         let args = configure_args(&spec(Personality::Native, mac, linux(), "/p"));
         assert!(args.contains(&"--build=x86_64-linux-gnu".to_string()));
         assert!(args.contains(&"--host=aarch64-apple-darwin".to_string()));
-        // A macOS target always force-includes the header, without the emulation switch.
-        assert!(args.contains(&"CPPFLAGS=-include /r/shim/include/slurm_shim.h".to_string()));
+        // A macOS target force-includes the header at make time, not in configure.
+        assert!(!args.iter().any(|a| a.starts_with("CPPFLAGS=")), "{args:?}");
+        assert_eq!(
+            apple_make_cppflags(&spec(Personality::Native, mac, linux(), "/p")).as_deref(),
+            Some("CPPFLAGS=-include /r/shim/include/slurm_shim.h -I/r/shim/include/compat"),
+            "without the emulation switch"
+        );
+        assert_eq!(
+            apple_make_cppflags(&spec(Personality::Darwin, linux(), linux(), "/p")),
+            None
+        );
         assert!(!args.iter().any(|a| a.ends_with("=no")));
+        // Optional features off, the dependencies off without a prefix, cache answers.
+        for a in ["--disable-pam", "--without-munge", "--without-json", "--without-jwt"] {
+            assert!(args.contains(&a.to_string()), "{a}");
+        }
+    }
+
+    #[test]
+    fn configure_args__macos_deps_prefix_and_tool_vars_last() {
+        let mac = lookup("x86_64-apple-darwin").unwrap();
+        let mut sp = spec(Personality::Native, mac, linux(), "/p");
+        sp.deps_prefix = Some(PathBuf::from("/deps"));
+        sp.tool_vars = vec!["AR=/t/ar".into(), "LDFLAGS=-L/sdk/lib".into()];
+        let args = configure_args(&sp);
+        assert!(args.contains(&"--with-json=/deps".to_string()));
+        assert!(args.contains(&"--with-hwloc=/deps".to_string()));
+        assert!(!args.iter().any(|a| a.starts_with("--without-json")));
+        assert_eq!(args[args.len() - 2..], ["AR=/t/ar", "LDFLAGS=-L/sdk/lib"]);
+        // A Linux build gets none of this.
+        let lin = configure_args(&spec(Personality::Native, linux(), linux(), "/p"));
+        assert!(!lin.iter().any(|a| a.contains("without") || a.contains("ac_cv")));
     }
 
     #[test]
@@ -437,19 +531,19 @@ mod tests {
             "CC" => Some("gcc-12".to_string()),
             _ => None,
         };
-        let c = compiler(linux(), linux(), &env, true).unwrap();
+        let c = compiler(linux(), linux(), &env, true, None).unwrap();
         assert_eq!(c.command(), "clang-16");
         assert_eq!(c.from_env.as_deref(), Some("CC_x86_64_unknown_linux_gnu"));
         let only_cc = |k: &str| (k == "CC").then(|| "gcc-12".to_string());
         assert_eq!(
-            compiler(linux(), linux(), &only_cc, true)
+            compiler(linux(), linux(), &only_cc, true, None)
                 .unwrap()
                 .command(),
             "gcc-12"
         );
         let host_cc = |k: &str| (k == "HOST_CC").then(|| "gcc-13".to_string());
         assert_eq!(
-            compiler(linux(), linux(), &host_cc, true)
+            compiler(linux(), linux(), &host_cc, true, None)
                 .unwrap()
                 .command(),
             "gcc-13"
@@ -460,32 +554,42 @@ mod tests {
     fn compiler__default_uses_ccache_only_when_present() {
         let none = |_: &str| None;
         assert_eq!(
-            compiler(linux(), linux(), &none, true).unwrap().command(),
+            compiler(linux(), linux(), &none, true, None).unwrap().command(),
             "ccache gcc"
         );
         assert_eq!(
-            compiler(linux(), linux(), &none, false).unwrap().command(),
+            compiler(linux(), linux(), &none, false, None).unwrap().command(),
             "gcc"
         );
         let arm = lookup("aarch64-unknown-linux-gnu").unwrap();
         assert_eq!(
-            compiler(arm, linux(), &none, false).unwrap().command(),
+            compiler(arm, linux(), &none, false, None).unwrap().command(),
             "aarch64-linux-gnu-gcc"
         );
     }
 
     #[test]
-    fn compiler__macos_target_from_linux_needs_an_explicit_cc() {
+    fn compiler__macos_target_from_linux_zig_default_and_user_override() {
         let mac = lookup("aarch64-apple-darwin").unwrap();
         let none = |_: &str| None;
-        match compiler(mac, linux(), &none, true) {
+        match compiler(mac, linux(), &none, true, None) {
             Err(Error::Unsupported(m)) => assert!(m.contains("CC_aarch64_apple_darwin"), "{m}"),
             other => panic!("expected Unsupported, got {other:?}"),
         }
+        let zig = Path::new("/s/toolchain/cc");
+        let c = compiler(mac, linux(), &none, true, Some(zig)).unwrap();
+        assert_eq!(c.command(), "/s/toolchain/cc", "the wrapper runs ccache itself");
+        assert_eq!(c.from_env, None);
+        let user = |k: &str| (k == "CC_aarch64_apple_darwin").then(|| "my-cc".to_string());
+        assert_eq!(
+            compiler(mac, linux(), &user, true, Some(zig)).unwrap().command(),
+            "my-cc"
+        );
+        assert!(user_compiler(mac, linux(), &none).is_none());
         let target_cc =
             |k: &str| (k == "TARGET_CC").then(|| "zig cc -target aarch64-macos".to_string());
         assert_eq!(
-            compiler(mac, linux(), &target_cc, true).unwrap().command(),
+            compiler(mac, linux(), &target_cc, true, None).unwrap().command(),
             "zig cc -target aarch64-macos"
         );
     }

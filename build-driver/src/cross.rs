@@ -1,0 +1,173 @@
+//! Cross-building Slurm for macOS targets.
+//!
+//! # Toolchains
+//!
+//! * **Linux host, macOS target** (the lane this machine can run): zig, from the PyPI
+//!   package `ziglang` pinned to [`zig::ZIG_VERSION`] (`ci/setup-debian.sh` installs it;
+//!   by hand: `python3 -m pip install ziglang==0.17.0`). [`zig::prepare`] writes wrapper
+//!   scripts `cc`, `ar`, `ranlib` into the staging directory; `cc` is
+//!   `zig cc -target <arch>-macos.<MACOS_MIN>` plus this lane's SDK stand-ins (see
+//!   `build-driver/cross-sdk/README.md`), and it rewrites the one argument where zig
+//!   differs from Apple's toolchain in a way libtool depends on (`-bundle`, see
+//!   [`zig::cc_wrapper`]). This is the default compiler for an Apple target built on Linux;
+//!   `CC_<triple>` (and the `cc` crate's other variables) still override it, and then the
+//!   user is responsible for `AR`/`RANLIB` too.
+//! * **macOS host, macOS target of the same architecture**: Apple's clang and ld64 (`cc`),
+//!   no zig, no wrappers, no stand-in headers; the SDK provides libresolv and the headers.
+//!   This path is written by reading Apple's documentation and libtool's darwin support:
+//!   no Mac is reachable from this project's machines, so it has never run.
+//!
+//! # What every macOS build gets (both toolchains)
+//!
+//! * configure: `--host` and the optional features a compute node does not need switched
+//!   off ([`APPLE_SWITCHES`]). No cache answers are needed: Slurm's two `AC_RUN_IFELSE`
+//!   probes (`printf("%s", NULL)`, 32-bit `uid_t`/`gid_t`; 24.11 and 26.11) carry cross
+//!   defaults, "yes", which is macOS's answer, and 26.11's s2n probe is off.
+//! * the shim header force-included (its `__APPLE__` branch) through make's `CPPFLAGS`,
+//!   not configure's (`build_slurm::configure::apple_make_cppflags` says why).
+//! * make: `PLUGIN_FLAGS` with libtool's own single-dash `-export-dynamic` ([`apple_make_vars`],
+//!   DARWIN-CATALOG C3): every plugin's Makefile.am spells it `--export-dynamic`, which libtool
+//!   does not recognise and passes on to the compiler, and ld64 (like zig) rejects it. The
+//!   make variable replaces the 113 identical definitions without editing them.
+//! * the shim's static library, cross-built by cargo for the target, linked into libslurm and
+//!   libslurmfull (`build_slurm::link`).
+//! * after install, [`macho::check_prefix`]: every required program, library and plugin
+//!   is a Mach-O file of the target's CPU.
+//!
+//! # Minimum macOS version
+//!
+//! [`MACOS_MIN`] (12.0, Monterey) for zig's `-target` and for cargo (`MACOSX_DEPLOYMENT_TARGET`),
+//! so the shim and Slurm agree. Apple Silicon needs 11.0 at least; 12.0 is the first release
+//! whose ld64 defaults to chained fixups, the load behaviour DESIGN.md's zig pitfall warns about.
+
+pub mod macho;
+pub mod zig;
+
+use crate::targets::{Os, Target};
+use std::path::{Path, PathBuf};
+
+/// The minimum macOS version every macOS build targets.
+pub const MACOS_MIN: &str = "12.0";
+
+/// The stand-in headers and link stubs of the zig lane (`build-driver/cross-sdk`).
+pub fn cross_sdk_dir(root: &Path) -> PathBuf {
+    root.join("build-driver").join("cross-sdk")
+}
+
+/// Whether a build of `target` on `host` uses the zig toolchain by default (Linux host,
+/// macOS target).
+pub fn default_is_zig(target: &Target, host: &Target) -> bool {
+    target.os == Os::Apple && host.os == Os::Linux
+}
+
+/// Optional features switched off for macOS targets: a compute node and the client
+/// commands do not need them, and without this configure would probe the *build* machine's
+/// `/usr` for them (Slurm's `x_ac_*.m4` default to `/usr /usr/local`), finding Linux
+/// libraries. Unknown switches only draw a configure warning, so the list serves 24.11 and
+/// 26.11 alike. The dependencies a node does need (json-c, libjwt, hwloc) are given by
+/// prefix when the `deps` step provides them, and are otherwise off too ([`dep_switches`]).
+///
+/// `--disable-pam` (macOS has no `libpam_misc`), `--disable-x11`, `--without-munge` (auth/slurm
+/// is the node's authentication), `--without-mysql_config` (slurmdbd's storage, not a
+/// node's), `--without-yaml`, `--without-lz4` (sbcast compression), `--without-libcurl`,
+/// `--without-http-parser` (slurmrestd), `--without-rdkafka`, `--without-lua`,
+/// `--without-pmix`, `--without-ucx`, `--without-nvml`, `--without-rsmi`, `--without-oneapi`
+/// (GPU vendors macOS lacks), `--without-freeipmi`, `--without-hdf5`, `--without-readline`
+/// (scontrol/sacctmgr interactive mode), `--without-s2n` (26.11 TLS), `--without-bpf`,
+/// `--without-dbus`, `--without-selinux`, `--without-numa`.
+pub const APPLE_SWITCHES: &[&str] = &[
+    "--disable-pam",
+    "--disable-x11",
+    "--without-munge",
+    "--without-mysql_config",
+    "--without-yaml",
+    "--without-lz4",
+    "--without-libcurl",
+    "--without-http-parser",
+    "--without-rdkafka",
+    "--without-lua",
+    "--without-pmix",
+    "--without-ucx",
+    "--without-nvml",
+    "--without-rsmi",
+    "--without-oneapi",
+    "--without-freeipmi",
+    "--without-hdf5",
+    "--without-readline",
+    "--without-s2n",
+    "--without-bpf",
+    "--without-dbus",
+    "--without-selinux",
+    "--without-numa",
+];
+
+/// `--with-json/jwt/hwloc=DIR` for a prefix the deps step built, or `--without-*` when
+/// there is none (auth/slurm, cred/slurm and serializer/json are then not built).
+pub fn dep_switches(deps_prefix: Option<&Path>) -> Vec<String> {
+    const DEPS: &[&str] = &["json", "jwt", "hwloc"];
+    match deps_prefix {
+        Some(p) => DEPS
+            .iter()
+            .map(|d| format!("--with-{d}={}", p.display()))
+            .collect(),
+        None => DEPS.iter().map(|d| format!("--without-{d}")).collect(),
+    }
+}
+
+/// The libtool-recognised plugin flags (C3; see the module doc).
+pub const PLUGIN_FLAGS: &str = "-module -avoid-version -export-dynamic";
+
+/// make variables every macOS build passes (besides the shim's `LIB_LDFLAGS`).
+pub fn apple_make_vars() -> Vec<String> {
+    vec![format!("PLUGIN_FLAGS={PLUGIN_FLAGS}")]
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(non_snake_case)]
+    use super::*;
+    use crate::targets::lookup;
+
+    #[test]
+    fn default_is_zig__only_for_apple_targets_from_linux() {
+        let linux = lookup("x86_64-unknown-linux-gnu").unwrap();
+        let arm_linux = lookup("aarch64-unknown-linux-gnu").unwrap();
+        let mac = lookup("aarch64-apple-darwin").unwrap();
+        let mac_x86 = lookup("x86_64-apple-darwin").unwrap();
+        assert!(default_is_zig(mac, linux));
+        assert!(default_is_zig(mac_x86, linux));
+        assert!(!default_is_zig(mac, mac));
+        assert!(!default_is_zig(arm_linux, linux));
+        assert!(!default_is_zig(linux, linux));
+    }
+
+    #[test]
+    fn dep_switches__prefix_or_without() {
+        assert_eq!(
+            dep_switches(None),
+            vec!["--without-json", "--without-jwt", "--without-hwloc"]
+        );
+        assert_eq!(
+            dep_switches(Some(Path::new("/d"))),
+            vec!["--with-json=/d", "--with-jwt=/d", "--with-hwloc=/d"]
+        );
+    }
+
+    #[test]
+    fn plugin_flags__single_dash_export_dynamic_only() {
+        let v = apple_make_vars();
+        assert_eq!(v, vec!["PLUGIN_FLAGS=-module -avoid-version -export-dynamic"]);
+        assert!(!v[0].contains("--export-dynamic"));
+    }
+
+    #[test]
+    fn apple_switches__no_duplicates_and_none_enable_a_dependency() {
+        let mut s: Vec<&str> = APPLE_SWITCHES.to_vec();
+        s.sort();
+        s.dedup();
+        assert_eq!(s.len(), APPLE_SWITCHES.len());
+        for a in APPLE_SWITCHES {
+            assert!(a.starts_with("--without-") || a.starts_with("--disable-"), "{a}");
+        }
+    }
+}
