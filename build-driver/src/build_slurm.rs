@@ -454,12 +454,8 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
     );
 
     if target.os == Os::Apple {
-        let report = cross::macho::check_prefix(
-            &prefix,
-            target,
-            &source.line,
-            deps_prefix.is_some(),
-        )?;
+        let report =
+            cross::macho::check_prefix(&prefix, target, &source.line, deps_prefix.is_some())?;
         eprintln!(
             "build-slurm: Mach-O check passed: all {} required programs, libraries and plugins \
              are {} Mach-O; {} Mach-O files in the prefix",

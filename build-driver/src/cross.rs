@@ -156,7 +156,10 @@ mod tests {
     #[test]
     fn plugin_flags__single_dash_export_dynamic_only() {
         let v = apple_make_vars();
-        assert_eq!(v, vec!["PLUGIN_FLAGS=-module -avoid-version -export-dynamic"]);
+        assert_eq!(
+            v,
+            vec!["PLUGIN_FLAGS=-module -avoid-version -export-dynamic"]
+        );
         assert!(!v[0].contains("--export-dynamic"));
     }
 
@@ -167,7 +170,10 @@ mod tests {
         s.dedup();
         assert_eq!(s.len(), APPLE_SWITCHES.len());
         for a in APPLE_SWITCHES {
-            assert!(a.starts_with("--without-") || a.starts_with("--disable-"), "{a}");
+            assert!(
+                a.starts_with("--without-") || a.starts_with("--disable-"),
+                "{a}"
+            );
         }
     }
 }

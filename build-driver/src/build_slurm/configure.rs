@@ -503,7 +503,12 @@ mod tests {
         );
         assert!(!args.iter().any(|a| a.ends_with("=no")));
         // Optional features off, the dependencies off without a prefix, cache answers.
-        for a in ["--disable-pam", "--without-munge", "--without-json", "--without-jwt"] {
+        for a in [
+            "--disable-pam",
+            "--without-munge",
+            "--without-json",
+            "--without-jwt",
+        ] {
             assert!(args.contains(&a.to_string()), "{a}");
         }
     }
@@ -521,7 +526,10 @@ mod tests {
         assert_eq!(args[args.len() - 2..], ["AR=/t/ar", "LDFLAGS=-L/sdk/lib"]);
         // A Linux build gets none of this.
         let lin = configure_args(&spec(Personality::Native, linux(), linux(), "/p"));
-        assert!(!lin.iter().any(|a| a.contains("without") || a.contains("ac_cv")));
+        assert!(
+            !lin.iter()
+                .any(|a| a.contains("without") || a.contains("ac_cv"))
+        );
     }
 
     #[test]
@@ -554,16 +562,22 @@ mod tests {
     fn compiler__default_uses_ccache_only_when_present() {
         let none = |_: &str| None;
         assert_eq!(
-            compiler(linux(), linux(), &none, true, None).unwrap().command(),
+            compiler(linux(), linux(), &none, true, None)
+                .unwrap()
+                .command(),
             "ccache gcc"
         );
         assert_eq!(
-            compiler(linux(), linux(), &none, false, None).unwrap().command(),
+            compiler(linux(), linux(), &none, false, None)
+                .unwrap()
+                .command(),
             "gcc"
         );
         let arm = lookup("aarch64-unknown-linux-gnu").unwrap();
         assert_eq!(
-            compiler(arm, linux(), &none, false, None).unwrap().command(),
+            compiler(arm, linux(), &none, false, None)
+                .unwrap()
+                .command(),
             "aarch64-linux-gnu-gcc"
         );
     }
@@ -578,18 +592,26 @@ mod tests {
         }
         let zig = Path::new("/s/toolchain/cc");
         let c = compiler(mac, linux(), &none, true, Some(zig)).unwrap();
-        assert_eq!(c.command(), "/s/toolchain/cc", "the wrapper runs ccache itself");
+        assert_eq!(
+            c.command(),
+            "/s/toolchain/cc",
+            "the wrapper runs ccache itself"
+        );
         assert_eq!(c.from_env, None);
         let user = |k: &str| (k == "CC_aarch64_apple_darwin").then(|| "my-cc".to_string());
         assert_eq!(
-            compiler(mac, linux(), &user, true, Some(zig)).unwrap().command(),
+            compiler(mac, linux(), &user, true, Some(zig))
+                .unwrap()
+                .command(),
             "my-cc"
         );
         assert!(user_compiler(mac, linux(), &none).is_none());
         let target_cc =
             |k: &str| (k == "TARGET_CC").then(|| "zig cc -target aarch64-macos".to_string());
         assert_eq!(
-            compiler(mac, linux(), &target_cc, true, None).unwrap().command(),
+            compiler(mac, linux(), &target_cc, true, None)
+                .unwrap()
+                .command(),
             "zig cc -target aarch64-macos"
         );
     }

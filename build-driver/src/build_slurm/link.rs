@@ -59,14 +59,15 @@ pub fn build_shim(sh: &Shell, root: &Path, target: &Target) -> Result<ShimLib> {
     let triple = target.rust;
     let out = {
         let _dir = sh.push_dir(root);
-        let mut c = cmd!(sh, "{cargo} rustc -p slurm-shim --release --target {triple} --crate-type staticlib -- --print native-static-libs");
+        let mut c = cmd!(
+            sh,
+            "{cargo} rustc -p slurm-shim --release --target {triple} --crate-type staticlib -- --print native-static-libs"
+        );
         if target.os == Os::Apple {
             // The same minimum macOS as the C code (zig's -target, Apple's -mmacosx-version-min).
             c = c.env("MACOSX_DEPLOYMENT_TARGET", crate::cross::MACOS_MIN);
         }
-        c.quiet()
-            .ignore_status()
-            .output()?
+        c.quiet().ignore_status().output()?
     };
     let stderr = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {

@@ -8,8 +8,9 @@
 //! is listed, and the build fails with the whole list.
 //!
 //! Which plugins: the brief's list, per release line. Not files, hence not checked:
-//! `switch/none` (built into libslurmfull: neither 24.11 nor 26.11 has a switch_none plugin)
-//! and, in 24.11, `cred/slurm` (it lives in `auth_slurm.so`). 24.11 names topology/flat
+//! `switch/none`, `task/none` and `jobacct_gather/none` (built into libslurmfull: neither
+//! 24.11 nor 26.11 has such a plugin directory; found when the first cross install was
+//! checked) and `cred/slurm` (it lives in `auth_slurm.so`). 24.11 names topology/flat
 //! `topology_default`. `tls/none` exists in both lines, `certgen/script` only in 26.11.
 //! auth/slurm (with cred/slurm) and serializer/json need json-c and libjwt: they are
 //! required only when the build was configured with them ([`required`]'s `with_deps`).
@@ -51,7 +52,9 @@ pub fn cpu_type(target: &Target) -> Result<u32> {
     match target.rust {
         "aarch64-apple-darwin" => Ok(macho::CPU_TYPE_ARM64),
         "x86_64-apple-darwin" => Ok(macho::CPU_TYPE_X86_64),
-        other => Err(Error::Unsupported(format!("{other} is not a Mach-O target"))),
+        other => Err(Error::Unsupported(format!(
+            "{other} is not a Mach-O target"
+        ))),
     }
 }
 
@@ -108,11 +111,18 @@ pub fn inspect(data: &[u8]) -> std::result::Result<MachInfo, String> {
     if magic == macho::FAT_MAGIC || magic == macho::FAT_MAGIC_64 {
         let n = word(data, 4, true).ok_or("truncated universal header")? as usize;
         // fat_arch is 20 bytes, fat_arch_64 32 (64-bit offset and size).
-        let (size, off_at) = if magic == macho::FAT_MAGIC { (20, 8) } else { (32, 8) };
+        let (size, off_at) = if magic == macho::FAT_MAGIC {
+            (20, 8)
+        } else {
+            (32, 8)
+        };
         if n == 0 || n > 64 {
             return Err(format!("universal header with {n} architectures"));
         }
-        let mut info = MachInfo { cpus: Vec::new(), filetype: 0 };
+        let mut info = MachInfo {
+            cpus: Vec::new(),
+            filetype: 0,
+        };
         for i in 0..n {
             let e = 8 + i * size;
             let offset = if magic == macho::FAT_MAGIC {
@@ -120,11 +130,12 @@ pub fn inspect(data: &[u8]) -> std::result::Result<MachInfo, String> {
             } else {
                 let hi = word(data, e + off_at, true);
                 let lo = word(data, e + off_at + 4, true);
-                hi.zip(lo).map(|(h, l)| ((u64::from(h) << 32) | u64::from(l)) as usize)
+                hi.zip(lo)
+                    .map(|(h, l)| ((u64::from(h) << 32) | u64::from(l)) as usize)
             }
             .ok_or("truncated universal header")?;
-            let slice = thin(data.get(offset..).unwrap_or(&[]))
-                .ok_or("a universal slice is not Mach-O")?;
+            let slice =
+                thin(data.get(offset..).unwrap_or(&[])).ok_or("a universal slice is not Mach-O")?;
             if i == 0 {
                 info.filetype = slice.filetype;
             }
@@ -181,11 +192,9 @@ const PROGRAMS: &[&str] = &[
 /// Plugins in both lines (by file name under `lib/slurm`, without `.so`).
 const PLUGINS: &[&str] = &[
     "proctrack_pgid",
-    "task_none",
     "select_cons_tres",
     "gres_gpu",
     "accounting_storage_slurmdbd",
-    "jobacct_gather_none",
     "mpi_pmi2",
     "prep_script",
     "hash_k12",
@@ -199,9 +208,15 @@ const DEP_PLUGINS: &[&str] = &["auth_slurm", "serializer_json"];
 pub fn required(line: &str, with_deps: bool) -> Vec<Required> {
     let mut v: Vec<Required> = PROGRAMS
         .iter()
-        .map(|p| Required { path: p.to_string(), expect: Expect::Program })
+        .map(|p| Required {
+            path: p.to_string(),
+            expect: Expect::Program,
+        })
         .collect();
-    v.push(Required { path: "lib/slurm/libslurmfull.dylib".into(), expect: Expect::Library });
+    v.push(Required {
+        path: "lib/slurm/libslurmfull.dylib".into(),
+        expect: Expect::Library,
+    });
     let mut plugins: Vec<&str> = PLUGINS.to_vec();
     if line == "24.11" {
         plugins.push("topology_default");
@@ -241,12 +256,19 @@ pub fn check_file(path: &Path, expect: Expect, cpu: u32) -> Option<String> {
             if !info.cpus.contains(&cpu) {
                 bad.push(format!(
                     "CPU {} (want {})",
-                    info.cpus.iter().map(|c| cpu_name(*c)).collect::<Vec<_>>().join("+"),
+                    info.cpus
+                        .iter()
+                        .map(|c| cpu_name(*c))
+                        .collect::<Vec<_>>()
+                        .join("+"),
                     cpu_name(cpu)
                 ));
             }
             if !expect.accepts(info.filetype) {
-                bad.push(format!("{} (want {expect:?})", filetype_name(info.filetype)));
+                bad.push(format!(
+                    "{} (want {expect:?})",
+                    filetype_name(info.filetype)
+                ));
             }
             (!bad.is_empty()).then(|| format!("{}: {}", path.display(), bad.join(", ")))
         }
@@ -295,7 +317,10 @@ pub fn check_prefix(
             problems: bad.join("\n"),
         });
     }
-    Ok(PrefixReport { required: req.len(), macho_files: count_macho(prefix, cpu) })
+    Ok(PrefixReport {
+        required: req.len(),
+        macho_files: count_macho(prefix, cpu),
+    })
 }
 
 #[cfg(test)]
@@ -316,7 +341,13 @@ mod tests {
     #[test]
     fn inspect__thin_headers() {
         let i = inspect(&header(macho::CPU_TYPE_ARM64, macho::MH_EXECUTE)).unwrap();
-        assert_eq!(i, MachInfo { cpus: vec![macho::CPU_TYPE_ARM64], filetype: macho::MH_EXECUTE });
+        assert_eq!(
+            i,
+            MachInfo {
+                cpus: vec![macho::CPU_TYPE_ARM64],
+                filetype: macho::MH_EXECUTE
+            }
+        );
         let i = inspect(&header(macho::CPU_TYPE_X86_64, macho::MH_BUNDLE)).unwrap();
         assert_eq!(i.cpus, vec![macho::CPU_TYPE_X86_64]);
         assert_eq!(i.filetype, macho::MH_BUNDLE);
@@ -336,11 +367,22 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("x");
         std::fs::write(&p, header(macho::CPU_TYPE_X86_64, macho::MH_DYLIB)).unwrap();
-        assert_eq!(check_file(&p, Expect::Library, macho::CPU_TYPE_X86_64), None);
+        assert_eq!(
+            check_file(&p, Expect::Library, macho::CPU_TYPE_X86_64),
+            None
+        );
         assert_eq!(check_file(&p, Expect::Plugin, macho::CPU_TYPE_X86_64), None);
         let m = check_file(&p, Expect::Program, macho::CPU_TYPE_ARM64).unwrap();
-        assert!(m.contains("CPU x86_64 (want arm64)") && m.contains("dylib (want Program)"), "{m}");
-        let m = check_file(&d.path().join("absent"), Expect::Program, macho::CPU_TYPE_ARM64).unwrap();
+        assert!(
+            m.contains("CPU x86_64 (want arm64)") && m.contains("dylib (want Program)"),
+            "{m}"
+        );
+        let m = check_file(
+            &d.path().join("absent"),
+            Expect::Program,
+            macho::CPU_TYPE_ARM64,
+        )
+        .unwrap();
         assert!(m.contains("absent"), "{m}");
     }
 
@@ -349,11 +391,79 @@ mod tests {
         let names = |v: Vec<Required>| v.into_iter().map(|r| r.path).collect::<Vec<_>>();
         let a = names(required("24.11", false));
         assert!(a.contains(&"lib/slurm/topology_default.so".to_string()));
-        assert!(!a.iter().any(|p| p.contains("certgen") || p.contains("auth_slurm")));
+        assert!(
+            !a.iter()
+                .any(|p| p.contains("certgen") || p.contains("auth_slurm"))
+        );
         let b = names(required("26.11", true));
-        for p in ["lib/slurm/topology_flat.so", "lib/slurm/certgen_script.so", "lib/slurm/auth_slurm.so",
-                  "lib/slurm/serializer_json.so", "sbin/slurmd", "bin/sacctmgr", "lib/slurm/libslurmfull.dylib"] {
+        for p in [
+            "lib/slurm/topology_flat.so",
+            "lib/slurm/certgen_script.so",
+            "lib/slurm/auth_slurm.so",
+            "lib/slurm/serializer_json.so",
+            "sbin/slurmd",
+            "bin/sacctmgr",
+            "lib/slurm/libslurmfull.dylib",
+        ] {
             assert!(b.contains(&p.to_string()), "{p}");
+        }
+    }
+
+    /// Real zig-built Mach-O files (an executable, a dylib and a `-bundle` module through the
+    /// generated wrapper): the check accepts them for their own CPU and kind only.
+    #[test]
+    fn check_file__real_zig_outputs() {
+        let sh = xshell::Shell::new().unwrap();
+        let Ok((zig, version)) = crate::cross::zig::find(&sh) else {
+            eprintln!("SKIPPED check_file__real_zig_outputs: the pinned zig is not installed");
+            return;
+        };
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("m.c"),
+            "int f(void); int main(void){return f();}\nint f(void){return 0;}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.path().join("p.c"),
+            "int undefined_in_host(void); int g(void){return undefined_in_host();}\n",
+        )
+        .unwrap();
+        for (triple, cpu, other) in [
+            (
+                "aarch64-apple-darwin",
+                macho::CPU_TYPE_ARM64,
+                macho::CPU_TYPE_X86_64,
+            ),
+            (
+                "x86_64-apple-darwin",
+                macho::CPU_TYPE_X86_64,
+                macho::CPU_TYPE_ARM64,
+            ),
+        ] {
+            let t = lookup(triple).unwrap();
+            let dir = d.path().join(triple);
+            let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+            let tc =
+                crate::cross::zig::write_wrappers(&dir, &zig, &version, t, &root, false).unwrap();
+            let cc = &tc.cc;
+            let (m, exe, so) = (d.path().join("m.c"), dir.join("m"), dir.join("p.so"));
+            let p = d.path().join("p.c");
+            xshell::cmd!(sh, "{cc} {m} -o {exe}").quiet().run().unwrap();
+            xshell::cmd!(
+                sh,
+                "{cc} -bundle -Wl,-undefined -Wl,dynamic_lookup {p} -o {so}"
+            )
+            .quiet()
+            .run()
+            .unwrap();
+            assert_eq!(check_file(&exe, Expect::Program, cpu), None, "{triple}");
+            assert_eq!(check_file(&so, Expect::Plugin, cpu), None, "{triple}");
+            assert!(check_file(&so, Expect::Program, cpu).is_some(), "{triple}");
+            assert!(
+                check_file(&exe, Expect::Program, other).is_some(),
+                "{triple}"
+            );
         }
     }
 

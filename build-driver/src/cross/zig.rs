@@ -81,10 +81,13 @@ pub fn find(sh: &Shell) -> Result<(PathBuf, String)> {
     .read()
     .map_err(|_| Error::Zig(format!("python3 cannot import ziglang; {}", install_hint())))?;
     let zig = PathBuf::from(dir.trim()).join("zig");
-    let version = cmd!(sh, "{zig} version")
-        .quiet()
-        .read()
-        .map_err(|e| Error::Zig(format!("{} does not run ({e}); {}", zig.display(), install_hint())))?;
+    let version = cmd!(sh, "{zig} version").quiet().read().map_err(|e| {
+        Error::Zig(format!(
+            "{} does not run ({e}); {}",
+            zig.display(),
+            install_hint()
+        ))
+    })?;
     check_version(version.trim())?;
     Ok((zig, version.trim().to_string()))
 }
@@ -127,6 +130,8 @@ pub fn cc_wrapper(
 #   -Wl,FILE.a|.o    a linker input hidden from libtool; zig's -Wl parser rejects
 #                    file names, so it is passed as an ordinary input
 #   -Wl,-lNAME       likewise a library hidden from libtool: -lNAME
+#   -Wl,-r           libtool's darwin relocatable link (reload_cmds); zig takes
+#                    the driver's -r but not the linker's
 n=$#
 while [ "$n" -gt 0 ]; do
   a=$1
@@ -134,6 +139,7 @@ while [ "$n" -gt 0 ]; do
   n=$((n - 1))
   case $a in
     -bundle) set -- "$@" -shared ;;
+    -Wl,-r) set -- "$@" -r ;;
     -Wl,*,*) set -- "$@" "$a" ;;
     -Wl,*.a | -Wl,*.o | -Wl,-l*) set -- "$@" "${{a#-Wl,}}" ;;
     *) set -- "$@" "$a" ;;
@@ -211,8 +217,12 @@ pub fn prepare(
     )
 }
 
-/// The variables configure gets besides `CC`: `AR`, `RANLIB`, and `LDFLAGS` with the
-/// lane's link stubs (`-L<cross-sdk>/lib`, ahead of any user `LDFLAGS`).
+/// The variables configure gets besides `CC`: `AR`, `RANLIB`, `LDFLAGS` with the lane's
+/// link stubs (`-L<cross-sdk>/lib`, ahead of any user `LDFLAGS`), and
+/// `lt_cv_prog_gnu_ld=no`: libtool asks the compiler for its linker (`-print-prog-name=ld`),
+/// zig answers `ld`, that is the build machine's GNU ld, and libtool would then use its
+/// GNU/ELF recipes (`-shared -soname`, no `-undefined dynamic_lookup`) instead of the darwin
+/// ones (measured: every plugin link failed on undefined Slurm symbols).
 pub fn configure_env(tc: &ZigToolchain, user_ldflags: Option<&str>) -> Vec<String> {
     let mut ld = format!("-L{}", tc.sdk.join("lib").display());
     if let Some(u) = user_ldflags.filter(|u| !u.trim().is_empty()) {
@@ -223,6 +233,7 @@ pub fn configure_env(tc: &ZigToolchain, user_ldflags: Option<&str>) -> Vec<Strin
         format!("AR={}", tc.ar.display()),
         format!("RANLIB={}", tc.ranlib.display()),
         format!("LDFLAGS={ld}"),
+        "lt_cv_prog_gnu_ld=no".to_string(),
     ]
 }
 
@@ -270,7 +281,9 @@ mod tests {
         let w = cc_wrapper(Path::new("/z/zig"), "0.17.0", t, Path::new("/r/sdk"), false).unwrap();
         assert!(w.starts_with("#!/bin/sh\n"));
         assert!(
-            w.contains("exec '/z/zig' cc -target aarch64-macos.12.0 -isystem '/r/sdk/include' \"$@\""),
+            w.contains(
+                "exec '/z/zig' cc -target aarch64-macos.12.0 -isystem '/r/sdk/include' \"$@\""
+            ),
             "{w}"
         );
         assert!(w.contains("-bundle) set -- \"$@\" -shared ;;"));
@@ -291,15 +304,36 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let d = tempfile::tempdir().unwrap();
         let fake = d.path().join("fake zig");
-        std::fs::write(&fake, "#!/bin/sh\nfor a in \"$@\"; do printf '<%s>' \"$a\"; done\n").unwrap();
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\nfor a in \"$@\"; do printf '<%s>' \"$a\"; done\n",
+        )
+        .unwrap();
         std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
         let t = lookup("x86_64-apple-darwin").unwrap();
-        let tc = write_wrappers(&d.path().join("tc"), &fake, "0.17.0", t, Path::new("/r"), false)
-            .unwrap();
+        let tc = write_wrappers(
+            &d.path().join("tc"),
+            &fake,
+            "0.17.0",
+            t,
+            Path::new("/r"),
+            false,
+        )
+        .unwrap();
         let out = std::process::Command::new(&tc.cc)
             .args([
-                "-o", "x.so", "-bundle", "a b.o", "it's", "-Wl,-undefined", "-Wl,dynamic_lookup",
-                "-Wl,-u,_s", "-Wl,/t/libslurm_shim.a", "-Wl,-lSystem", "-Wl,-rpath,/x/y.o",
+                "-o",
+                "x.so",
+                "-bundle",
+                "a b.o",
+                "it's",
+                "-Wl,-undefined",
+                "-Wl,dynamic_lookup",
+                "-Wl,-u,_s",
+                "-Wl,/t/libslurm_shim.a",
+                "-Wl,-lSystem",
+                "-Wl,-rpath,/x/y.o",
+                "-Wl,-r",
             ])
             .output()
             .unwrap();
@@ -307,9 +341,12 @@ mod tests {
             String::from_utf8_lossy(&out.stdout),
             "<cc><-target><x86_64-macos.12.0><-isystem></r/build-driver/cross-sdk/include>\
              <-o><x.so><-shared><a b.o><it's><-Wl,-undefined><-Wl,dynamic_lookup>\
-             <-Wl,-u,_s></t/libslurm_shim.a><-lSystem><-Wl,-rpath,/x/y.o>"
+             <-Wl,-u,_s></t/libslurm_shim.a><-lSystem><-Wl,-rpath,/x/y.o><-r>"
         );
-        let ar = std::process::Command::new(&tc.ar).args(["cr", "l.a"]).output().unwrap();
+        let ar = std::process::Command::new(&tc.ar)
+            .args(["cr", "l.a"])
+            .output()
+            .unwrap();
         assert_eq!(String::from_utf8_lossy(&ar.stdout), "<ar><cr><l.a>");
         assert!(!d.path().join("tc/cc.part").exists());
     }
@@ -326,7 +363,12 @@ mod tests {
         };
         assert_eq!(
             configure_env(&tc, Some("-L/opt/x")),
-            vec!["AR=/t/ar", "RANLIB=/t/ranlib", "LDFLAGS=-L/r/sdk/lib -L/opt/x"]
+            vec![
+                "AR=/t/ar",
+                "RANLIB=/t/ranlib",
+                "LDFLAGS=-L/r/sdk/lib -L/opt/x",
+                "lt_cv_prog_gnu_ld=no",
+            ]
         );
         assert_eq!(configure_env(&tc, None)[2], "LDFLAGS=-L/r/sdk/lib");
     }
