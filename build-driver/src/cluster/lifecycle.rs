@@ -142,10 +142,13 @@ impl Cluster {
 
     fn died(&self, daemon: &str, pid: u32, when: &str) -> Error {
         let log = log_of(&self.layout(), daemon);
+        let how = procs::how_it_ended(pid)
+            .map(|h| format!(" ({h})"))
+            .unwrap_or_default();
         Error::DaemonDied {
             daemon: daemon.to_string(),
             pid,
-            when: when.to_string(),
+            when: format!("{when}{how}"),
             tail: format!(
                 "{}\n(its stdout/stderr, {}:)\n{}",
                 file_tail(&log, 25),
@@ -422,6 +425,37 @@ pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
         opts.name
     );
     Ok(cluster)
+}
+
+/// Hold `<dir>.lock` (flock, with our PID in it) for as long as the returned file lives, so a
+/// second `cluster test` on the same cluster refuses instead of stopping the first one's.
+pub fn lock(name: &str, dir: &Path) -> Result<std::fs::File> {
+    use std::io::{Read, Seek, Write};
+    use std::os::fd::AsRawFd;
+    let mut path = dir.as_os_str().to_owned();
+    path.push(".lock");
+    let path = PathBuf::from(path);
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let mut holder = String::new();
+        f.read_to_string(&mut holder).ok();
+        return Err(Error::Cluster(format!(
+            "cluster `{name}` ({}) is in use by another `cargo xtask cluster test` (pid {}); wait for it or use another --name",
+            dir.display(),
+            holder.trim()
+        )));
+    }
+    f.set_len(0).map_err(|e| Error::io(&path, e))?;
+    f.rewind().map_err(|e| Error::io(&path, e))?;
+    write!(f, "{}", std::process::id()).map_err(|e| Error::io(&path, e))?;
+    Ok(f)
 }
 
 /// A recorded cluster that still runs: refuse. One that does not: remove its files.
@@ -719,6 +753,20 @@ mod tests {
         );
         drop(l);
         check_port_free("slurmctld", port).unwrap();
+    }
+
+    #[test]
+    fn lock__second_holder_refused_with_the_pid() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = dir.path().join("c");
+        let first = lock("c", &c).unwrap();
+        let err = lock("c", &c).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("pid {}", std::process::id())),
+            "{err}"
+        );
+        drop(first);
+        lock("c", &c).unwrap();
     }
 
     #[test]

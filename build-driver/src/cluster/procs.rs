@@ -308,14 +308,41 @@ pub enum Stopped {
     Killed,
 }
 
-/// Reap `pid` if it is our own exited child (the `test` command starts the daemons itself);
-/// harmless otherwise.
+/// Exit statuses of our own children that were reaped, by PID.
+static REAPED: std::sync::Mutex<Vec<(u32, libc::c_int)>> = std::sync::Mutex::new(Vec::new());
+
+/// Reap `pid` if it is our own exited child (the `test` command starts the daemons itself)
+/// and remember how it ended; harmless otherwise.
 fn reap(pid: u32) {
     let mut status = 0;
     // SAFETY: waitpid with WNOHANG on a specific PID; fails with ECHILD if not our child.
-    unsafe {
-        libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG);
+    let rc = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
+    if rc == pid as libc::pid_t {
+        if let Ok(mut r) = REAPED.lock() {
+            r.push((pid, status));
+        }
     }
+}
+
+/// How a daemon we started and reaped ended (`exit status 1`, `killed by signal 11 (core
+/// dumped)`), if it was our child.
+pub fn how_it_ended(pid: u32) -> Option<String> {
+    let status = REAPED.lock().ok()?.iter().rev().find(|(p, _)| *p == pid)?.1;
+    Some(if libc::WIFEXITED(status) {
+        format!("exit status {}", libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        format!(
+            "killed by signal {}{}",
+            libc::WTERMSIG(status),
+            if libc::WCOREDUMP(status) {
+                " (core dumped)"
+            } else {
+                ""
+            }
+        )
+    } else {
+        format!("wait status {status:#x}")
+    })
 }
 
 /// A pidfd (Linux 5.3+): signals through it reach the process it was opened on, or nothing.
