@@ -9,8 +9,10 @@
 //!    difference fails unless `ci/expectations/<line>-darwin.toml` lists it with a reason; an
 //!    entry that no longer matches fails too (the file must stay true). Then the live cluster
 //!    smoke test on the native install and on the darwin install.
-//! 4. Darwin cross-build: 24.11 (the pinned version) built for aarch64-apple-darwin with zig,
-//!    and the installed programs, libslurmfull and plugins checked to be arm64 Mach-O.
+//! 4. Darwin cross-build: `cargo xtask deps --target aarch64-apple-darwin` (json-c, libjwt,
+//!    hwloc), then 24.11 (the pinned version) built for aarch64-apple-darwin with zig and those
+//!    libraries, the installed programs, libslurmfull and plugins checked to be arm64 Mach-O,
+//!    and the install audited (`ci/expectations/audit-<line>-macho-arm64.toml`).
 //! 5. Plugin-linkage audit (`cargo xtask audit`) of the native and the darwin install, each
 //!    compared exactly with `ci/expectations/audit-<line>-<lane>.toml` (new and fixed
 //!    findings both fail).
@@ -20,7 +22,7 @@
 
 use crate::build_slurm::{self, BuildOutput};
 use crate::check::{self, Difference, Outcome, Results};
-use crate::cli::{BuildArgs, CiArgs, Personality, SourceArgs};
+use crate::cli::{BuildArgs, CiArgs, DepsArgs, Personality, SourceArgs};
 use crate::error::{Error, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -191,11 +193,29 @@ fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
         crate::cluster::smoke(sh, root, &b.prefix)
             .map(|()| "sbatch, srun, scancel passed".to_string())
     });
-    report.step(
-        "build-slurm --target aarch64-apple-darwin (zig, Mach-O check)",
-        || {
+    // Darwin cross lane: the target's json-c, libjwt and hwloc, then Slurm with them.
+    let deps = report.step("deps --target aarch64-apple-darwin", || {
+        crate::deps::run(
+            sh,
+            root,
+            DepsArgs {
+                target: "aarch64-apple-darwin".to_string(),
+                jobs: None,
+                debian_mirror: None,
+            },
+        )
+        .map(|d| {
+            let text = d.dir.display().to_string();
+            (d, text)
+        })
+    });
+    let cross = report.step_after(
+        "build-slurm --target aarch64-apple-darwin (zig, deps, Mach-O check)",
+        &deps,
+        |d| {
             let args = BuildArgs {
                 target: Some("aarch64-apple-darwin".to_string()),
+                deps_prefix: Some(d.dir.clone()),
                 ..build_args(Personality::Native, false)
             };
             build_slurm::build(sh, root, &args).map(described)
@@ -207,6 +227,11 @@ fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
     report.step_after("audit: darwin install (plugin linkage)", &darwin, |b| {
         audit(sh, root, b, "darwin")
     });
+    report.step_after(
+        "audit: aarch64-apple-darwin install (Mach-O)",
+        &cross,
+        |b| audit(sh, root, b, "macho-arm64"),
+    );
 }
 
 /// `cargo xtask audit` on an install, compared exactly with

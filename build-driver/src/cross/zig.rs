@@ -21,8 +21,8 @@
 //!   with a comma-separated value list is left alone.
 //! * `ar`, `ranlib`: `zig ar`, `zig ranlib` (llvm-ar/ranlib; GNU ar cannot index Mach-O).
 //!
-//! Configure also gets `-L<cross-sdk>/lib` in `LDFLAGS` so `-lresolv` finds the lane's
-//! libresolv stub (see [`configure_env`]).
+//! Every link (not a compile) also gets `-L<cross-sdk>/lib`, so `-lresolv` and `-liconv`
+//! find the lane's stubs as they would find the SDK's (see [`configure_env`]).
 
 use crate::cross::{MACOS_MIN, cross_sdk_dir};
 use crate::error::{Error, Result};
@@ -132,11 +132,15 @@ pub fn cc_wrapper(
 #   -Wl,-lNAME       likewise a library hidden from libtool: -lNAME
 #   -Wl,-r           libtool's darwin relocatable link (reload_cmds); zig takes
 #                    the driver's -r but not the linker's
+link=1
 n=$#
 while [ "$n" -gt 0 ]; do
   a=$1
   shift
   n=$((n - 1))
+  case $a in
+    -c | -E | -S | -M | -MM) link=0 ;;
+  esac
   case $a in
     -bundle) set -- "$@" -shared ;;
     -Wl,-r) set -- "$@" -r ;;
@@ -145,12 +149,18 @@ while [ "$n" -gt 0 ]; do
     *) set -- "$@" "$a" ;;
   esac
 done
+# The link stubs (-lresolv, -liconv) are found like the SDK's: on every link, whatever
+# LDFLAGS a configure test set (not on compiles: -Werror tests would see "unused -L").
+if [ "$link" = 1 ]; then
+  set -- "$@" -L{lib}
+fi
 exec {launcher}{zig} cc -target {zt} -isystem {inc} "$@"
 "#,
         rust = target.rust,
         min = MACOS_MIN,
         zig = sh_quote(&zig.display().to_string()),
         inc = sh_quote(&sdk.join("include").display().to_string()),
+        lib = sh_quote(&sdk.join("lib").display().to_string()),
     ))
 }
 
@@ -217,24 +227,24 @@ pub fn prepare(
     )
 }
 
-/// The variables configure gets besides `CC`: `AR`, `RANLIB`, `LDFLAGS` with the lane's
-/// link stubs (`-L<cross-sdk>/lib`, ahead of any user `LDFLAGS`), and
+/// The variables configure gets besides `CC`: `AR`, `RANLIB`, the user's `LDFLAGS` if any
+/// (the lane's link stubs come from the wrapper, see [`cc_wrapper`]: Slurm's `x_ac_*.m4`
+/// replace `LDFLAGS` during their tests, which lost `-lresolv` when the stub directory was
+/// in `LDFLAGS`, measured with `--with-jwt`), and
 /// `lt_cv_prog_gnu_ld=no`: libtool asks the compiler for its linker (`-print-prog-name=ld`),
 /// zig answers `ld`, that is the build machine's GNU ld, and libtool would then use its
 /// GNU/ELF recipes (`-shared -soname`, no `-undefined dynamic_lookup`) instead of the darwin
 /// ones (measured: every plugin link failed on undefined Slurm symbols).
 pub fn configure_env(tc: &ZigToolchain, user_ldflags: Option<&str>) -> Vec<String> {
-    let mut ld = format!("-L{}", tc.sdk.join("lib").display());
-    if let Some(u) = user_ldflags.filter(|u| !u.trim().is_empty()) {
-        ld.push(' ');
-        ld.push_str(u);
-    }
-    vec![
+    let mut v = vec![
         format!("AR={}", tc.ar.display()),
         format!("RANLIB={}", tc.ranlib.display()),
-        format!("LDFLAGS={ld}"),
-        "lt_cv_prog_gnu_ld=no".to_string(),
-    ]
+    ];
+    if let Some(u) = user_ldflags.filter(|u| !u.trim().is_empty()) {
+        v.push(format!("LDFLAGS={u}"));
+    }
+    v.push("lt_cv_prog_gnu_ld=no".to_string());
+    v
 }
 
 #[cfg(test)]
@@ -341,7 +351,17 @@ mod tests {
             String::from_utf8_lossy(&out.stdout),
             "<cc><-target><x86_64-macos.12.0><-isystem></r/build-driver/cross-sdk/include>\
              <-o><x.so><-shared><a b.o><it's><-Wl,-undefined><-Wl,dynamic_lookup>\
-             <-Wl,-u,_s></t/libslurm_shim.a><-lSystem><-Wl,-rpath,/x/y.o><-r>"
+             <-Wl,-u,_s></t/libslurm_shim.a><-lSystem><-Wl,-rpath,/x/y.o><-r>\
+             <-L/r/build-driver/cross-sdk/lib>"
+        );
+        // A compile gets no -L (clang would warn that it is unused).
+        let out = std::process::Command::new(&tc.cc)
+            .args(["-c", "a.c"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "<cc><-target><x86_64-macos.12.0><-isystem></r/build-driver/cross-sdk/include><-c><a.c>"
         );
         let ar = std::process::Command::new(&tc.ar)
             .args(["cr", "l.a"])
@@ -366,10 +386,14 @@ mod tests {
             vec![
                 "AR=/t/ar",
                 "RANLIB=/t/ranlib",
-                "LDFLAGS=-L/r/sdk/lib -L/opt/x",
+                "LDFLAGS=-L/opt/x",
                 "lt_cv_prog_gnu_ld=no",
             ]
         );
-        assert_eq!(configure_env(&tc, None)[2], "LDFLAGS=-L/r/sdk/lib");
+        assert!(
+            !configure_env(&tc, None)
+                .iter()
+                .any(|v| v.starts_with("LDFLAGS="))
+        );
     }
 }
