@@ -69,19 +69,21 @@ pub fn default_is_zig(target: &Target, host: &Target) -> bool {
 ///
 /// `--disable-pam` (macOS has no `libpam_misc`), `--disable-x11`, `--without-munge` (auth/slurm
 /// is the node's authentication), `--without-mysql_config` (slurmdbd's storage, not a
-/// node's), `--without-yaml`, `--without-lz4` (sbcast compression), `--without-libcurl`,
+/// node's), `--without-yaml`, `--without-libcurl`,
 /// `--without-http-parser` (slurmrestd), `--without-rdkafka`, `--without-lua`,
 /// `--without-pmix`, `--without-ucx`, `--without-nvml`, `--without-rsmi`, `--without-oneapi`
 /// (GPU vendors macOS lacks), `--without-freeipmi`, `--without-hdf5`, `--without-readline`
 /// (scontrol/sacctmgr interactive mode), `--without-s2n` (26.11 TLS), `--without-bpf`,
-/// `--without-dbus`, `--without-selinux`, `--without-numa`.
+/// `--without-dbus`, `--without-selinux`, `--without-numa`. Not `--without-lz4`: it stops the
+/// 26.11 snapshot's configure (`conditional "BUILD_LZ4" was never defined`; seen by the deps
+/// helper). lz4's probe then looks in the build machine's `/usr`; zig cannot link an ELF
+/// liblz4 into Mach-O, so it should answer no (see `HAVE_LZ4` in the build's config.h).
 pub const APPLE_SWITCHES: &[&str] = &[
     "--disable-pam",
     "--disable-x11",
     "--without-munge",
     "--without-mysql_config",
     "--without-yaml",
-    "--without-lz4",
     "--without-libcurl",
     "--without-http-parser",
     "--without-rdkafka",
