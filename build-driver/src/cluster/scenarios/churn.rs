@@ -66,6 +66,7 @@ pub fn churn(ctx: &mut Ctx<'_>) -> Result<String> {
         Duration::from_secs(180),
         Duration::from_millis(500),
         || {
+            ctx.cluster.check_daemons()?;
             let out = ctx.read(
                 "sacct",
                 &["-n", "-X", "-P", "-j", &id_list, "-o", "JobID,State"],

@@ -302,6 +302,7 @@ impl<'a> Ctx<'a> {
     pub fn wait_node_idle(&self, timeout: Duration) -> Result<()> {
         let mut last = None;
         poll(&format!("node {NODE} to be idle"), timeout, POLL, || {
+            self.cluster.check_daemons()?;
             let (state, alloc) = self.node_state()?;
             let idle = state == "IDLE" && alloc == "0";
             last = Some(format!("State={state} CPUAlloc={alloc}"));
