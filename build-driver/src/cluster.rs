@@ -31,7 +31,7 @@ mod daemons;
 mod jobs;
 mod lab;
 pub mod lifecycle;
-mod peer;
+pub mod peer;
 mod private_ns;
 mod procs;
 mod scenarios;

@@ -93,6 +93,8 @@ impl Install {
     }
 }
 
+/// The whole command. Callable from `ci` in-process: outside the private namespace it runs
+/// the driver again as `cluster peer` with `args`.
 pub fn run(sh: &Shell, root: &Path, args: PeerArgs) -> Result<()> {
     if private_ns::enter(sh, "cluster peer", &argv(&args))? == Entered::Done {
         return Ok(());
