@@ -318,9 +318,10 @@ impl Cluster {
     pub fn leftovers(&self) -> Vec<ProcRecord> {
         let namespaces = self.state.namespaces.clone();
         let ours: Vec<u32> = self.state.running().iter().map(|d| d.pid).collect();
+        let run = self.state.layout().run();
         namespaces
             .into_iter()
-            .flat_map(procs::processes_in_namespace)
+            .flat_map(|ns| procs::processes_in_namespace(ns, &run))
             .filter(|p| !ours.contains(&p.pid))
             .collect()
     }

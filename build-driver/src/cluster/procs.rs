@@ -414,16 +414,34 @@ impl PidFd {
     }
 }
 
-/// Every process in mount namespace `ns` (inode), except PID 1's namespace.
-pub fn processes_in_namespace(ns: u64) -> Vec<ProcRecord> {
+/// Every process in mount namespace `ns` (inode) whose `/run` is `run_dir` (bind-mounted),
+/// except PID 1's and our own namespace.
+///
+/// The inode alone proves nothing: once every process of a namespace has exited, the kernel
+/// hands its number to the next namespace created (seen here: a sweep by a recorded number
+/// killed another harness's processes). A namespace of ours is recognised by what it mounts
+/// on `/run`: the cluster's own `run/` directory, the same device and the same path.
+pub fn processes_in_namespace(ns: u64, run_dir: &Path) -> Vec<ProcRecord> {
     if mount_namespace(1) == Some(ns) || mount_namespace(std::process::id()) == Some(ns) {
         return Vec::new();
     }
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+    let members: Vec<u32> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter(|&pid| mount_namespace(pid) == Some(ns))
+        .collect();
+    // Every member sees the same mounts; the first readable one decides for the namespace.
+    let ours = members
+        .iter()
+        .find_map(|&pid| std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).ok())
+        .is_some_and(|info| run_mount_is(&info, run_dir));
+    if !ours {
+        return Vec::new();
+    }
+    members
+        .into_iter()
         .filter_map(|pid| {
             let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
             Some(ProcRecord {
@@ -436,6 +454,30 @@ pub fn processes_in_namespace(ns: u64) -> Vec<ProcRecord> {
         .collect()
 }
 
+/// Whether `mountinfo` (the text of `/proc/<pid>/mountinfo`) mounts `run_dir` on `/run`: the
+/// line whose mount point (field 5) is `/run` has `run_dir`'s device (field 3, major:minor)
+/// and a root (field 4, the path inside that device's file system) that `run_dir` ends with.
+pub fn run_mount_is(mountinfo: &str, run_dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(meta), Ok(run_dir)) = (std::fs::metadata(run_dir), std::fs::canonicalize(run_dir))
+    else {
+        return false;
+    };
+    let dev = format!("{}:{}", libc::major(meta.dev()), libc::minor(meta.dev()));
+    // The last mount on /run is the one the namespace sees.
+    mountinfo
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f.len() > 4 && f[4] == "/run").then(|| (f[2].to_string(), f[3].to_string()))
+        })
+        .last()
+        .is_some_and(|(d, root)| {
+            let root = root.trim_start_matches('/');
+            d == dev && !root.is_empty() && run_dir.ends_with(root)
+        })
+}
+
 /// Whether we can create mount namespaces (Linux, root).
 pub fn can_isolate() -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -446,6 +488,40 @@ pub fn can_isolate() -> bool {
 mod tests {
     #![allow(non_snake_case)]
     use super::*;
+
+    #[test]
+    fn run_mount_is__only_our_directory_on_our_device() {
+        use std::os::unix::fs::MetadataExt;
+        let t = tempfile::tempdir().unwrap();
+        let run = t.path().join("slurm-cluster-x").join("run");
+        std::fs::create_dir_all(&run).unwrap();
+        let real = std::fs::canonicalize(&run).unwrap();
+        let dev = std::fs::metadata(&run).unwrap().dev();
+        let dev = format!("{}:{}", libc::major(dev), libc::minor(dev));
+        let line = |dev: &str, root: &str| {
+            format!("700 600 {dev} {root} /run rw,relatime shared:1 - ext4 /dev/vda1 rw\n")
+        };
+        let system = "25 1 0:23 / /run rw,nosuid - tmpfs tmpfs rw\n";
+        let ours = format!("{system}{}", line(&dev, &real.to_string_lossy()));
+        assert!(run_mount_is(&ours, &run));
+        // The same directory seen from a file system mounted below it (root is relative).
+        let tail = real
+            .strip_prefix(real.parent().unwrap().parent().unwrap())
+            .unwrap();
+        assert!(run_mount_is(
+            &format!("{system}{}", line(&dev, &format!("/{}", tail.display()))),
+            &run
+        ));
+        // Another harness's directory, another device, or the system's /run: not ours.
+        let other = format!("{system}{}", line(&dev, "/tmp/xtask-peer-1/native/c/run"));
+        assert!(!run_mount_is(&other, &run));
+        assert!(!run_mount_is(
+            &format!("{system}{}", line("254:99", &real.to_string_lossy())),
+            &run
+        ));
+        assert!(!run_mount_is(system, &run));
+        assert!(!run_mount_is("", &run));
+    }
 
     #[test]
     fn parse_stat_after_comm__comm_with_spaces_and_parens() {
@@ -540,5 +616,40 @@ mod tests {
             !Path::new("/run/marker").exists(),
             "the host /run is untouched"
         );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn processes_in_namespace__finds_ours_and_ignores_a_namespace_with_another_run() {
+        if !can_isolate() {
+            eprintln!("skipped: mount namespaces need root");
+            return;
+        }
+        let ours = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let iso = Isolation::new(ours.path()).unwrap();
+        let mut cmd = Command::new("sleep");
+        iso.apply(&mut cmd);
+        let mut child = cmd.arg("30").spawn().unwrap();
+        let pid = child.id();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let ns = loop {
+            // After exec (comm is `sleep`) the namespace and its bind mount are complete.
+            let exec_done = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim() == "sleep");
+            match mount_namespace(pid) {
+                Some(ns) if exec_done && Some(ns) != mount_namespace(std::process::id()) => {
+                    break ns;
+                }
+                _ if Instant::now() > deadline => panic!("sleep never entered its namespace"),
+                _ => std::thread::sleep(Duration::from_millis(10)),
+            }
+        };
+        let found = processes_in_namespace(ns, ours.path());
+        let other_found = processes_in_namespace(ns, other.path());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(found.iter().any(|p| p.pid == pid), "{found:?}");
+        assert!(other_found.is_empty(), "{other_found:?}");
     }
 }
