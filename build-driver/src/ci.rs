@@ -7,8 +7,11 @@
 //!    `make check` in both, and any difference in any test result fails.
 //! 3. Darwin personality: built, `make check` compared with the native patched build. A
 //!    difference fails unless `ci/expectations/<line>-darwin.toml` lists it with a reason; an
-//!    entry that no longer matches fails too (the file must stay true). Then the live cluster
-//!    smoke test on the native install and on the darwin install.
+//!    entry that no longer matches fails too (the file must stay true). Then live clusters
+//!    (slurmctld, slurmd, slurmdbd + a private MariaDB on loopback): the smoke scenarios on
+//!    the native install, every scenario of `cargo xtask cluster test` on the darwin install,
+//!    and Slurm's own Python suite (the subset in `ci/peer-subset.txt`) on both, whose
+//!    per-test outcomes must agree.
 //! 4. Darwin cross-build: `cargo xtask deps --target aarch64-apple-darwin` (json-c, libjwt,
 //!    hwloc), then 24.11 (the pinned version) built for aarch64-apple-darwin with zig and those
 //!    libraries, the installed programs, libslurmfull and plugins checked to be arm64 Mach-O.
@@ -21,7 +24,7 @@
 
 use crate::build_slurm::{self, BuildOutput};
 use crate::check::{self, Difference, Outcome, Results};
-use crate::cli::{BuildArgs, CiArgs, DepsArgs, Personality, SourceArgs};
+use crate::cli::{BuildArgs, CiArgs, DepsArgs, PeerArgs, Personality, SourceArgs};
 use crate::error::{Error, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -188,10 +191,30 @@ fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
         crate::cluster::smoke(sh, root, &b.prefix)
             .map(|()| "sbatch, srun, scancel passed".to_string())
     });
-    report.step_after("cluster smoke: darwin install", &darwin, |b| {
-        crate::cluster::smoke(sh, root, &b.prefix)
-            .map(|()| "sbatch, srun, scancel passed".to_string())
+    report.step_after("cluster scenarios: darwin install", &darwin, |b| {
+        crate::cluster::scenarios(sh, &b.prefix)
+            .map(|()| "every scenario passed or is a listed gap".to_string())
     });
+    match (&patched, &darwin) {
+        (Some(native), Some(dar)) => {
+            report.step("peer suite subset: native vs darwin", || {
+                let args = PeerArgs {
+                    native: native.prefix.clone(),
+                    darwin: dar.prefix.clone(),
+                    subset: None,
+                    all: false,
+                    timeout: 240,
+                    keep: false,
+                };
+                crate::cluster::peer::run(sh, root, args)
+                    .map(|()| "same outcomes (ci/peer-subset.txt)".to_string())
+            });
+        }
+        _ => report.skip(
+            "peer suite subset: native vs darwin",
+            "a build above did not succeed",
+        ),
+    }
     // Darwin cross lane: the target's json-c, libjwt and hwloc, then Slurm with them.
     let deps = report.step("deps --target aarch64-apple-darwin", || {
         crate::deps::run(

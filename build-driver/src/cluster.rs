@@ -220,6 +220,17 @@ const SMOKE: [&str; 3] = ["batch-exit-codes", "srun", "cancel-process-tree"];
 /// codes in sacct, srun, cancel of a process tree), in a cluster named after the prefix's
 /// staging directory (so native and darwin do not collide). `test` runs every scenario.
 pub fn smoke(sh: &Shell, _root: &Path, prefix: &Path) -> Result<()> {
+    test(sh, &ci_options(prefix, &SMOKE))
+}
+
+/// Every scenario on a built prefix, as `cargo xtask cluster test` runs them, in a cluster
+/// named after the prefix's staging directory (what `cargo xtask ci` runs on the darwin
+/// personality).
+pub fn scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
+    test(sh, &ci_options(prefix, &[]))
+}
+
+fn ci_options(prefix: &Path, only: &[&str]) -> TestOptions {
     let name = format!(
         "ci_{}",
         prefix
@@ -232,16 +243,13 @@ pub fn smoke(sh: &Shell, _root: &Path, prefix: &Path) -> Result<()> {
             })
             .unwrap_or_default()
     );
-    test(
-        sh,
-        &TestOptions {
-            prefix: prefix.to_path_buf(),
-            dir: default_dir(&name),
-            name,
-            only: SMOKE.iter().map(|s| s.to_string()).collect(),
-            keep: false,
-        },
-    )
+    TestOptions {
+        prefix: prefix.to_path_buf(),
+        dir: default_dir(&name),
+        name,
+        only: only.iter().map(|s| s.to_string()).collect(),
+        keep: false,
+    }
 }
 
 /// The programs and plugins the cluster needs.

@@ -471,7 +471,7 @@ pub fn run_mount_is(mountinfo: &str, run_dir: &Path) -> bool {
             let f: Vec<&str> = l.split(' ').collect();
             (f.len() > 4 && f[4] == "/run").then(|| (f[2].to_string(), f[3].to_string()))
         })
-        .last()
+        .next_back()
         .is_some_and(|(d, root)| {
             let root = root.trim_start_matches('/');
             d == dev && !root.is_empty() && run_dir.ends_with(root)
