@@ -132,6 +132,10 @@ pub fn cc_wrapper(
 #   -Wl,-lNAME       likewise a library hidden from libtool: -lNAME
 #   -Wl,-r           libtool's darwin relocatable link (reload_cmds); zig takes
 #                    the driver's -r but not the linker's
+# Added on links: -Wl,--no-gc-sections. With -O1 or higher on the link line (Slurm's
+# CFLAGS are there) zig's Mach-O linker dead-strips every function nothing in the image
+# references, such as slurmctld's sort_job_queue that only plugins call; Apple's ld64
+# keeps every global of an image unless -dead_strip is given. Found by the audit.
 link=1
 n=$#
 while [ "$n" -gt 0 ]; do
@@ -152,7 +156,7 @@ done
 # The link stubs (-lresolv, -liconv) are found like the SDK's: on every link, whatever
 # LDFLAGS a configure test set (not on compiles: -Werror tests would see "unused -L").
 if [ "$link" = 1 ]; then
-  set -- "$@" -L{lib}
+  set -- "$@" -L{lib} -Wl,--no-gc-sections
 fi
 exec {launcher}{zig} cc -target {zt} -isystem {inc} "$@"
 "#,
@@ -352,7 +356,7 @@ mod tests {
             "<cc><-target><x86_64-macos.12.0><-isystem></r/build-driver/cross-sdk/include>\
              <-o><x.so><-shared><a b.o><it's><-Wl,-undefined><-Wl,dynamic_lookup>\
              <-Wl,-u,_s></t/libslurm_shim.a><-lSystem><-Wl,-rpath,/x/y.o><-r>\
-             <-L/r/build-driver/cross-sdk/lib>"
+             <-L/r/build-driver/cross-sdk/lib><-Wl,--no-gc-sections>"
         );
         // A compile gets no -L (clang would warn that it is unused).
         let out = std::process::Command::new(&tc.cc)
@@ -394,6 +398,56 @@ mod tests {
             !configure_env(&tc, None)
                 .iter()
                 .any(|v| v.starts_with("LDFLAGS="))
+        );
+    }
+
+    /// With real zig: an executable linked through the wrapper at -O2 keeps a global function
+    /// that nothing in it calls (plugins resolve such functions in the program at dlopen);
+    /// without `--no-gc-sections` zig drops it (the audit found slurmctld's sort_job_queue
+    /// missing; seen failing with the flag removed).
+    #[test]
+    fn cc_wrapper__optimised_link_keeps_unreferenced_globals() {
+        use object::{Object, ObjectSymbol};
+        let sh = Shell::new().unwrap();
+        let Ok((zig, version)) = find(&sh) else {
+            eprintln!("skipped: zig not found ({})", install_hint());
+            return;
+        };
+        let d = tempfile::tempdir().unwrap();
+        let t = lookup("aarch64-apple-darwin").unwrap();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let tc = write_wrappers(&d.path().join("tc"), &zig, &version, t, root, false).unwrap();
+        let a = d.path().join("a.c");
+        let m = d.path().join("m.c");
+        std::fs::write(
+            &a,
+            "int used(void){return 1;}\nint only_plugins_call(void){return 2;}\n",
+        )
+        .unwrap();
+        std::fs::write(&m, "int used(void);\nint main(void){return used();}\n").unwrap();
+        let exe = d.path().join("prog");
+        let out = std::process::Command::new(&tc.cc)
+            .arg("-O2")
+            .arg(&m)
+            .arg(&a)
+            .arg("-o")
+            .arg(&exe)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let bytes = std::fs::read(&exe).unwrap();
+        let file = object::File::parse(&*bytes).unwrap();
+        let names: Vec<String> = file
+            .symbols()
+            .filter_map(|s| s.name().ok().map(str::to_string))
+            .collect();
+        assert!(
+            names.iter().any(|n| n == "_only_plugins_call"),
+            "dead-stripped: {names:?}"
         );
     }
 }
