@@ -288,6 +288,9 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
     let mut make_vars = vec!["V=0".to_string()];
     if target.os == Os::Apple {
         make_vars.extend(cross::apple_make_vars());
+        if target.rust != host.rust {
+            make_vars.extend(cross::cross_make_vars());
+        }
         make_vars.extend(configure::apple_make_cppflags(&spec));
     }
     if uses_shim {

@@ -124,6 +124,19 @@ pub fn apple_make_vars() -> Vec<String> {
     vec![format!("PLUGIN_FLAGS={PLUGIN_FLAGS}")]
 }
 
+/// make variables for a macOS target built on another OS. Slurm's lz4 probe
+/// (`auxdir/x_ac_lz4.m4`, both lines) sets `LZ4_CPPFLAGS=-I/usr/include` as soon as the build
+/// machine has `/usr/include/lz4.h`, and `AC_SUBST` exports it even when the library check
+/// then fails (`HAVE_LZ4` stays undefined): the build machine's glibc headers then shadow the
+/// SDK's (bcast/file_bcast.c stops on `bits/libc-header-start.h`). The build machine's lz4
+/// can never be the target's, so its flags are emptied. (`--without-lz4` would avoid the
+/// probe, but stops the 26.11 snapshot's configure: `BUILD_LZ4` is then never defined.)
+pub fn cross_make_vars() -> Vec<String> {
+    ["LZ4_CPPFLAGS=", "LZ4_LDFLAGS=", "LZ4_LIBS="]
+        .map(String::from)
+        .to_vec()
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(non_snake_case)]
@@ -153,6 +166,14 @@ mod tests {
             dep_switches(Some(Path::new("/d"))),
             vec!["--with-json=/d", "--with-jwt=/d", "--with-hwloc=/d"]
         );
+    }
+
+    #[test]
+    fn cross_make_vars__empty_the_build_machines_lz4_flags() {
+        let v = cross_make_vars();
+        for var in ["LZ4_CPPFLAGS", "LZ4_LDFLAGS", "LZ4_LIBS"] {
+            assert!(v.contains(&format!("{var}=")), "{v:?}");
+        }
     }
 
     #[test]
