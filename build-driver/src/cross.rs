@@ -68,8 +68,7 @@ pub fn default_is_zig(target: &Target, host: &Target) -> bool {
 /// prefix when the `deps` step provides them, and are otherwise off too ([`dep_switches`]).
 ///
 /// `--disable-pam` (macOS has no `libpam_misc`), `--disable-x11`, `--without-munge` (auth/slurm
-/// is the node's authentication), `--without-mysql_config` (slurmdbd's storage, not a
-/// node's), `--without-yaml`, `--without-libcurl`,
+/// is the node's authentication), `--without-yaml`, `--without-libcurl`,
 /// `--without-http-parser` (slurmrestd), `--without-rdkafka`, `--without-lua`,
 /// `--without-pmix`, `--without-ucx`, `--without-nvml`, `--without-rsmi`, `--without-oneapi`
 /// (GPU vendors macOS lacks), `--without-freeipmi`, `--without-hdf5`, `--without-readline`
@@ -82,7 +81,6 @@ pub const APPLE_SWITCHES: &[&str] = &[
     "--disable-pam",
     "--disable-x11",
     "--without-munge",
-    "--without-mysql_config",
     "--without-yaml",
     "--without-libcurl",
     "--without-http-parser",
@@ -115,6 +113,13 @@ pub fn dep_switches(deps_prefix: Option<&Path>) -> Vec<String> {
         None => DEPS.iter().map(|d| format!("--without-{d}")).collect(),
     }
 }
+
+/// configure switches for a macOS target built on another OS: `--without-mysql_config`
+/// (no MariaDB client library exists for the target here; slurmdbd's storage is not a
+/// node's). Built on a Mac, configure finds Homebrew's `mariadb_config`/`mysql_config` when it
+/// is on PATH (ci/setup-macos.sh), so that `cargo xtask cluster`, which needs slurmdbd with
+/// accounting_storage/mysql, can run there.
+pub const CROSS_SWITCHES: &[&str] = &["--without-mysql_config"];
 
 /// The libtool-recognised plugin flags (C3; see the module doc).
 pub const PLUGIN_FLAGS: &str = "-module -avoid-version -export-dynamic";

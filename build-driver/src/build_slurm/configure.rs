@@ -281,6 +281,9 @@ pub fn configure_args(spec: &ConfigureSpec) -> Vec<String> {
     }
     if spec.target.os == Os::Apple {
         args.extend(cross::APPLE_SWITCHES.iter().map(|s| s.to_string()));
+        if spec.target.rust != spec.host.rust {
+            args.extend(cross::CROSS_SWITCHES.iter().map(|s| s.to_string()));
+        }
         args.extend(cross::dep_switches(spec.deps_prefix.as_deref()));
     }
     args.extend(spec.tool_vars.iter().cloned());
@@ -482,6 +485,21 @@ mod tests {
         s.user_cppflags = Some("-I/opt/x/include".into());
         let args = configure_args(&s);
         assert!(args.contains(&"CPPFLAGS=-I/opt/x/include -include /r/shim/include/slurm_shim.h -DSLURM_SHIM_EMULATE_DARWIN".to_string()));
+    }
+
+    #[test]
+    fn configure_args__mysql_off_only_when_cross_compiling_to_macos() {
+        let mac = lookup("aarch64-apple-darwin").unwrap();
+        let off = "--without-mysql_config".to_string();
+        let cross = configure_args(&spec(Personality::Native, mac, linux(), "/p"));
+        assert!(cross.contains(&off), "{cross:?}");
+        // On a Mac, Homebrew's MariaDB client gives slurmdbd its storage plugin (cluster test).
+        let on_mac = configure_args(&spec(Personality::Native, mac, mac, "/p"));
+        assert!(!on_mac.contains(&off), "{on_mac:?}");
+        assert!(
+            on_mac.contains(&"--without-munge".to_string()),
+            "{on_mac:?}"
+        );
     }
 
     #[test]
