@@ -457,6 +457,7 @@ pub fn processes_in_namespace(ns: u64, run_dir: &Path) -> Vec<ProcRecord> {
 /// Whether `mountinfo` (the text of `/proc/<pid>/mountinfo`) mounts `run_dir` on `/run`: the
 /// line whose mount point (field 5) is `/run` has `run_dir`'s device (field 3, major:minor)
 /// and a root (field 4, the path inside that device's file system) that `run_dir` ends with.
+#[cfg(target_os = "linux")]
 pub fn run_mount_is(mountinfo: &str, run_dir: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let (Ok(meta), Ok(run_dir)) = (std::fs::metadata(run_dir), std::fs::canonicalize(run_dir))
@@ -478,6 +479,12 @@ pub fn run_mount_is(mountinfo: &str, run_dir: &Path) -> bool {
         })
 }
 
+/// Mount namespaces (and `/proc/<pid>/mountinfo`) are Linux's: elsewhere nothing is ours.
+#[cfg(not(target_os = "linux"))]
+pub fn run_mount_is(_mountinfo: &str, _run_dir: &Path) -> bool {
+    false
+}
+
 /// Whether we can create mount namespaces (Linux, root).
 pub fn can_isolate() -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -489,6 +496,7 @@ mod tests {
     #![allow(non_snake_case)]
     use super::*;
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn run_mount_is__only_our_directory_on_our_device() {
         use std::os::unix::fs::MetadataExt;
