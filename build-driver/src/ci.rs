@@ -305,16 +305,12 @@ pub struct Expected {
 impl Expectations {
     /// Read the file; a missing file means no expectations (and says so).
     pub fn load(path: &Path) -> Result<Expectations> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                println!(
-                    "no expectations file {}: every difference fails",
-                    path.display()
-                );
-                return Ok(Expectations::default());
-            }
-            Err(e) => return Err(Error::io(path, e)),
+        let Some(text) = crate::error::read_optional(path)? else {
+            println!(
+                "no expectations file {}: every difference fails",
+                path.display()
+            );
+            return Ok(Expectations::default());
         };
         Expectations::parse(&text).map_err(|detail| Error::Io {
             path: path.to_path_buf(),

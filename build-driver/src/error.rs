@@ -1,6 +1,6 @@
 //! The driver's one error type. Every message names the step, the program or file, and a fix.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -139,6 +139,15 @@ impl Error {
             path: path.into(),
             detail: e.to_string(),
         }
+    }
+}
+
+/// The text of `path`, or `None` when there is no such file (other I/O errors are errors).
+pub fn read_optional(path: &Path) -> Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, e)),
     }
 }
 

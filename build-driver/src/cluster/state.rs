@@ -43,10 +43,8 @@ impl State {
             root: dir.to_path_buf(),
         }
         .state_file();
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io(&path, e)),
+        let Some(text) = crate::error::read_optional(&path)? else {
+            return Ok(None);
         };
         toml::from_str(&text).map(Some).map_err(|e| {
             Error::Cluster(format!(
