@@ -41,6 +41,8 @@
 //! whose ld64 defaults to chained fixups, the load behaviour DESIGN.md's zig pitfall warns about.
 
 pub mod macho;
+#[cfg(test)]
+mod sdk_layout;
 pub mod zig;
 
 use crate::targets::{Os, Target};

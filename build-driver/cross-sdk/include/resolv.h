@@ -10,16 +10,53 @@
 #include <netinet/in.h>
 #include <arpa/nameser.h>
 #include <netdb.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The resolver's state is private to libresolv: callers only allocate it and pass its
- * address. Opaque storage, larger than the library's own structure. */
+/* Upper bounds the resolver state is sized with (BIND 9's values, which macOS keeps). */
+#define MAXNS 3          /* name servers tracked */
+#define MAXDNSRCH 6      /* entries of the search list */
+#define MAXRESOLVSORT 10 /* address/mask pairs of the sort list */
+
+/* One resolver context: res_ninit() fills it, the other res_n*() calls read it. Callers
+ * allocate it and may adjust the documented options between res_ninit() and the queries
+ * (Slurm 26.11 sets ndots). The members up to sort_list and res_h_errno are BIND 9's
+ * documented ones; the rest belongs to libresolv and is declared only for its size and
+ * alignment. The layout is checked against the macOS 12.0 SDK for arm64 and x86_64 by the
+ * cross_sdk layout test (build-driver/src/cross/sdk_layout.rs; figures in the README). */
 struct __res_state {
-	long long _opaque[128];
+	int retrans;                           /* seconds before a query is retransmitted */
+	int retry;                             /* attempts per name server */
+	unsigned long options;                 /* RES_* option bits */
+	int nscount;                           /* used entries of nsaddr_list */
+	struct sockaddr_in nsaddr_list[MAXNS]; /* name servers */
+	unsigned short id;                     /* id of the last query sent */
+	char *dnsrch[MAXDNSRCH + 1];           /* search list, NULL-terminated */
+	char defdname[256];                    /* default domain */
+	unsigned long pfcode;                  /* RES_PRF_* flags of the debugging printer */
+	unsigned ndots : 4;                    /* dots in a name that make it tried as absolute first */
+	unsigned nsort : 4;                    /* used entries of sort_list */
+	char _reserved[3];
+	struct {
+		struct in_addr addr;
+		uint32_t mask;
+	} sort_list[MAXRESOLVSORT];
+	void *_hooks[2];                       /* libresolv's query and response hooks */
+	int res_h_errno;                       /* h_errno of the last call on this context */
+	int _private[3];
+	union {
+		char _bytes[40];
+		void *_align;
+	} _ext;
 };
+
+#if defined(__LP64__)
+_Static_assert(sizeof(struct __res_state) == 552,
+	       "struct __res_state must have the macOS SDK's LP64 size");
+#endif
 typedef struct __res_state *res_state;
 
 int res_9_ninit(res_state statp);
