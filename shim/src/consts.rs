@@ -6,10 +6,14 @@
 //! (`IPPROTO_TCP`, catalog A10), `SIGRTMAX` (`NSIG`: Darwin has no real-time signals, A11),
 //! `C_IN`/`T_SRV` (1/33, which the SDK hides behind `BIND_8_COMPAT`, A12), `eventfd_t`.
 //!
-//! Deliberately not provided: a `<pty.h>` stand-in (A15). It would make configure define
-//! `HAVE_PTY_H`, which turns on slurmstepd's `srun --pty` path; that path needs saved-uid
-//! semantics (`HAVE_SETRESUID`) that no emulation on Darwin can give, so it belongs in a
-//! tested Slurm patch, not in the shim.
+//! The `<pty.h>` stand-in (A15) is a header only, `shim/include/compat/pty.h`: it includes
+//! `<util.h>`, where macOS declares `openpty`/`login_tty`, so configure defines `HAVE_PTY_H`
+//! and slurmstepd's `srun --pty` path is compiled. That path calls `setresuid` around
+//! `openpty` only `#if HAVE_SETRESUID` (glibc's `grantpt` gives the terminal to the *real*
+//! uid); macOS has no `setresuid` and needs none: its `grantpt` is the `TIOCPTYGRANT` ioctl,
+//! and XNU gives the terminal to the caller's *effective* uid, which slurmstepd has already
+//! set to the job's user (`drop_privileges` in `_setup_normal_io`). Read in Apple's Libc and
+//! XNU sources; not observed on a Mac.
 //!
 //! The two socket-type flags use high bits that no Darwin socket type uses (types are small
 //! integers); the eventfd flags reuse Darwin's `O_CLOEXEC`/`O_NONBLOCK`, as Linux does with

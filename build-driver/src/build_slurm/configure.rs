@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 /// Reproduced (the `HAVE_*` each controls, checked in `config.h` after configure):
 /// `HAVE_EPOLL` (`ax_cv_have_epoll`), `HAVE_GETRANDOM`, `HAVE_GET_CURRENT_DIR_NAME`,
 /// `HAVE_MEMFD_CREATE`, `HAVE_SETRESUID` (kept off on purpose, see DARWIN-CATALOG A7),
-/// `HAVE_MTRACE` (`ac_cv_func_*`), `HAVE_PTY_H`, `HAVE_SYS_PRCTL_H`, `HAVE_SYS_VFS_H`,
+/// `HAVE_MTRACE` (`ac_cv_func_*`), `HAVE_SYS_PRCTL_H`, `HAVE_SYS_VFS_H`,
 /// `HAVE_SYS_STATFS_H`, `HAVE_LINUX_SCHED_H`, `HAVE_MCHECK_H`, `HAVE_VALUES_H`
 /// (`ac_cv_header_*`); `timer_create` is searched and not found (`ac_cv_search_timer_create`);
 /// `HAVE_BPF` is off through `--without-bpf` (on macOS cgroup support, and with it bpf, is
@@ -40,6 +40,10 @@ use std::path::{Path, PathBuf};
 ///   `HAVE_PTHREAD_PRIO_INHERIT`), libtool's Mach-O link modes. Claiming a darwin `--host`
 ///   would make libtool and the compiler produce Mach-O-style commands.
 ///
+/// Not forced: `HAVE_PTY_H`. macOS has no `<pty.h>`, but every macOS build gets the shim's
+/// stand-in (`shim/include/compat/pty.h`, `<util.h>` under that name) on configure's include
+/// path ([`configure_args`]), so macOS answers "yes" like Linux (DARWIN-CATALOG A15).
+///
 /// Not forced although `darwin-configure-diff.txt` lists them: `HAVE_TERMCAP_H`,
 /// `HAVE_UTMP_H`, `HAVE_SYS_PTRACE_H` and `HAVE_EACCESS` are present in the macOS SDK
 /// (`termcap.h`, `utmp.h`, `sys/ptrace.h`, `_eaccess` in libsystem_c); the diff's zig
@@ -53,7 +57,6 @@ pub const DARWIN_CACHE_VARS: &[&str] = &[
     "ac_cv_func_setresuid",
     "ac_cv_header_linux_sched_h",
     "ac_cv_header_mcheck_h",
-    "ac_cv_header_pty_h",
     "ac_cv_header_sys_prctl_h",
     "ac_cv_header_sys_statfs_h",
     "ac_cv_header_sys_vfs_h",
@@ -81,7 +84,6 @@ pub const DARWIN_UNDEFINED: &[&str] = &[
     "HAVE_MEMFD_CREATE",
     "HAVE_MTRACE",
     "HAVE_PROGRAM_INVOCATION_NAME",
-    "HAVE_PTY_H",
     "HAVE_SETRESUID",
     "HAVE_SYS_PRCTL_H",
     "HAVE_SYS_STATFS_H",
@@ -251,12 +253,34 @@ pub fn apple_make_cppflags(spec: &ConfigureSpec) -> Option<String> {
     if spec.target.os != Os::Apple {
         return None;
     }
-    let compat = spec
-        .header
+    cppflags_with_shim(spec).map(|c| format!("{c} -I{}", compat_dir(spec).display()))
+}
+
+/// The shim's stand-in headers (`shim/include/compat`, beside the shim header).
+fn compat_dir(spec: &ConfigureSpec) -> PathBuf {
+    spec.header
         .parent()
         .map(|d| d.join("compat"))
-        .unwrap_or_else(|| PathBuf::from("compat"));
-    cppflags_with_shim(spec).map(|c| format!("{c} -I{}", compat.display()))
+        .unwrap_or_else(|| PathBuf::from("compat"))
+}
+
+/// macOS targets: configure's `CPPFLAGS`, the user's followed by `-I <compat dir>` and no
+/// force-included header. Configure must see the stand-in `<pty.h>` (DARWIN-CATALOG A15:
+/// macOS declares `openpty`/`login_tty` in `<util.h>`): then `HAVE_PTY_H` is defined and
+/// `srun --pty` is built. configure.ac probes none of the other stand-ins (`<magic.h>`,
+/// `<sys/eventfd.h>`; 24.11.5 and the 26.11 snapshot).
+fn apple_configure_cppflags(spec: &ConfigureSpec) -> Option<String> {
+    if spec.target.os != Os::Apple {
+        return None;
+    }
+    let mut cpp: Vec<String> = spec
+        .user_cppflags
+        .iter()
+        .filter(|s| !s.trim().is_empty())
+        .cloned()
+        .collect();
+    cpp.push(format!("-I{}", compat_dir(spec).display()));
+    Some(format!("CPPFLAGS={}", cpp.join(" ")))
 }
 
 /// The arguments after `<src>/configure`. Native: `--prefix`, `CC` and, when cross-compiling,
@@ -275,6 +299,7 @@ pub fn configure_args(spec: &ConfigureSpec) -> Vec<String> {
             args.push(cpp);
         }
     }
+    args.extend(apple_configure_cppflags(spec));
     if spec.personality == Personality::Darwin {
         args.extend(DARWIN_SWITCHES.iter().map(|s| s.to_string()));
         args.extend(DARWIN_CACHE_VARS.iter().map(|v| format!("{v}=no")));
@@ -488,6 +513,28 @@ mod tests {
     }
 
     #[test]
+    fn configure_args__macos_keeps_user_cppflags_before_the_compat_dir() {
+        let mac = lookup("aarch64-apple-darwin").unwrap();
+        let mut s = spec(Personality::Native, mac, mac, "/p");
+        s.user_cppflags = Some("-I/opt/homebrew/include".into());
+        let args = configure_args(&s);
+        assert!(
+            args.contains(&"CPPFLAGS=-I/opt/homebrew/include -I/r/shim/include/compat".to_string()),
+            "{args:?}"
+        );
+    }
+
+    #[test]
+    fn compat_dir__has_the_pty_h_stand_in() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let mut s = spec(Personality::Native, linux(), linux(), "/p");
+        s.header = root.join(crate::codegen::HEADER);
+        let pty = compat_dir(&s).join("pty.h");
+        let text = std::fs::read_to_string(&pty).unwrap();
+        assert!(text.contains("#include <util.h>"), "{}", pty.display());
+    }
+
+    #[test]
     fn configure_args__mysql_off_only_when_cross_compiling_to_macos() {
         let mac = lookup("aarch64-apple-darwin").unwrap();
         let off = "--without-mysql_config".to_string();
@@ -508,8 +555,10 @@ mod tests {
         let args = configure_args(&spec(Personality::Native, mac, linux(), "/p"));
         assert!(args.contains(&"--build=x86_64-linux-gnu".to_string()));
         assert!(args.contains(&"--host=aarch64-apple-darwin".to_string()));
-        // A macOS target force-includes the header at make time, not in configure.
-        assert!(!args.iter().any(|a| a.starts_with("CPPFLAGS=")), "{args:?}");
+        // A macOS target force-includes the header at make time, not in configure; configure
+        // gets only the stand-in headers' directory (for <pty.h>).
+        let cpp: Vec<&String> = args.iter().filter(|a| a.starts_with("CPPFLAGS=")).collect();
+        assert_eq!(cpp, ["CPPFLAGS=-I/r/shim/include/compat"], "{args:?}");
         assert_eq!(
             apple_make_cppflags(&spec(Personality::Native, mac, linux(), "/p")).as_deref(),
             Some("CPPFLAGS=-include /r/shim/include/slurm_shim.h -I/r/shim/include/compat"),

@@ -7,16 +7,17 @@ use crate::error::{Error, Result};
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// What srun prints when it was built without `HAVE_PTY_H` (src/srun/opt.c).
 const PTY_UNSUPPORTED: &str = "--pty not currently supported on this system type";
 
-pub fn srun_pty(ctx: &mut Ctx<'_>) -> Result<String> {
+/// Runs `cmd` (an `srun --pty` command line) with a new pseudo-terminal as its controlling
+/// terminal and stdio, types `input`, and returns srun's exit status and everything the
+/// terminal showed.
+fn drive(mut cmd: std::process::Command, input: &str) -> Result<(ExitStatus, String)> {
     let (master, slave) = open_pty()?;
-    let mut cmd = ctx.tool("srun");
-    cmd.args(["-N1", "--pty", "/bin/sh"]);
     let clone = |fd: &OwnedFd| -> Result<Stdio> {
         Ok(Stdio::from(
             fd.try_clone()
@@ -59,7 +60,6 @@ pub fn srun_pty(ctx: &mut Ctx<'_>) -> Result<String> {
         all
     });
     let mut writer = std::fs::File::from(master);
-    let input = "test -t 0 && echo stdin-is-a-tty; echo pty-$((6*7)) $SLURM_JOB_ID; exit 7\n";
     writer
         .write_all(input.as_bytes())
         .map_err(|e| Error::Cluster(format!("write to pty: {e}")))?;
@@ -78,16 +78,29 @@ pub fn srun_pty(ctx: &mut Ctx<'_>) -> Result<String> {
     };
     drop(writer);
     let output = String::from_utf8_lossy(&collector.join().unwrap_or_default()).into_owned();
-    // The shell's own output lines (the terminal also echoes the typed line).
-    let printed: Vec<&str> = output
+    Ok((status, output))
+}
+
+/// The shell's own output lines that start with one of `marks` (the terminal also echoes
+/// the typed line, which starts with the command, not with a mark).
+fn printed<'a>(output: &'a str, marks: &[&str]) -> Vec<&'a str> {
+    output
         .lines()
         .map(str::trim)
-        .filter(|l| l.starts_with("pty-42") || *l == "stdin-is-a-tty")
-        .collect();
+        .filter(|l| marks.iter().any(|m| l.starts_with(m)))
+        .collect()
+}
+
+pub fn srun_pty(ctx: &mut Ctx<'_>) -> Result<String> {
+    let mut cmd = ctx.tool("srun");
+    cmd.args(["-N1", "--pty", "/bin/sh"]);
+    let input = "test -t 0 && echo stdin-is-a-tty; echo pty-$((6*7)) $SLURM_JOB_ID; exit 7\n";
+    let (status, output) = drive(cmd, input)?;
+    let printed = printed(&output, &["pty-42 ", "stdin-is-a-tty"]);
     let ran = status.code() == Some(7) && printed.iter().any(|l| l.starts_with("pty-42 "));
     if ran && output.contains(PTY_UNSUPPORTED) {
         ctx.gap = Some(format!(
-            "srun --pty is off in this build (\"{PTY_UNSUPPORTED}\"): HAVE_PTY_H is undefined because macOS has no <pty.h> (openpty is in <util.h>), DARWIN-CATALOG A15, not fixed yet"
+            "srun --pty is off in this build (\"{PTY_UNSUPPORTED}\"): configure found no <pty.h>, so HAVE_PTY_H is undefined; macOS has none (openpty is in <util.h>) and needs shim/include/compat/pty.h on configure's include path, which `cargo xtask build-slurm` gives every macOS build (DARWIN-CATALOG A15)"
         ));
         return Ok(format!(
             "without a terminal the typed line still ran: {printed:?}, exit status 7"
@@ -98,7 +111,39 @@ pub fn srun_pty(ctx: &mut Ctx<'_>) -> Result<String> {
             "srun --pty: {status}, expected exit 7 with `stdin-is-a-tty` and `pty-42 <job id>` printed; terminal output {output:?}"
         )));
     }
-    Ok(format!("typed a line, got {:?}, exit status 7", printed))
+    let root = format!("typed a line, got {printed:?}, exit status 7");
+    Ok(format!("{root}; {}", user_round(ctx)?))
+}
+
+/// The same as the unprivileged test user (Linux harness: `runuser`): the job's terminal
+/// must belong to that user. slurmstepd opens it after dropping to the user's effective
+/// uid; with `HAVE_SETRESUID` (Linux) it also switches the real uid, without it (the darwin
+/// personality, macOS) it does not, and the owner must still be the user.
+#[cfg(target_os = "linux")]
+fn user_round(ctx: &mut Ctx<'_>) -> Result<String> {
+    let user = super::super::user::ensure_test_user()?;
+    let mut cmd = ctx.tool_as(&user.name, "srun");
+    cmd.args(["-N1", "--pty", "/bin/sh"]);
+    // `ls -lnL` prints the owner's uid on Linux and macOS alike.
+    let input = "echo \"owner-$(ls -lnL \"$(tty)\" | awk '{print $3}') uid-$(id -u)\"; exit 0\n";
+    let (status, output) = drive(cmd, input)?;
+    let seen = printed(&output, &["owner-"]);
+    let want = format!("owner-{} uid-{}", user.uid, user.uid);
+    if !status.success() || seen.first() != Some(&want.as_str()) {
+        return Err(Error::Cluster(format!(
+            "srun --pty as {}: {status}, expected exit 0 and {want:?}; terminal output {output:?}",
+            user.name
+        )));
+    }
+    Ok(format!(
+        "as {}: the job's terminal belongs to uid {}",
+        user.name, user.uid
+    ))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn user_round(_ctx: &mut Ctx<'_>) -> Result<String> {
+    Ok("the round as the unprivileged user needs the Linux harness (runuser): not run".into())
 }
 
 /// A new pseudo-terminal pair (master, slave).
