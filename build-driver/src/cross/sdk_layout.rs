@@ -1,5 +1,6 @@
 //! The memory layout of the resolver types the zig lane declares itself
-//! (`build-driver/cross-sdk/include/{resolv.h,arpa/nameser.h}`).
+//! (`build-driver/cross-sdk/include/{resolv.h,arpa/nameser.h}`), and the values of the
+//! constants its stand-ins define (`NS_*`, `MAXNS`..., the `PT_*` requests of `sys/ptrace.h`).
 //!
 //! Slurm allocates `struct __res_state`, `ns_msg` and `ns_rr` and libresolv fills them, so
 //! the stand-in declarations must match the layout macOS's libresolv was built with, or a
@@ -44,13 +45,34 @@ pub const MEASURES: &[(&str, &str)] = &[
     ("ns_rr.ttl", "offsetof(ns_rr, ttl)"),
     ("ns_rr.rdlength", "offsetof(ns_rr, rdlength)"),
     ("ns_rr.rdata", "offsetof(ns_rr, rdata)"),
+    ("ns_s_an", "ns_s_an"),
+    ("ns_s_ar", "ns_s_ar"),
+    ("ns_s_max", "ns_s_max"),
+    ("NS_PACKETSZ", "NS_PACKETSZ"),
+    ("NS_MAXDNAME", "NS_MAXDNAME"),
+    ("NS_INT16SZ", "NS_INT16SZ"),
+    ("NS_INT32SZ", "NS_INT32SZ"),
+    ("MAXNS", "MAXNS"),
+    ("MAXDNSRCH", "MAXDNSRCH"),
+    ("MAXRESOLVSORT", "MAXRESOLVSORT"),
+    ("PT_TRACE_ME", "PT_TRACE_ME"),
+    ("PT_CONTINUE", "PT_CONTINUE"),
+    ("PT_KILL", "PT_KILL"),
+    ("PT_STEP", "PT_STEP"),
+    ("PT_ATTACH", "PT_ATTACH"),
+    ("PT_DETACH", "PT_DETACH"),
+    ("PT_DENY_ATTACH", "PT_DENY_ATTACH"),
 ];
 
 /// The values of [`MEASURES`] against the macOS 12.0 SDK headers (arm64 and x86_64 alike).
+/// (Function prototypes, as in `util.h`, were compared by reading; a value probe cannot.)
 pub const RECORDED: &[u64] = &[
     552, 8, 0, 4, 8, 16, 20, 68, 72, 128, 384, 396, 496, // struct __res_state
     80, 8, 0, 8, 16, 18, 20, 32, 64, 68, 72, // ns_msg
     1048, 8, 0, 1026, 1028, 1032, 1036, 1040, // ns_rr
+    1, 3, 4, 512, 1025, 2, 4, // ns_sect, NS_* sizes
+    3, 6, 10, // MAXNS, MAXDNSRCH, MAXRESOLVSORT
+    0, 7, 8, 9, 10, 11, 31, // PT_* requests (sys/ptrace.h)
 ];
 
 /// The non-zero bytes of a `struct __res_state` with `ndots = 9, nsort = 6` and every other
@@ -62,7 +84,8 @@ pub const RECORDED_BITFIELD_BYTES: &[(usize, u8)] = &[(392, 0x69)];
 pub fn probe_source() -> String {
     let mut s = String::from(
         "#include <sys/types.h>\n#include <netinet/in.h>\n#include <stddef.h>\n\
-         #include <arpa/nameser.h>\n#include <resolv.h>\n#define RS struct __res_state\n\
+         #include <arpa/nameser.h>\n#include <resolv.h>\n#include <sys/ptrace.h>\n\
+         #define RS struct __res_state\n\
          const unsigned long long slurm_on_mac_layout[] = {\n",
     );
     for (_, expr) in MEASURES {
@@ -160,9 +183,9 @@ mod tests {
         assert_eq!(RECORDED.len(), MEASURES.len());
     }
 
-    /// With real zig: the stand-in headers give the SDK's layout on both Apple CPUs.
+    /// With real zig: the stand-in headers give the SDK's layout and constants on both Apple CPUs.
     #[test]
-    fn cross_sdk__resolver_types_have_the_sdk_layout() {
+    fn cross_sdk__stand_ins_have_the_sdk_layout_and_values() {
         let sh = Shell::new().unwrap();
         let Ok((zig, _)) = find(&sh) else {
             eprintln!("skipped: zig not found ({})", install_hint());
