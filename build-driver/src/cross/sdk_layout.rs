@@ -4,11 +4,11 @@
 //!
 //! Slurm allocates `struct __res_state`, `ns_msg` and `ns_rr` and libresolv fills them, so
 //! the stand-in declarations must match the layout macOS's libresolv was built with, or a
-//! Mach-O built by the lane would corrupt memory on a Mac. [`PROBE`] is compiled with zig for
-//! each Apple target; its data (sizes, alignments, member offsets, and the bytes of a
-//! resolver state whose `ndots`/`nsort` bit-fields are set) is compared with [`RECORDED`]:
-//! the figures the same probe gives against the macOS 12.0 SDK's own headers, measured
-//! identically for arm64 and x86_64. With `SLURM_ON_MAC_SDK_INCLUDE=<SDK>/usr/include` the
+//! Mach-O built by the lane would corrupt memory on a Mac. The probe ([`probe_source`]) is
+//! compiled with zig for each Apple target; its data (sizes, alignments, member offsets,
+//! constants, and the bytes of a resolver state whose `ndots`/`nsort` bit-fields are set) is
+//! compared with [`RECORDED`]: the figures the same probe gives against the macOS 12.0 SDK's
+//! own headers, measured identically for arm64 and x86_64. With `SLURM_ON_MAC_SDK_INCLUDE=<SDK>/usr/include` the
 //! test also compiles the probe against that SDK and compares live.
 
 /// (what is measured, the C expression) in the order of the probe's array.
