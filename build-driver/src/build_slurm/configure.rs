@@ -229,14 +229,19 @@ fn cppflags_with_shim(spec: &ConfigureSpec) -> Option<String> {
     if shim.is_empty() {
         return None;
     }
+    Some(cppflags_after_user(spec, shim))
+}
+
+/// `CPPFLAGS=<user's, if any> <ours>`.
+fn cppflags_after_user(spec: &ConfigureSpec, ours: Vec<String>) -> String {
     let mut cpp: Vec<String> = spec
         .user_cppflags
         .iter()
         .filter(|s| !s.trim().is_empty())
         .cloned()
         .collect();
-    cpp.extend(shim);
-    Some(format!("CPPFLAGS={}", cpp.join(" ")))
+    cpp.extend(ours);
+    format!("CPPFLAGS={}", cpp.join(" "))
 }
 
 /// macOS targets: the `CPPFLAGS=...` make variable that force-includes the shim header.
@@ -273,14 +278,8 @@ fn apple_configure_cppflags(spec: &ConfigureSpec) -> Option<String> {
     if spec.target.os != Os::Apple {
         return None;
     }
-    let mut cpp: Vec<String> = spec
-        .user_cppflags
-        .iter()
-        .filter(|s| !s.trim().is_empty())
-        .cloned()
-        .collect();
-    cpp.push(format!("-I{}", compat_dir(spec).display()));
-    Some(format!("CPPFLAGS={}", cpp.join(" ")))
+    let compat = format!("-I{}", compat_dir(spec).display());
+    Some(cppflags_after_user(spec, vec![compat]))
 }
 
 /// The arguments after `<src>/configure`. Native: `--prefix`, `CC` and, when cross-compiling,
