@@ -211,7 +211,10 @@ pub fn generate(root: &Path) -> Result<String> {
         "/* Linux, darwin personality: glibc keeps its headers and prototypes; each call\n \
          * links against the shim instead (no system header may be included here). */\n",
     );
-    for e in ENTRIES.iter().filter(|e| e.map == Map::Both) {
+    for e in ENTRIES
+        .iter()
+        .filter(|e| matches!(e.map, Map::Both | Map::Emulate))
+    {
         let _ = writeln!(
             w,
             "#pragma redefine_extname {} {}",

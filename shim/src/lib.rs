@@ -17,6 +17,8 @@ pub mod table;
 
 pub mod cloexec;
 pub mod consts;
+#[cfg(target_os = "linux")]
+pub mod emulate;
 
 pub mod accept4;
 pub mod cpuset;

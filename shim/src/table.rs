@@ -13,6 +13,11 @@
 //! * [`Map::Apple`]: mapped under `__APPLE__` only.
 //! * [`Map::Helper`]: exported for the header's own macros (`CPU_COUNT`, `CPU_ALLOC`, ...);
 //!   no Linux name is mapped onto it.
+//! * [`Map::Emulate`]: mapped in the Linux darwin-emulation mode only, by `#pragma
+//!   redefine_extname`: a model of how macOS libSystem/XNU *behaves* for a call glibc also
+//!   has (module [`crate::emulate`]). Defined on Linux only: a macOS build has the real
+//!   behaviour and never links these rows. The rows are listed on every host, so the
+//!   generated header is the same wherever `cargo xtask codegen` runs.
 //!
 //! `cargo xtask codegen` reads [`ENTRIES`]; a test checks that the staticlib defines exactly
 //! these `slurm_shim_*` symbols and that every row follows the naming rule.
@@ -26,6 +31,9 @@ pub enum Map {
     Apple,
     /// Called by the header's macros; not mapped from a Linux name.
     Helper,
+    /// Mapped in the Linux darwin-emulation mode only (a model of macOS behaviour); the
+    /// function exists on Linux only.
+    Emulate,
 }
 
 /// One exported function.
@@ -40,6 +48,12 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// Whether the shim library built for `target_os` defines this row: every row on Linux,
+    /// every row but [`Map::Emulate`] elsewhere.
+    pub fn defined_on(&self, target_os: &str) -> bool {
+        self.map != Map::Emulate || target_os == "linux"
+    }
+
     /// The Linux (or glibc-internal) name this row replaces: the symbol without its prefix.
     pub fn linux_name(&self) -> &'static str {
         self.symbol.strip_prefix(PREFIX).unwrap_or(self.symbol)
@@ -55,8 +69,16 @@ macro_rules! table {
         pub const ENTRIES: &[Entry] = &[
             $( Entry { symbol: stringify!($func), module: stringify!($module), map: Map::$map } ),*
         ];
-        // Each row must name a real function of its module.
-        const _: () = { $( let _ = crate::$module::$func; )* };
+        // Each row must name a real function of its module (emulation rows: on Linux, the
+        // only OS that builds them).
+        const _: () = { $( table!(@exists $map, $module, $func); )* };
+    };
+    (@exists Emulate, $module:ident, $func:ident) => {
+        #[cfg(target_os = "linux")]
+        let _ = crate::emulate::$module::$func;
+    };
+    (@exists $map:ident, $module:ident, $func:ident) => {
+        let _ = crate::$module::$func;
     };
 }
 

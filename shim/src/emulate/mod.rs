@@ -1,0 +1,17 @@
+//! Models of how macOS libSystem and XNU *behave* for calls glibc also has, applied in the
+//! Linux darwin personality only (`SLURM_SHIM_EMULATE_DARWIN`; rows of [`crate::table`] with
+//! [`crate::table::Map::Emulate`]).
+//!
+//! The rest of the shim supplies what macOS *lacks*. This module is the other half: where
+//! both systems have a call but macOS answers differently (a never-initialised pthread
+//! object, a finite `RLIMIT_RSS`, `close_range`, `/proc`), the darwin personality answers as
+//! macOS does, so Slurm code that only works because glibc is forgiving fails here as it
+//! would on a Mac. Every model says in its module doc which Apple source (file and version)
+//! or which observation on a real Mac it rests on.
+//!
+//! Built on Linux only: on macOS the real behaviour applies and nothing here is linked. The
+//! native personality never links the shim at all.
+//!
+//! Every model reports the macOS behaviour it applied through [`report`], once per call site.
+
+pub mod report;
