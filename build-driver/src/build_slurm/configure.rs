@@ -219,8 +219,20 @@ pub fn shim_cppflags(spec: &ConfigureSpec) -> Vec<String> {
     let mut v = vec!["-include".to_string(), spec.header.display().to_string()];
     if spec.personality == Personality::Darwin {
         v.push("-DSLURM_SHIM_EMULATE_DARWIN".to_string());
+        v.push(format!("-I{}", emulate_dir(spec).display()));
     }
     v
+}
+
+/// The darwin personality's own headers (`shim/include/emulate`, beside the shim header):
+/// wrappers that give glibc's headers macOS's behaviour (for example `<pthread.h>` with
+/// signed static initialisers) and stand-ins for macOS headers the personality's `__APPLE__`
+/// branches include. Searched before the system headers; never used for a real macOS build.
+fn emulate_dir(spec: &ConfigureSpec) -> PathBuf {
+    spec.header
+        .parent()
+        .map(|d| d.join("emulate"))
+        .unwrap_or_else(|| PathBuf::from("emulate"))
 }
 
 /// `CPPFLAGS=<user's> <shim_cppflags>`, or `None` when the shim is not used.
@@ -482,7 +494,7 @@ mod tests {
         assert_eq!(args[0], "--prefix=/p");
         assert!(
             args.contains(
-                &"CPPFLAGS=-include /r/shim/include/slurm_shim.h -DSLURM_SHIM_EMULATE_DARWIN"
+                &"CPPFLAGS=-include /r/shim/include/slurm_shim.h -DSLURM_SHIM_EMULATE_DARWIN -I/r/shim/include/emulate"
                     .to_string()
             )
         );
@@ -508,7 +520,7 @@ mod tests {
         let mut s = spec(Personality::Darwin, linux(), linux(), "/p");
         s.user_cppflags = Some("-I/opt/x/include".into());
         let args = configure_args(&s);
-        assert!(args.contains(&"CPPFLAGS=-I/opt/x/include -include /r/shim/include/slurm_shim.h -DSLURM_SHIM_EMULATE_DARWIN".to_string()));
+        assert!(args.contains(&"CPPFLAGS=-I/opt/x/include -include /r/shim/include/slurm_shim.h -DSLURM_SHIM_EMULATE_DARWIN -I/r/shim/include/emulate".to_string()));
     }
 
     #[test]
