@@ -244,10 +244,13 @@ int slurm_shim_eventfd_write(int fd, uint64_t value);
 /**
  * `fexecve(3)` for C callers. Returns only on failure.
  *
+ * The argument types are Linux's (`char *const argv[]`, `char *const envp[]`, unistd.h),
+ * so a caller written against Linux compiles against the generated header with `-Werror`.
+ *
  * # Safety
  * `argv` and `envp` must be NULL or NULL-terminated arrays of NUL-terminated strings.
  */
-int slurm_shim_fexecve(int fd, const char *const *argv, const char *const *envp);
+int slurm_shim_fexecve(int fd, char *const *argv, char *const *envp);
 
 /**
  * `getgrouplist(3)` with GNU semantics.
@@ -479,8 +482,29 @@ typedef uint64_t eventfd_t;
 #pragma redefine_extname qsort_r slurm_shim_qsort_r
 #pragma redefine_extname get_current_dir_name slurm_shim_get_current_dir_name
 #pragma redefine_extname getgrouplist slurm_shim_getgrouplist
+#pragma redefine_extname pthread_rwlock_init slurm_shim_pthread_rwlock_init
 #pragma redefine_extname getsockopt slurm_shim_getsockopt
 #pragma redefine_extname sysinfo slurm_shim_sysinfo
+#pragma redefine_extname pthread_mutex_init slurm_shim_pthread_mutex_init
+#pragma redefine_extname pthread_mutex_destroy slurm_shim_pthread_mutex_destroy
+#pragma redefine_extname pthread_mutex_lock slurm_shim_pthread_mutex_lock
+#pragma redefine_extname pthread_mutex_trylock slurm_shim_pthread_mutex_trylock
+#pragma redefine_extname pthread_mutex_timedlock slurm_shim_pthread_mutex_timedlock
+#pragma redefine_extname pthread_mutex_unlock slurm_shim_pthread_mutex_unlock
+#pragma redefine_extname pthread_cond_init slurm_shim_pthread_cond_init
+#pragma redefine_extname pthread_cond_destroy slurm_shim_pthread_cond_destroy
+#pragma redefine_extname pthread_cond_signal slurm_shim_pthread_cond_signal
+#pragma redefine_extname pthread_cond_broadcast slurm_shim_pthread_cond_broadcast
+#pragma redefine_extname pthread_cond_wait slurm_shim_pthread_cond_wait
+#pragma redefine_extname pthread_cond_timedwait slurm_shim_pthread_cond_timedwait
+#pragma redefine_extname pthread_rwlock_destroy slurm_shim_pthread_rwlock_destroy
+#pragma redefine_extname pthread_rwlock_rdlock slurm_shim_pthread_rwlock_rdlock
+#pragma redefine_extname pthread_rwlock_tryrdlock slurm_shim_pthread_rwlock_tryrdlock
+#pragma redefine_extname pthread_rwlock_timedrdlock slurm_shim_pthread_rwlock_timedrdlock
+#pragma redefine_extname pthread_rwlock_wrlock slurm_shim_pthread_rwlock_wrlock
+#pragma redefine_extname pthread_rwlock_trywrlock slurm_shim_pthread_rwlock_trywrlock
+#pragma redefine_extname pthread_rwlock_timedwrlock slurm_shim_pthread_rwlock_timedwrlock
+#pragma redefine_extname pthread_rwlock_unlock slurm_shim_pthread_rwlock_unlock
 
 #endif /* __APPLE__ / SLURM_SHIM_EMULATE_DARWIN */
 

@@ -106,13 +106,16 @@ pub fn fexecve_path(fd: c_int, buf: &mut [u8; PATH_ROOM]) -> Result<(), Errno> {
 
 /// `fexecve(3)` for C callers. Returns only on failure.
 ///
+/// The argument types are Linux's (`char *const argv[]`, `char *const envp[]`, unistd.h),
+/// so a caller written against Linux compiles against the generated header with `-Werror`.
+///
 /// # Safety
 /// `argv` and `envp` must be NULL or NULL-terminated arrays of NUL-terminated strings.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_fexecve(
     fd: c_int,
-    argv: *const *const c_char,
-    envp: *const *const c_char,
+    argv: *const *mut c_char,
+    envp: *const *mut c_char,
 ) -> c_int {
     if argv.is_null() || envp.is_null() {
         return errno::to_c(Err(Errno(libc::EINVAL)));
@@ -122,5 +125,5 @@ pub unsafe extern "C" fn slurm_shim_fexecve(
         return errno::to_c(Err(e));
     }
     // SAFETY: `buf` is NUL-terminated; `argv` and `envp` are valid by the caller's contract.
-    unsafe { libc::execve(buf.as_ptr().cast(), argv, envp) }
+    unsafe { libc::execve(buf.as_ptr().cast(), argv.cast(), envp.cast()) }
 }

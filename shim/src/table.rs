@@ -108,9 +108,31 @@ table! {
     qsort_r::slurm_shim_qsort_r => Both,
     cwd::slurm_shim_get_current_dir_name => Both,
     getgrouplist::slurm_shim_getgrouplist => Both,
-    rwlock::slurm_shim_pthread_rwlock_init => Apple,
+    rwlock::slurm_shim_pthread_rwlock_init => Both,
     peercred::slurm_shim_getsockopt => Both,
     uptime::slurm_shim_sysinfo => Both,
+    // pthread objects as macOS libpthread checks them (emulate::pthread_*); pthread_rwlock_init
+    // is the `rwlock` fix above, which runs on top of the model in the darwin personality.
+    pthread_mutex::slurm_shim_pthread_mutex_init => Emulate,
+    pthread_mutex::slurm_shim_pthread_mutex_destroy => Emulate,
+    pthread_mutex::slurm_shim_pthread_mutex_lock => Emulate,
+    pthread_mutex::slurm_shim_pthread_mutex_trylock => Emulate,
+    pthread_mutex::slurm_shim_pthread_mutex_timedlock => Emulate,
+    pthread_mutex::slurm_shim_pthread_mutex_unlock => Emulate,
+    pthread_cond::slurm_shim_pthread_cond_init => Emulate,
+    pthread_cond::slurm_shim_pthread_cond_destroy => Emulate,
+    pthread_cond::slurm_shim_pthread_cond_signal => Emulate,
+    pthread_cond::slurm_shim_pthread_cond_broadcast => Emulate,
+    pthread_cond::slurm_shim_pthread_cond_wait => Emulate,
+    pthread_cond::slurm_shim_pthread_cond_timedwait => Emulate,
+    pthread_rwlock::slurm_shim_pthread_rwlock_destroy => Emulate,
+    pthread_rwlock::slurm_shim_pthread_rwlock_rdlock => Emulate,
+    pthread_rwlock::slurm_shim_pthread_rwlock_tryrdlock => Emulate,
+    pthread_rwlock::slurm_shim_pthread_rwlock_timedrdlock => Emulate,
+    pthread_rwlock::slurm_shim_pthread_rwlock_wrlock => Emulate,
+    pthread_rwlock::slurm_shim_pthread_rwlock_trywrlock => Emulate,
+    pthread_rwlock::slurm_shim_pthread_rwlock_timedwrlock => Emulate,
+    pthread_rwlock::slurm_shim_pthread_rwlock_unlock => Emulate,
 }
 
 #[cfg(test)]

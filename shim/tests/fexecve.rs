@@ -25,7 +25,17 @@ mod linux {
     use slurm_shim::fexecve::slurm_shim_fexecve;
 
     type Fexecve = unsafe extern "C" fn(c_int, *const *const c_char, *const *const c_char) -> c_int;
-    const IMPLS: [(&str, Fexecve); 2] = [("glibc", libc::fexecve), ("shim", slurm_shim_fexecve)];
+    const IMPLS: [(&str, Fexecve); 2] = [("glibc", libc::fexecve), ("shim", shim_fexecve)];
+
+    /// The shim with the libc crate's argument types (it takes Linux's `char *const[]`).
+    unsafe extern "C" fn shim_fexecve(
+        fd: c_int,
+        argv: *const *const c_char,
+        envp: *const *const c_char,
+    ) -> c_int {
+        // SAFETY: the same pointers, only the element type's constness differs.
+        unsafe { slurm_shim_fexecve(fd, argv.cast(), envp.cast()) }
+    }
 
     fn open(path: &std::path::Path, flags: c_int) -> c_int {
         let c = CString::new(path.as_os_str().as_encoded_bytes()).expect("path");

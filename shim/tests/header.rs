@@ -201,6 +201,55 @@ fn header__emulation_mode_links_the_linux_names_to_the_shim() {
     );
 }
 
+/// A caller written against Linux's `int fexecve(int, char *const[], char *const[])`
+/// (unistd.h), calling it and taking its address as that type.
+const FEXECVE_CALLER: &str = r#"#define _GNU_SOURCE
+#include <unistd.h>
+
+int (*const linux_fexecve)(int, char *const[], char *const[]) = fexecve;
+
+int run_fd(int fd, char *const argv[], char *const envp[])
+{
+	return fexecve(fd, argv, envp);
+}
+"#;
+
+#[test]
+fn header__fexecve_has_linuxs_prototype_in_emulation_mode_and_for_macos() {
+    let dir = scratch("fexecve-emulate");
+    let src = write(&dir, "fexecve.c", FEXECVE_CALLER);
+    let mut cc = Command::new("cc");
+    cc.args(["-std=gnu99", "-Wall", "-Wextra", "-Werror"])
+        .arg("-include")
+        .arg(include_dir().join("slurm_shim.h"))
+        .arg("-DSLURM_SHIM_EMULATE_DARWIN")
+        .arg("-c")
+        .arg(&src)
+        .arg("-o")
+        .arg(dir.join("fexecve.o"));
+    must_succeed(cc, "fexecve caller, emulation mode");
+    for target in ["aarch64-macos", "x86_64-macos"] {
+        let Some(mut cc) = zig_cc() else { return };
+        let dir = scratch(&format!("fexecve-{target}"));
+        let src = write(&dir, "fexecve.c", FEXECVE_CALLER);
+        cc.args([
+            "-target",
+            target,
+            "-std=gnu99",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+        ])
+        .arg("-include")
+        .arg(include_dir().join("slurm_shim.h"))
+        .arg("-c")
+        .arg(&src)
+        .arg("-o")
+        .arg(dir.join("fexecve.o"));
+        must_succeed(cc, &format!("fexecve caller for {target}"));
+    }
+}
+
 /// `_Static_assert`s of the Rust layouts, for a C compiler to check.
 fn layout_asserts(
     cpu_set: &str,

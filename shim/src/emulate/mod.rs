@@ -15,3 +15,8 @@
 //! Every model reports the macOS behaviour it applied through [`report`], once per call site.
 
 pub mod report;
+
+pub mod pthread_cond;
+pub mod pthread_mutex;
+pub mod pthread_rwlock;
+pub mod pthread_sig;

@@ -10,9 +10,10 @@
 //!
 //! Where: the file named by the environment variable `SLURM_SHIM_EMULATION_LOG` (opened
 //! for each line with `O_APPEND`, so several processes share it and no descriptor is kept
-//! open across Slurm's `closeall()`), else standard error. The call site is the first
-//! frame of the caller's stack outside the shim, named with `dladdr` (object, nearest
-//! dynamic symbol, offset; a static function shows as its nearest exported neighbour).
+//! open across Slurm's `closeall()`), else standard error. The call site is the frame that
+//! called the shim's exported `slurm_shim_*` entry point ([`pick_caller`]), named with
+//! `dladdr` (object, nearest dynamic symbol, offset; a static function shows as its
+//! nearest exported neighbour).
 //!
 //! This is the one place the darwin personality's shim writes anything; a write error is
 //! ignored (the emulated call's result must not depend on logging), and nothing here can
@@ -95,14 +96,30 @@ fn caller_site() -> Option<Site> {
     // SAFETY: the buffer has room for the 32 frames asked for.
     let n = unsafe { backtrace(frames.as_mut_ptr(), frames.len() as c_int) };
     let n = usize::try_from(n).unwrap_or(0).min(frames.len());
-    frames[..n].iter().skip(1).find_map(|&pc| {
-        let site = resolve(pc as usize)?;
-        let own = site
-            .symbol
-            .as_ref()
-            .is_some_and(|(s, _)| s.starts_with("slurm_shim_") || s.contains("slurm_shim"));
-        (!own).then_some(site)
-    })
+    let sites: Vec<Option<Site>> = frames[..n]
+        .iter()
+        .skip(1)
+        .map(|&pc| resolve(pc as usize))
+        .collect();
+    pick_caller(&sites)
+}
+
+/// The caller's frame among `sites` (innermost first): the frame after the outermost one
+/// that names a shim symbol. The shim's internal functions are not dynamic symbols, so
+/// `dladdr` names them after whatever exported neighbour precedes them (a Slurm function,
+/// or nothing); only the exported `slurm_shim_*` entry point is named reliably. Without
+/// any named shim frame (an executable linked without `-rdynamic`), the first frame that
+/// names a non-shim symbol.
+pub fn pick_caller(sites: &[Option<Site>]) -> Option<Site> {
+    let own = |s: &Option<Site>| {
+        s.as_ref()
+            .and_then(|s| s.symbol.as_ref())
+            .is_some_and(|(n, _)| n.starts_with("slurm_shim_") || n.contains("slurm_shim"))
+    };
+    match sites.iter().rposition(own) {
+        Some(i) => sites.get(i + 1).cloned().flatten(),
+        None => sites.iter().flatten().find(|s| s.symbol.is_some()).cloned(),
+    }
 }
 
 fn resolve(addr: usize) -> Option<Site> {
@@ -128,7 +145,9 @@ fn cstr(p: *const c_char) -> Option<String> {
 
 fn write_line(line: &str) {
     let path = std::env::var_os(LOG_ENV);
-    let fd = match path.as_deref().and_then(|p| std::ffi::CString::new(p.as_encoded_bytes()).ok())
+    let fd = match path
+        .as_deref()
+        .and_then(|p| std::ffi::CString::new(p.as_encoded_bytes()).ok())
     {
         // SAFETY: `p` is NUL-terminated; flags and mode are plain values.
         Some(p) => unsafe {
@@ -182,6 +201,31 @@ mod tests {
             format_line(7, "X", None),
             "slurm-shim[7]: macOS behaviour applied: X at an unknown call site\n"
         );
+    }
+
+    fn site(addr: usize, sym: Option<&str>) -> Option<Site> {
+        Some(Site {
+            addr,
+            object: "libslurmfull.so".into(),
+            symbol: sym.map(|s| (s.to_string(), 4)),
+        })
+    }
+
+    #[test]
+    fn report__caller_is_the_frame_after_the_exported_entry_point() {
+        // Internal shim frames resolve to an unrelated neighbour or to nothing.
+        let frames = [
+            site(1, Some("xstrdup")),
+            None,
+            site(3, Some("slurm_shim_pthread_mutex_lock")),
+            site(4, Some("_add_delay")),
+            site(5, Some("main")),
+        ];
+        assert_eq!(pick_caller(&frames), site(4, Some("_add_delay")));
+        // No named entry point: the first named frame.
+        let frames = [None, site(2, Some("main"))];
+        assert_eq!(pick_caller(&frames), site(2, Some("main")));
+        assert_eq!(pick_caller(&[None, None]), None);
     }
 
     #[test]
