@@ -109,7 +109,7 @@ mod linux {
                         let theirs = c[1 - me as usize] as *mut pthread_cond_t;
                         for _ in 0..N {
                             assert_eq!(lock(m), 0);
-                            while *turn % 2 != me {
+                            while turn.read() % 2 != me {
                                 assert_eq!(wait(mine, m), 0);
                             }
                             *turn += 1;
