@@ -8,6 +8,8 @@
 //! fails if a zeroed mutex is not refused with `EINVAL` in the darwin personality.
 #![allow(non_snake_case)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -23,21 +25,6 @@ fn scratch(name: &str) -> PathBuf {
         .join(name);
     std::fs::create_dir_all(&dir).expect("create scratch dir");
     dir
-}
-
-/// The release staticlib (`panic = "abort"`, as Slurm links it), built once into a target
-/// dir of its own (the one `exports.rs` uses too; cargo serialises the two builds).
-fn release_staticlib() -> PathBuf {
-    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("exports-target");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "-p", "slurm-shim", "--release", "--target-dir"])
-        .arg(&target_dir)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "cargo build of the staticlib failed");
-    target_dir.join("release/libslurm_shim.a")
 }
 
 /// The layout and value claims of `pthread_sig` and `pthread.h`, for the C compiler.
@@ -111,8 +98,14 @@ fn run(mode: &str, darwin: bool, env: &[(&str, &Path)]) -> (i32, String, String)
     }
     cc.arg(&src).arg("-o").arg(&exe).arg("-rdynamic");
     if darwin {
-        cc.arg(release_staticlib())
-            .args(["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"]);
+        cc.arg(common::release_staticlib()).args([
+            "-lgcc_s",
+            "-lutil",
+            "-lrt",
+            "-lpthread",
+            "-lm",
+            "-ldl",
+        ]);
     } else {
         cc.arg("-lpthread");
     }

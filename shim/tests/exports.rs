@@ -3,23 +3,15 @@
 //! name that could interpose glibc or libSystem.
 #![allow(non_snake_case)]
 
+mod common;
+
 use slurm_shim::table::{ENTRIES, PREFIX};
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::process::Command;
 
 #[test]
 fn exports__staticlib_defines_exactly_the_table() {
-    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("exports-target");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "-p", "slurm-shim", "--release", "--target-dir"])
-        .arg(&target_dir)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "cargo build of the staticlib failed");
-    let lib = target_dir.join("release/libslurm_shim.a");
+    let lib = common::release_staticlib();
     let out = Command::new("nm")
         .args(["--defined-only", "--extern-only", "--format=posix"])
         .arg(&lib)

@@ -49,7 +49,7 @@ use std::sync::atomic::Ordering;
 use libc::{c_int, pthread_cond_t, pthread_condattr_t, pthread_mutex_t, timespec};
 
 use super::pthread_mutex;
-use super::pthread_sig::{self, COND_MARK};
+use super::pthread_sig::{self, COND_MARK, checked_entry};
 use super::report;
 
 /// Whether `cond` may be used: its marker bit is set; else `EINVAL` (reported as `what`).
@@ -103,29 +103,18 @@ pub unsafe extern "C" fn slurm_shim_pthread_cond_destroy(cond: *mut pthread_cond
     r
 }
 
-/// `pthread_cond_signal(3p)` as on macOS.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn slurm_shim_pthread_cond_signal(cond: *mut pthread_cond_t) -> c_int {
-    const WHAT: &str = "pthread_cond_signal on a never-initialised or destroyed condition variable -> EINVAL (libpthread-539 pthread_cond.c: _pthread_cond_check_init)";
-    // SAFETY: `cond` is NULL or the caller's condition variable.
-    if let Err(e) = unsafe { check(cond, WHAT) } {
-        return e;
-    }
-    // SAFETY: a marked condition variable.
-    unsafe { libc::pthread_cond_signal(cond) }
-}
-
-/// `pthread_cond_broadcast(3p)` as on macOS.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn slurm_shim_pthread_cond_broadcast(cond: *mut pthread_cond_t) -> c_int {
-    const WHAT: &str = "pthread_cond_broadcast on a never-initialised or destroyed condition variable -> EINVAL (libpthread-539 pthread_cond.c: _pthread_cond_check_init)";
-    // SAFETY: `cond` is NULL or the caller's condition variable.
-    if let Err(e) = unsafe { check(cond, WHAT) } {
-        return e;
-    }
-    // SAFETY: a marked condition variable.
-    unsafe { libc::pthread_cond_broadcast(cond) }
-}
+checked_entry!(
+    /// `pthread_cond_signal(3p)` as on macOS.
+    slurm_shim_pthread_cond_signal(cond: *mut pthread_cond_t)
+        => check, libc::pthread_cond_signal,
+        "pthread_cond_signal on a never-initialised or destroyed condition variable -> EINVAL (libpthread-539 pthread_cond.c: _pthread_cond_check_init)"
+);
+checked_entry!(
+    /// `pthread_cond_broadcast(3p)` as on macOS.
+    slurm_shim_pthread_cond_broadcast(cond: *mut pthread_cond_t)
+        => check, libc::pthread_cond_broadcast,
+        "pthread_cond_broadcast on a never-initialised or destroyed condition variable -> EINVAL (libpthread-539 pthread_cond.c: _pthread_cond_check_init)"
+);
 
 /// The checks `_pthread_cond_wait` makes before it waits: the mutex, then the condition
 /// variable.

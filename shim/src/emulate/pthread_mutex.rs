@@ -40,7 +40,7 @@
 
 use libc::{c_int, pthread_mutex_t, pthread_mutexattr_t, timespec};
 
-use super::pthread_sig::{self, MUTEX_SIG, MUTEX_SIG_OFFSET, State};
+use super::pthread_sig::{self, MUTEX_SIG, MUTEX_SIG_OFFSET, State, checked_entry};
 use super::report;
 
 /// Whether `m` may be used: `Ok` for a live or statically initialised mutex (which becomes
@@ -115,56 +115,27 @@ pub unsafe extern "C" fn slurm_shim_pthread_mutex_destroy(m: *mut pthread_mutex_
     r
 }
 
-/// `pthread_mutex_lock(3p)` as on macOS.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn slurm_shim_pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
-    const WHAT: &str = "pthread_mutex_lock on a never-initialised or destroyed mutex -> EINVAL (libpthread-539 pthread_mutex.c: _pthread_mutex_check_init_slow)";
-    // SAFETY: `m` is NULL or the caller's mutex.
-    if let Err(e) = unsafe { check(m, WHAT) } {
-        return e;
-    }
-    // SAFETY: `m` is a mutex with a valid marker.
-    unsafe { libc::pthread_mutex_lock(m) }
-}
-
-/// `pthread_mutex_trylock(3p)` as on macOS.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn slurm_shim_pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
-    const WHAT: &str = "pthread_mutex_trylock on a never-initialised or destroyed mutex -> EINVAL (libpthread-539 pthread_mutex.c: _pthread_mutex_check_init_slow)";
-    // SAFETY: `m` is NULL or the caller's mutex.
-    if let Err(e) = unsafe { check(m, WHAT) } {
-        return e;
-    }
-    // SAFETY: `m` is a mutex with a valid marker.
-    unsafe { libc::pthread_mutex_trylock(m) }
-}
-
-/// `pthread_mutex_timedlock(3p)`: macOS has none; the same check as lock, then glibc.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn slurm_shim_pthread_mutex_timedlock(
-    m: *mut pthread_mutex_t,
-    abstime: *const timespec,
-) -> c_int {
-    const WHAT: &str = "pthread_mutex_timedlock on a never-initialised or destroyed mutex -> EINVAL (modelled on pthread_mutex_lock: macOS has no timedlock)";
-    if abstime.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: `m` is NULL or the caller's mutex.
-    if let Err(e) = unsafe { check(m, WHAT) } {
-        return e;
-    }
-    // SAFETY: `m` is a mutex with a valid marker, `abstime` is non-NULL.
-    unsafe { libc::pthread_mutex_timedlock(m, abstime) }
-}
-
-/// `pthread_mutex_unlock(3p)` as on macOS.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn slurm_shim_pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
-    const WHAT: &str = "pthread_mutex_unlock on a never-initialised or destroyed mutex -> EINVAL (libpthread-539 pthread_mutex.c: _pthread_mutex_unlock_init_slow)";
-    // SAFETY: `m` is NULL or the caller's mutex.
-    if let Err(e) = unsafe { check(m, WHAT) } {
-        return e;
-    }
-    // SAFETY: `m` is a mutex with a valid marker.
-    unsafe { libc::pthread_mutex_unlock(m) }
-}
+checked_entry!(
+    /// `pthread_mutex_lock(3p)` as on macOS.
+    slurm_shim_pthread_mutex_lock(m: *mut pthread_mutex_t)
+        => check, libc::pthread_mutex_lock,
+        "pthread_mutex_lock on a never-initialised or destroyed mutex -> EINVAL (libpthread-539 pthread_mutex.c: _pthread_mutex_check_init_slow)"
+);
+checked_entry!(
+    /// `pthread_mutex_trylock(3p)` as on macOS.
+    slurm_shim_pthread_mutex_trylock(m: *mut pthread_mutex_t)
+        => check, libc::pthread_mutex_trylock,
+        "pthread_mutex_trylock on a never-initialised or destroyed mutex -> EINVAL (libpthread-539 pthread_mutex.c: _pthread_mutex_check_init_slow)"
+);
+checked_entry!(
+    /// `pthread_mutex_timedlock(3p)`: macOS has none; the same check as lock, then glibc.
+    slurm_shim_pthread_mutex_timedlock(m: *mut pthread_mutex_t, abstime: *const timespec)
+        => check, libc::pthread_mutex_timedlock,
+        "pthread_mutex_timedlock on a never-initialised or destroyed mutex -> EINVAL (modelled on pthread_mutex_lock: macOS has no timedlock)"
+);
+checked_entry!(
+    /// `pthread_mutex_unlock(3p)` as on macOS.
+    slurm_shim_pthread_mutex_unlock(m: *mut pthread_mutex_t)
+        => check, libc::pthread_mutex_unlock,
+        "pthread_mutex_unlock on a never-initialised or destroyed mutex -> EINVAL (libpthread-539 pthread_mutex.c: _pthread_mutex_unlock_init_slow)"
+);

@@ -35,7 +35,9 @@
 
 use libc::{c_int, pthread_rwlock_t, pthread_rwlockattr_t, timespec};
 
-use super::pthread_sig::{self, RWLOCK_SIG, RWLOCK_SIG_INIT, RWLOCK_SIG_OFFSET, State};
+use super::pthread_sig::{
+    self, RWLOCK_SIG, RWLOCK_SIG_INIT, RWLOCK_SIG_OFFSET, State, checked_entry,
+};
 use super::report;
 
 /// The darwin personality's `PTHREAD_RWLOCK_INITIALIZER`: glibc's, with the static marker.
@@ -171,55 +173,38 @@ mod glibc {
     }
 }
 
-/// Defines a checked entry point that forwards to glibc's function of the same name.
-macro_rules! checked {
-    ($(#[$doc:meta])* $name:ident => $glibc:ident ( $($arg:ident : $ty:ty),* ), $what:literal) => {
-        $(#[$doc])*
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(l: *mut pthread_rwlock_t $(, $arg: $ty)*) -> c_int {
-            $( if $arg.is_null() { return libc::EINVAL; } )*
-            // SAFETY: `l` is NULL or the caller's lock.
-            if let Err(e) = unsafe { check(l, $what) } {
-                return e;
-            }
-            // SAFETY: a lock with a valid marker; other arguments are the caller's, non-NULL.
-            unsafe { glibc::$glibc(l $(, $arg)*) }
-        }
-    };
-}
-
-checked!(
+checked_entry!(
     /// `pthread_rwlock_rdlock(3p)` as on macOS.
-    slurm_shim_pthread_rwlock_rdlock => pthread_rwlock_rdlock(),
-    "pthread_rwlock_rdlock on a never-initialised or destroyed rwlock -> EINVAL (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_init_slow)"
+    slurm_shim_pthread_rwlock_rdlock(l: *mut pthread_rwlock_t)
+        => check, glibc::pthread_rwlock_rdlock, "pthread_rwlock_rdlock on a never-initialised or destroyed rwlock -> EINVAL (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_init_slow)"
 );
-checked!(
+checked_entry!(
     /// `pthread_rwlock_tryrdlock(3p)` as on macOS.
-    slurm_shim_pthread_rwlock_tryrdlock => pthread_rwlock_tryrdlock(),
-    "pthread_rwlock_tryrdlock on a never-initialised or destroyed rwlock -> EINVAL (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_init_slow)"
+    slurm_shim_pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t)
+        => check, glibc::pthread_rwlock_tryrdlock, "pthread_rwlock_tryrdlock on a never-initialised or destroyed rwlock -> EINVAL (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_init_slow)"
 );
-checked!(
+checked_entry!(
     /// `pthread_rwlock_wrlock(3p)` as on macOS.
-    slurm_shim_pthread_rwlock_wrlock => pthread_rwlock_wrlock(),
-    "pthread_rwlock_wrlock on a never-initialised or destroyed rwlock -> EINVAL (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_init_slow)"
+    slurm_shim_pthread_rwlock_wrlock(l: *mut pthread_rwlock_t)
+        => check, glibc::pthread_rwlock_wrlock, "pthread_rwlock_wrlock on a never-initialised or destroyed rwlock -> EINVAL (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_init_slow)"
 );
-checked!(
+checked_entry!(
     /// `pthread_rwlock_trywrlock(3p)` as on macOS.
-    slurm_shim_pthread_rwlock_trywrlock => pthread_rwlock_trywrlock(),
-    "pthread_rwlock_trywrlock on a never-initialised or destroyed rwlock -> EINVAL (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_init_slow)"
+    slurm_shim_pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t)
+        => check, glibc::pthread_rwlock_trywrlock, "pthread_rwlock_trywrlock on a never-initialised or destroyed rwlock -> EINVAL (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_init_slow)"
 );
-checked!(
+checked_entry!(
     /// `pthread_rwlock_unlock(3p)` as on macOS.
-    slurm_shim_pthread_rwlock_unlock => pthread_rwlock_unlock(),
-    "pthread_rwlock_unlock on a never-initialised or destroyed rwlock -> EINVAL (libpthread-539 pthread_rwlock.c: _pthread_rwlock_unlock_slow)"
+    slurm_shim_pthread_rwlock_unlock(l: *mut pthread_rwlock_t)
+        => check, glibc::pthread_rwlock_unlock, "pthread_rwlock_unlock on a never-initialised or destroyed rwlock -> EINVAL (libpthread-539 pthread_rwlock.c: _pthread_rwlock_unlock_slow)"
 );
-checked!(
+checked_entry!(
     /// `pthread_rwlock_timedrdlock(3p)`: macOS has none; checked as rdlock, then glibc.
-    slurm_shim_pthread_rwlock_timedrdlock => pthread_rwlock_timedrdlock(abstime: *const timespec),
-    "pthread_rwlock_timedrdlock on a never-initialised or destroyed rwlock -> EINVAL (modelled on pthread_rwlock_rdlock: macOS has no timedrdlock)"
+    slurm_shim_pthread_rwlock_timedrdlock(l: *mut pthread_rwlock_t, abstime: *const timespec)
+        => check, glibc::pthread_rwlock_timedrdlock, "pthread_rwlock_timedrdlock on a never-initialised or destroyed rwlock -> EINVAL (modelled on pthread_rwlock_rdlock: macOS has no timedrdlock)"
 );
-checked!(
+checked_entry!(
     /// `pthread_rwlock_timedwrlock(3p)`: macOS has none; checked as wrlock, then glibc.
-    slurm_shim_pthread_rwlock_timedwrlock => pthread_rwlock_timedwrlock(abstime: *const timespec),
-    "pthread_rwlock_timedwrlock on a never-initialised or destroyed rwlock -> EINVAL (modelled on pthread_rwlock_wrlock: macOS has no timedwrlock)"
+    slurm_shim_pthread_rwlock_timedwrlock(l: *mut pthread_rwlock_t, abstime: *const timespec)
+        => check, glibc::pthread_rwlock_timedwrlock, "pthread_rwlock_timedwrlock on a never-initialised or destroyed rwlock -> EINVAL (modelled on pthread_rwlock_wrlock: macOS has no timedwrlock)"
 );

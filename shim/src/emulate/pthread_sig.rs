@@ -151,6 +151,26 @@ pub unsafe fn cond_wrefs<'a>(cond: *mut libc::pthread_cond_t) -> &'a AtomicU32 {
     unsafe { AtomicU32::from_ptr(cond.cast::<u8>().add(COND_WREFS_OFFSET).cast()) }
 }
 
+/// Defines an exported entry point that checks its object with `$check` (which reports and
+/// gives `EINVAL`), refuses NULL extra pointer arguments with `EINVAL`, then calls glibc.
+macro_rules! checked_entry {
+    ($(#[$doc:meta])* $name:ident($obj:ident: $ty:ty $(, $arg:ident: $aty:ty)*)
+        => $check:path, $glibc:path, $what:literal) => {
+        $(#[$doc])*
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($obj: $ty $(, $arg: $aty)*) -> libc::c_int {
+            $( if $arg.is_null() { return libc::EINVAL; } )*
+            // SAFETY: the object is NULL or the caller's; `$check` refuses NULL itself.
+            if let Err(e) = unsafe { $check($obj, $what) } {
+                return e;
+            }
+            // SAFETY: an object with a valid marker; other arguments are the caller's, non-NULL.
+            unsafe { $glibc($obj $(, $arg)*) }
+        }
+    };
+}
+pub(crate) use checked_entry;
+
 #[cfg(test)]
 #[allow(non_snake_case)]
 mod tests {

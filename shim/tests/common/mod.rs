@@ -75,3 +75,19 @@ pub fn socket_state(fd: libc::c_int) -> SocketState {
         so_acceptconn: sockopt(fd, libc::SO_ACCEPTCONN),
     }
 }
+
+/// The release staticlib (`panic = "abort"`, as Slurm links it), built into a target dir of
+/// its own under the test target dir (the outer cargo holds its own; tests that ask at the
+/// same time wait on cargo's lock and then find it built).
+pub fn release_staticlib() -> std::path::PathBuf {
+    let target_dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("exports-target");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args(["build", "-p", "slurm-shim", "--release", "--target-dir"])
+        .arg(&target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "cargo build of the staticlib failed");
+    target_dir.join("release/libslurm_shim.a")
+}
