@@ -187,3 +187,32 @@ fn emulate_pthread_h__native_build_shows_glibcs_answers() {
         "glibc accepts a zeroed mutex:\n{out}"
     );
 }
+
+#[test]
+fn emulate_pthread_h__observe_mode_logs_the_site_and_keeps_glibcs_answer() {
+    let dir = scratch("observe-log");
+    let log = dir.join("emulation.log");
+    let _ = std::fs::remove_file(&log);
+    let (_, out, err) = run(
+        "darwin-observe",
+        true,
+        &[
+            ("SLURM_SHIM_EMULATION_LOG", &log),
+            ("SLURM_SHIM_EMULATION", Path::new("observe")),
+        ],
+    );
+    assert!(out.contains("done\n"), "did not finish:\n{out}\n{err}");
+    assert!(
+        out.contains("FAIL zeroed static mutex: lock = 0, want 22\n"),
+        "observe mode must keep glibc's answer:\n{out}"
+    );
+    let text = std::fs::read_to_string(&log).expect("emulation log written");
+    assert!(
+        text.contains("macOS behaviour observed (glibc's answer kept): pthread_mutex_lock on a never-initialised"),
+        "observe mode must still name the site:\n{text}"
+    );
+    assert!(
+        !text.contains("behaviour applied"),
+        "nothing applied:\n{text}"
+    );
+}

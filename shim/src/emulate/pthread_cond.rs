@@ -61,8 +61,9 @@ unsafe fn check(cond: *mut pthread_cond_t, what: &'static str) -> Result<(), c_i
         return Err(libc::EINVAL);
     }
     // SAFETY: `cond` points to a pthread_cond_t.
-    if unsafe { pthread_sig::cond_wrefs(cond) }.load(Ordering::Relaxed) & COND_MARK == 0 {
-        report::applied(what);
+    if unsafe { pthread_sig::cond_wrefs(cond) }.load(Ordering::Relaxed) & COND_MARK == 0
+        && report::apply(what)
+    {
         return Err(libc::EINVAL);
     }
     Ok(())

@@ -26,7 +26,8 @@
 //!
 //! The model checks the marker (`super::pthread_sig`) and then calls glibc. A NULL mutex is
 //! `EINVAL` (macOS would crash). Each refusal is reported once per call site through
-//! [`crate::emulate::report::applied`].
+//! [`crate::emulate::report::apply`] (which, in its diagnostic observe mode, keeps glibc's
+//! answer instead).
 //!
 //! # Portability problems not fixed
 //! * `pthread_mutex_timedlock` does not exist on macOS; it is mapped (with the same check)
@@ -61,10 +62,10 @@ pub unsafe fn check(m: *const pthread_mutex_t, what: &'static str) -> Result<(),
             unsafe { pthread_sig::promote(m.cast_mut(), MUTEX_SIG_OFFSET, sig, MUTEX_SIG) };
             Ok(())
         }
-        State::Invalid => {
-            report::applied(what);
-            Err(libc::EINVAL)
-        }
+        State::Invalid => match report::apply(what) {
+            true => Err(libc::EINVAL),
+            false => Ok(()),
+        },
     }
 }
 
@@ -80,12 +81,13 @@ pub unsafe extern "C" fn slurm_shim_pthread_mutex_init(
     if !attr.is_null() {
         let mut robust: c_int = 0;
         // SAFETY: `attr` is the caller's attribute object; `robust` is a local.
-        if unsafe { libc::pthread_mutexattr_getrobust(attr, &mut robust) } != 0
-            || robust != libc::PTHREAD_MUTEX_STALLED
-        {
-            report::applied(
+        let refused = unsafe { libc::pthread_mutexattr_getrobust(attr, &mut robust) } != 0
+            || robust != libc::PTHREAD_MUTEX_STALLED;
+        if refused
+            && report::apply(
                 "pthread_mutex_init with a robust attribute -> EINVAL (macOS has no robust mutexes)",
-            );
+            )
+        {
             return libc::EINVAL;
         }
     }

@@ -78,10 +78,10 @@ unsafe fn check(l: *const pthread_rwlock_t, what: &'static str) -> Result<(), c_
             };
             Ok(())
         }
-        State::Invalid => {
-            report::applied(what);
-            Err(libc::EINVAL)
-        }
+        State::Invalid => match report::apply(what) {
+            true => Err(libc::EINVAL),
+            false => Ok(()),
+        },
     }
 }
 
@@ -113,10 +113,12 @@ pub unsafe fn init(l: *mut pthread_rwlock_t, attr: *const pthread_rwlockattr_t) 
         Err(e) => return e,
     };
     // SAFETY: a live marker, so `l` is a lock glibc initialised.
-    if st == State::Live && unsafe { held(l) } {
-        report::applied(
+    let busy = st == State::Live && unsafe { held(l) };
+    if busy
+        && report::apply(
             "pthread_rwlock_init of a live, held rwlock -> EBUSY (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_busy)",
-        );
+        )
+    {
         return libc::EBUSY;
     }
     // SAFETY: per the contract.
@@ -137,19 +139,17 @@ pub unsafe extern "C" fn slurm_shim_pthread_rwlock_destroy(l: *mut pthread_rwloc
         Ok(s) => s,
         Err(e) => return e,
     };
-    match st {
-        State::Invalid => {
-            report::applied(WHAT);
-            return libc::EINVAL;
-        }
-        // SAFETY: a live marker.
-        State::Live if unsafe { held(l) } => {
-            report::applied(
-                "pthread_rwlock_destroy of a held rwlock -> EBUSY (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_busy)",
-            );
-            return libc::EBUSY;
-        }
-        _ => {}
+    if st == State::Invalid && report::apply(WHAT) {
+        return libc::EINVAL;
+    }
+    // SAFETY: a live marker, so `l` is a lock glibc initialised.
+    let busy = st == State::Live && unsafe { held(l) };
+    if busy
+        && report::apply(
+            "pthread_rwlock_destroy of a held rwlock -> EBUSY (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_busy)",
+        )
+    {
+        return libc::EBUSY;
     }
     // SAFETY: a marked lock nobody holds.
     let r = unsafe { libc::pthread_rwlock_destroy(l) };

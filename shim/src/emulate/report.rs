@@ -5,7 +5,7 @@
 //! given call site, one line is written:
 //!
 //! ```text
-//! slurm-shim[1234]: macOS behaviour applied: pthread_mutex_lock on a never-initialised mutex -> EINVAL (libpthread: signature check) at libslurmfull.so(_add_delay+0x2c)
+//! slurm-shim[1234]: macOS behaviour applied: pthread_mutex_lock on a never-initialised mutex -> EINVAL (libpthread: signature check) at libslurmfull.so(_add_delay+0x2c) [+0x8a1c2]
 //! ```
 //!
 //! Where: the file named by the environment variable `SLURM_SHIM_EMULATION_LOG` (opened
@@ -13,7 +13,11 @@
 //! open across Slurm's `closeall()`), else standard error. The call site is the frame that
 //! called the shim's exported `slurm_shim_*` entry point ([`pick_caller`]), named with
 //! `dladdr` (object, nearest dynamic symbol, offset; a static function shows as its
-//! nearest exported neighbour).
+//! nearest exported neighbour), and the offset in the object for `addr2line`.
+//!
+//! With `SLURM_SHIM_EMULATION=observe` ([`MODE_ENV`]) the models that ask [`apply`] only
+//! log ("observed") and keep glibc's answer: a diagnostic to list every site of a run,
+//! since the first applied failure usually ends the process.
 //!
 //! This is the one place the darwin personality's shim writes anything; a write error is
 //! ignored (the emulated call's result must not depend on logging), and nothing here can
@@ -40,13 +44,56 @@ unsafe extern "C" {
     fn backtrace(buffer: *mut *mut c_void, size: c_int) -> c_int;
 }
 
+/// Environment variable choosing the mode: unset (or anything else) applies the macOS
+/// behaviour; `observe` only logs where it would apply and keeps glibc's answer, to list
+/// every site of a run in one go (a diagnostic, never the default).
+pub const MODE_ENV: &str = "SLURM_SHIM_EMULATION";
+
 /// Report that `behaviour` (a short sentence: the call, the macOS answer and its source) was
 /// applied. Logged once per call site.
 pub fn applied(behaviour: &'static str) {
+    log_once(behaviour, "applied");
+}
+
+/// Report `behaviour` like [`applied`] and say whether the model is to apply it: `false`
+/// only in the `observe` mode ([`MODE_ENV`]), where the line says "observed" and the caller
+/// keeps glibc's answer.
+pub fn apply(behaviour: &'static str) -> bool {
+    let enforce = !observing();
+    log_once(
+        behaviour,
+        if enforce {
+            "applied"
+        } else {
+            "observed (glibc's answer kept)"
+        },
+    );
+    enforce
+}
+
+fn log_once(behaviour: &'static str, verb: &str) {
     let site = caller_site();
     if first_time(behaviour, site.as_ref().map_or(0, |s| s.addr)) {
-        let line = format_line(std::process::id(), behaviour, site.as_ref());
+        let line = format_line(std::process::id(), verb, behaviour, site.as_ref());
         write_line(&line);
+    }
+}
+
+/// Whether `SLURM_SHIM_EMULATION=observe`, read once. glibc's `getenv` takes no lock, so this
+/// is safe in a child of `fork` (Rust's `std::env` would take its environment lock).
+fn observing() -> bool {
+    static MODE: AtomicUsize = AtomicUsize::new(0); // 0 unknown, 1 apply, 2 observe
+    match MODE.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => {
+            // SAFETY: the name is NUL-terminated; getenv returns NULL or a C string.
+            let v = unsafe { libc::getenv(c"SLURM_SHIM_EMULATION".as_ptr()) };
+            // SAFETY: a non-NULL getenv result is a NUL-terminated string.
+            let observe = !v.is_null() && unsafe { CStr::from_ptr(v) }.to_bytes() == b"observe";
+            MODE.store(if observe { 2 } else { 1 }, Ordering::Relaxed);
+            observe
+        }
     }
 }
 
@@ -74,21 +121,24 @@ pub struct Site {
     pub object: String,
     /// The nearest dynamic symbol at or below it, and the offset from it.
     pub symbol: Option<(String, usize)>,
+    /// The address relative to the object's load base, for `addr2line -e <object>`.
+    pub offset: usize,
 }
 
-/// The line written for one application.
-pub fn format_line(pid: u32, behaviour: &str, site: Option<&Site>) -> String {
+/// The line written for one application (`verb`: "applied", or "observed ..." in the
+/// observe mode).
+pub fn format_line(pid: u32, verb: &str, behaviour: &str, site: Option<&Site>) -> String {
     let at = match site {
         None => "an unknown call site".to_string(),
         Some(s) => {
             let object = s.object.rsplit('/').next().unwrap_or(&s.object);
             match &s.symbol {
-                Some((sym, off)) => format!("{object}({sym}+{off:#x})"),
-                None => format!("{object}({:#x})", s.addr),
+                Some((sym, off)) => format!("{object}({sym}+{off:#x}) [+{:#x}]", s.offset),
+                None => format!("{object}(+{:#x})", s.offset),
             }
         }
     };
-    format!("slurm-shim[{pid}]: macOS behaviour applied: {behaviour} at {at}\n")
+    format!("slurm-shim[{pid}]: macOS behaviour {verb}: {behaviour} at {at}\n")
 }
 
 fn caller_site() -> Option<Site> {
@@ -135,6 +185,7 @@ fn resolve(addr: usize) -> Option<Site> {
         addr,
         object,
         symbol,
+        offset: addr.wrapping_sub(info.dli_fbase as usize),
     })
 }
 
@@ -192,13 +243,22 @@ mod tests {
             addr: 0x1234,
             object: "/opt/x/lib/slurm/libslurmfull.so".into(),
             symbol: Some(("_add_delay".into(), 0x2c)),
+            offset: 0x1234 - 0x1000,
         };
         assert_eq!(
-            format_line(7, "X -> EINVAL", Some(&site)),
-            "slurm-shim[7]: macOS behaviour applied: X -> EINVAL at libslurmfull.so(_add_delay+0x2c)\n"
+            format_line(7, "applied", "X -> EINVAL", Some(&site)),
+            "slurm-shim[7]: macOS behaviour applied: X -> EINVAL at libslurmfull.so(_add_delay+0x2c) [+0x234]\n"
+        );
+        let anonymous = Site {
+            symbol: None,
+            ..site
+        };
+        assert_eq!(
+            format_line(7, "applied", "X", Some(&anonymous)),
+            "slurm-shim[7]: macOS behaviour applied: X at libslurmfull.so(+0x234)\n"
         );
         assert_eq!(
-            format_line(7, "X", None),
+            format_line(7, "applied", "X", None),
             "slurm-shim[7]: macOS behaviour applied: X at an unknown call site\n"
         );
     }
@@ -208,6 +268,7 @@ mod tests {
             addr,
             object: "libslurmfull.so".into(),
             symbol: sym.map(|s| (s.to_string(), 4)),
+            offset: addr,
         })
     }
 

@@ -327,8 +327,11 @@ static void condition_variables(void)
 	      EINVAL, EINVAL);
 	CHECK("zeroed cond: timedwait", pthread_cond_timedwait(&zeroed_cond, &cv_mutex, &past),
 	      EINVAL, ETIMEDOUT);
-	CHECK_DARWIN_ONLY("zeroed cond: wait", pthread_cond_wait(&zeroed_cond, &cv_mutex), EINVAL,
-			  "glibc waits for a signal");
+	if (getenv("SLURM_SHIM_EMULATION")) /* observe mode: glibc's wait would never return */
+		printf("not run here: zeroed cond: wait (observe mode keeps glibc's wait)\n");
+	else
+		CHECK_DARWIN_ONLY("zeroed cond: wait", pthread_cond_wait(&zeroed_cond, &cv_mutex),
+				  EINVAL, "glibc waits for a signal");
 	pthread_mutex_unlock(&cv_mutex);
 	CHECK("zeroed cond: signal", pthread_cond_signal(&zeroed_cond), EINVAL, 0);
 	CHECK("zeroed cond: broadcast", pthread_cond_broadcast(&zeroed_cond), EINVAL, 0);
