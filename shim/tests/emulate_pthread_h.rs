@@ -151,7 +151,15 @@ fn emulate_pthread_h__darwin_personality_refuses_uninitialised_objects_as_macos(
     let dir = scratch("darwin-log");
     let log = dir.join("emulation.log");
     let _ = std::fs::remove_file(&log);
-    let (code, out, err) = run("darwin", true, &[("SLURM_SHIM_EMULATION_LOG", &log)]);
+    // Observing in another program only: here the model applies.
+    let (code, out, err) = run(
+        "darwin",
+        true,
+        &[
+            ("SLURM_SHIM_EMULATION_LOG", &log),
+            ("SLURM_SHIM_EMULATION", Path::new("observe:slurmdbd")),
+        ],
+    );
     assert_all_passed("darwin personality", code, &out, &err);
     assert!(
         out.contains("ok zeroed static mutex: lock = 22\n"),
@@ -198,7 +206,7 @@ fn emulate_pthread_h__observe_mode_logs_the_site_and_keeps_glibcs_answer() {
         true,
         &[
             ("SLURM_SHIM_EMULATION_LOG", &log),
-            ("SLURM_SHIM_EMULATION", Path::new("observe")),
+            ("SLURM_SHIM_EMULATION", Path::new("observe:slurmdbd,checks")),
         ],
     );
     assert!(out.contains("done\n"), "did not finish:\n{out}\n{err}");

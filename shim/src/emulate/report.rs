@@ -17,7 +17,8 @@
 //!
 //! With `SLURM_SHIM_EMULATION=observe` ([`MODE_ENV`]) the models that ask [`apply`] only
 //! log ("observed") and keep glibc's answer: a diagnostic to list every site of a run,
-//! since the first applied failure usually ends the process.
+//! since the first applied failure usually ends the process. `observe:slurmdbd` does that
+//! in the named programs only.
 //!
 //! This is the one place the darwin personality's shim writes anything; a write error is
 //! ignored (the emulated call's result must not depend on logging), and nothing here can
@@ -46,8 +47,27 @@ unsafe extern "C" {
 
 /// Environment variable choosing the mode: unset (or anything else) applies the macOS
 /// behaviour; `observe` only logs where it would apply and keeps glibc's answer, to list
-/// every site of a run in one go (a diagnostic, never the default).
+/// every site of a run in one go (a diagnostic, never the default); `observe:p1,p2` observes
+/// in the programs named so (glibc's `program_invocation_short_name`) and applies elsewhere,
+/// so one daemon that would stop a whole cluster can be kept alive while the rest fail as
+/// on macOS.
 pub const MODE_ENV: &str = "SLURM_SHIM_EMULATION";
+
+/// Whether the mode value `mode` observes (rather than applies) in the program `program`.
+pub fn mode_observes(mode: &[u8], program: &[u8]) -> bool {
+    match mode.strip_prefix(b"observe") {
+        Some(b"") => true,
+        Some(list) => list
+            .strip_prefix(b":")
+            .is_some_and(|l| l.split(|&c| c == b',').any(|p| p == program)),
+        None => false,
+    }
+}
+
+unsafe extern "C" {
+    // glibc <errno.h> (_GNU_SOURCE): the program's name without directories.
+    static program_invocation_short_name: *const c_char;
+}
 
 /// Report that `behaviour` (a short sentence: the call, the macOS answer and its source) was
 /// applied. Logged once per call site.
@@ -89,8 +109,18 @@ fn observing() -> bool {
         _ => {
             // SAFETY: the name is NUL-terminated; getenv returns NULL or a C string.
             let v = unsafe { libc::getenv(c"SLURM_SHIM_EMULATION".as_ptr()) };
-            // SAFETY: a non-NULL getenv result is a NUL-terminated string.
-            let observe = !v.is_null() && unsafe { CStr::from_ptr(v) }.to_bytes() == b"observe";
+            // SAFETY: glibc sets the name before main; it is NULL or a C string.
+            let name = unsafe { program_invocation_short_name };
+            // SAFETY: non-NULL results of getenv and the name are NUL-terminated strings.
+            let observe = !v.is_null()
+                && unsafe {
+                    let program = if name.is_null() {
+                        &[][..]
+                    } else {
+                        CStr::from_ptr(name).to_bytes()
+                    };
+                    mode_observes(CStr::from_ptr(v).to_bytes(), program)
+                };
             MODE.store(if observe { 2 } else { 1 }, Ordering::Relaxed);
             observe
         }
@@ -287,6 +317,18 @@ mod tests {
         let frames = [None, site(2, Some("main"))];
         assert_eq!(pick_caller(&frames), site(2, Some("main")));
         assert_eq!(pick_caller(&[None, None]), None);
+    }
+
+    #[test]
+    fn report__observe_mode_for_all_or_named_programs() {
+        assert!(mode_observes(b"observe", b"slurmd"));
+        assert!(mode_observes(b"observe:slurmdbd", b"slurmdbd"));
+        assert!(mode_observes(b"observe:slurmctld,slurmdbd", b"slurmdbd"));
+        assert!(!mode_observes(b"observe:slurmdbd", b"slurmstepd"));
+        assert!(!mode_observes(b"observe:", b"slurmd"));
+        assert!(!mode_observes(b"observed", b"slurmd"));
+        assert!(!mode_observes(b"", b"slurmd"));
+        assert!(!mode_observes(b"apply", b"slurmd"));
     }
 
     #[test]

@@ -327,7 +327,9 @@ static void condition_variables(void)
 	      EINVAL, EINVAL);
 	CHECK("zeroed cond: timedwait", pthread_cond_timedwait(&zeroed_cond, &cv_mutex, &past),
 	      EINVAL, ETIMEDOUT);
-	if (getenv("SLURM_SHIM_EMULATION")) /* observe mode: glibc's wait would never return */
+	const char *mode = getenv("SLURM_SHIM_EMULATION");
+	/* Observing in this program: glibc's wait would never return. */
+	if (mode && (!strcmp(mode, "observe") || strstr(mode, "checks")))
 		printf("not run here: zeroed cond: wait (observe mode keeps glibc's wait)\n");
 	else
 		CHECK_DARWIN_ONLY("zeroed cond: wait", pthread_cond_wait(&zeroed_cond, &cv_mutex),
