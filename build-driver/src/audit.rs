@@ -215,9 +215,9 @@ pub fn audit(sh: &Shell, prefix: &Path, extra_stubs: &[PathBuf]) -> Result<Repor
     let line = release_line(prefix)?;
 
     // The first plugin decides the format and architecture; all must agree.
-    let first = Image::read(&plugin_dir.join(&names[0]))?.ok_or_else(|| Error::Io {
+    let first = Image::read(&plugin_dir.join(&names[0]))?.ok_or_else(|| Error::File {
         path: plugin_dir.join(&names[0]),
-        detail: "not an ELF or Mach-O file".into(),
+        problem: "not an ELF or Mach-O file".into(),
     })?;
     let (format, arch) = (first.format, arch_name(first.arch));
     let stubs = match format {
@@ -240,15 +240,15 @@ pub fn audit(sh: &Shell, prefix: &Path, extra_stubs: &[PathBuf]) -> Result<Repor
             continue; // a script
         };
         if !img.executable {
-            return Err(Error::Io {
+            return Err(Error::File {
                 path: path.clone(),
-                detail: "a program name, but not an executable".into(),
+                problem: "a program name, but not an executable".into(),
             });
         }
         if img.format != format {
-            return Err(Error::Io {
+            return Err(Error::File {
                 path: path.clone(),
-                detail: format!("{} file in a prefix whose plugins are {format}", img.format),
+                problem: format!("{} file in a prefix whose plugins are {format}", img.format),
             });
         }
         let closure = resolver.closure(&img, &img)?;
@@ -268,9 +268,9 @@ pub fn audit(sh: &Shell, prefix: &Path, extra_stubs: &[PathBuf]) -> Result<Repor
     for name in &names {
         let path = plugin_dir.join(name);
         let Some(plugin) = resolver.image(&path)? else {
-            return Err(Error::Io {
+            return Err(Error::File {
                 path,
-                detail: "not an ELF or Mach-O file".into(),
+                problem: "not an ELF or Mach-O file".into(),
             });
         };
         report.plugins += 1;
@@ -323,9 +323,9 @@ fn release_line(prefix: &Path) -> Result<loaders::Line> {
             u32::from_str_radix(v.strip_prefix("0x")?, 16).ok()
         })
         .map(loaders::Line::from_version_number)
-        .ok_or_else(|| Error::Io {
+        .ok_or_else(|| Error::File {
             path: header,
-            detail: "no `#define SLURM_VERSION_NUMBER 0x...`".into(),
+            problem: "no `#define SLURM_VERSION_NUMBER 0x...`".into(),
         })
 }
 

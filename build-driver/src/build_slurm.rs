@@ -44,11 +44,14 @@
 pub mod configure;
 pub mod link;
 pub mod make;
-pub mod stamp;
 
 use crate::cli::{BuildArgs, Personality};
 use crate::error::{Error, Result};
 use crate::targets::{self, Os, Target};
+use crate::util::fs::sha256_file;
+use crate::util::logged::{Progress, run_logged};
+use crate::util::process::{is_executable, on_path, require_tool};
+use crate::util::stamp;
 use crate::{cross, fetch, patches};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -136,31 +139,6 @@ fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| is_executable(&d.join(program))))
-        .unwrap_or(false)
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
-
-fn require(program: &str, step: &str, fix: &str) -> Result<()> {
-    if on_path(program) {
-        Ok(())
-    } else {
-        Err(Error::MissingTool {
-            program: program.into(),
-            step: step.into(),
-            fix: fix.into(),
-        })
-    }
-}
-
 /// The shim header that the build force-includes.
 pub fn shim_header(root: &Path) -> PathBuf {
     root.join("shim").join("include").join("slurm_shim.h")
@@ -174,12 +152,14 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         None => host,
     };
     check_personality(args.personality, target, host)?;
-    require(
+    require_tool(
+        sh,
         "make",
         "building Slurm",
         "install GNU make (Debian: apt-get install make)",
     )?;
-    require(
+    require_tool(
+        sh,
         "pkg-config",
         "finding Slurm's dependencies",
         "Debian: apt-get install pkg-config; macOS: brew install pkgconf",
@@ -216,7 +196,7 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
             root,
             &base,
             target,
-            on_path("ccache"),
+            on_path(sh, "ccache"),
         )?)
     } else {
         None
@@ -225,7 +205,7 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         target,
         host,
         &env_var,
-        on_path("ccache"),
+        on_path(sh, "ccache"),
         zig.as_ref().map(|z| z.cc.as_path()),
     )?;
     let deps_prefix = args
@@ -273,9 +253,9 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
     );
     if !args.no_patches {
         let series_file = root.join("patches").join(&source.line).join("series");
-        inputs.add("series", stamp::file_digest(&series_file)?);
+        inputs.add("series", sha256_file(&series_file)?);
         for p in &series {
-            inputs.add(format!("patch {}", p.display()), stamp::file_digest(p)?);
+            inputs.add(format!("patch {}", p.display()), sha256_file(p)?);
         }
     }
     if let Some(z) = &zig {
@@ -295,9 +275,9 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
     }
     if uses_shim {
         if !spec.header.is_file() {
-            return Err(Error::Io {
+            return Err(Error::File {
                 path: spec.header.clone(),
-                detail: "the shim header is missing: run `cargo xtask codegen`".into(),
+                problem: "the shim header is missing: run `cargo xtask codegen`".into(),
             });
         }
         let shim_inputs = [
@@ -369,7 +349,7 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         source.path.display(),
         src_dir.display()
     );
-    patches::copy_tree(&source.path, &src_dir)?;
+    crate::util::fs::copy_tree(&source.path, &src_dir)?;
     if !series.is_empty() {
         eprintln!(
             "build-slurm: applying {} patch(es) from patches/{}/series",
@@ -408,11 +388,11 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         target.rust,
         compiler.command()
     );
-    make::run_logged(
+    run_logged(
         conf,
         "configure",
         &base.join("configure.log"),
-        make::Progress::Spinner,
+        Progress::Spinner,
     )?;
     configure::fix_config_h(&build_dir, args.personality)?;
     eprintln!(
@@ -431,7 +411,7 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         std::process::Command::from(cmd!(sh, "make {jobs_arg} {make_refs...}"))
     };
     mk.current_dir(&build_dir);
-    let steps = make::run_logged(mk, "make", &make_log, make::Progress::Steps(estimate))?;
+    let steps = run_logged(mk, "make", &make_log, Progress::Steps(estimate))?;
     eprintln!(
         "build-slurm: make done in {:.0}s ({steps} compile/link steps, -j{jobs})",
         t.elapsed().as_secs_f64()
@@ -445,11 +425,11 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         std::process::Command::from(cmd!(sh, "make {jobs_arg} {make_refs...} install"))
     };
     inst.current_dir(&build_dir);
-    make::run_logged(
+    run_logged(
         inst,
         "make install",
         &base.join("install.log"),
-        make::Progress::Spinner,
+        Progress::Spinner,
     )?;
     eprintln!(
         "build-slurm: install done in {:.0}s",

@@ -8,6 +8,7 @@
 //! an error here: the results are what matter, and CI compares them between trees.
 
 use crate::error::{Error, Result};
+use crate::util::process::tail;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -84,9 +85,9 @@ pub fn make_check_with(
     vars: &[String],
 ) -> Result<Results> {
     if !build_dir.join("Makefile").is_file() {
-        return Err(Error::Io {
+        return Err(Error::File {
             path: build_dir.to_path_buf(),
-            detail: "no Makefile: not a configured Slurm build directory (run `cargo xtask build-slurm` first)".into(),
+            problem: "no Makefile: not a configured Slurm build directory (run `cargo xtask build-slurm` first)".into(),
         });
     }
     let testsuite = build_dir.join("testsuite");
@@ -137,13 +138,6 @@ pub fn make_check_with(
     Ok(results)
 }
 
-/// The last `n` lines of a byte buffer, lossily decoded.
-pub fn tail(text: &[u8], n: usize) -> String {
-    let s = String::from_utf8_lossy(text);
-    let lines: Vec<&str> = s.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
 /// Parallel jobs for `make check`: the number of CPUs (CI machines have 2).
 pub fn default_jobs() -> usize {
     std::thread::available_parallelism()
@@ -182,9 +176,9 @@ pub fn collect(testsuite: &Path) -> Result<Results> {
             .with_extension("");
         let name = rel.to_string_lossy().replace('\\', "/");
         let text = std::fs::read_to_string(&trs).map_err(|e| Error::io(&trs, e))?;
-        let outcome = parse_trs(&text).ok_or_else(|| Error::Io {
+        let outcome = parse_trs(&text).ok_or_else(|| Error::File {
             path: trs.clone(),
-            detail: "no valid `:test-result:` line (interrupted test run?)".into(),
+            problem: "no valid `:test-result:` line (interrupted test run?)".into(),
         })?;
         results.insert(name.clone(), outcome);
         let log = trs.with_extension("log");
@@ -398,7 +392,7 @@ mod tests {
     fn collect__truncated_trs_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("x-test.trs"), ":copy-in-global-log: no\n").unwrap();
-        assert!(matches!(collect(dir.path()), Err(Error::Io { .. })));
+        assert!(matches!(collect(dir.path()), Err(Error::File { .. })));
     }
 
     #[test]
@@ -457,7 +451,7 @@ mod tests {
         let sh = Shell::new().unwrap();
         assert!(matches!(
             make_check_with(&sh, dir.path(), 1, &[]),
-            Err(Error::Io { .. })
+            Err(Error::File { .. })
         ));
     }
 

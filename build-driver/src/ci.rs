@@ -26,10 +26,11 @@ use crate::build_slurm::{self, BuildOutput};
 use crate::check::{self, Difference, Outcome, Results};
 use crate::cli::{BuildArgs, CiArgs, DepsArgs, PeerArgs, Personality, SourceArgs};
 use crate::error::{Error, Result};
+use crate::util::bounded::run_inherit_bounded;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use xshell::{Cmd, Shell, cmd};
+use xshell::{Shell, cmd};
 
 pub fn run(sh: &Shell, root: &Path, args: CiArgs) -> Result<()> {
     let mut report = Report::default();
@@ -47,7 +48,7 @@ pub fn run(sh: &Shell, root: &Path, args: CiArgs) -> Result<()> {
 fn shim_lane(sh: &Shell, root: &Path, report: &mut Report) {
     let _dir = sh.push_dir(root);
     report.step("cargo test --workspace", || {
-        run_with_deadline(sh, cmd!(sh, "cargo test --workspace"), CARGO_TEST_TIMEOUT)?;
+        run_inherit_bounded(cmd!(sh, "cargo test --workspace"), "ci", CARGO_TEST_TIMEOUT)?;
         Ok("passed".to_string())
     });
     report.step("cargo xtask codegen --check", || {
@@ -63,7 +64,7 @@ fn shim_lane(sh: &Shell, root: &Path, report: &mut Report) {
                 sh,
                 "cargo check -p build-driver --all-targets --target aarch64-apple-darwin"
             );
-            run_with_deadline(sh, check, CARGO_BUILD_TIMEOUT)?;
+            run_inherit_bounded(check, "ci", CARGO_BUILD_TIMEOUT)?;
             Ok("the driver type-checks for macOS".to_string())
         },
     );
@@ -72,7 +73,7 @@ fn shim_lane(sh: &Shell, root: &Path, report: &mut Report) {
             &format!("cargo build -p slurm-shim --release --target {target}"),
             || {
                 let build = cmd!(sh, "cargo build -p slurm-shim --release --target {target}");
-                run_with_deadline(sh, build, CARGO_BUILD_TIMEOUT)?;
+                run_inherit_bounded(build, "ci", CARGO_BUILD_TIMEOUT)?;
                 Ok("built".to_string())
             },
         );
@@ -82,45 +83,6 @@ fn shim_lane(sh: &Shell, root: &Path, report: &mut Report) {
 /// Upper bounds, so a hanging test cannot eat CI's whole time budget.
 const CARGO_TEST_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const CARGO_BUILD_TIMEOUT: Duration = Duration::from_secs(15 * 60);
-
-/// Run `cmd` with inherited output in its own process group; after `timeout` the whole group
-/// (cargo and the test binaries it started) is killed. Non-zero exit is an error.
-fn run_with_deadline(sh: &Shell, cmd: Cmd<'_>, timeout: Duration) -> Result<()> {
-    let shown = cmd.to_string();
-    let fail = |detail: String| Error::Command {
-        step: "ci".into(),
-        program: shown.clone(),
-        detail,
-    };
-    let mut command: std::process::Command = cmd.into();
-    std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    let mut child = command
-        .spawn()
-        .map_err(|e| fail(format!("cannot start: {e}")))?;
-    let deadline = Instant::now() + timeout;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => return Ok(()),
-            Ok(Some(status)) => return Err(fail(status.to_string())),
-            Ok(None) if Instant::now() >= deadline => {
-                // Our child is not reaped yet, so its process group id is still ours.
-                let group = format!("-{}", child.id());
-                cmd!(sh, "kill -KILL -- {group}")
-                    .quiet()
-                    .ignore_status()
-                    .run()
-                    .ok();
-                child.wait().ok();
-                return Err(fail(format!(
-                    "did not finish within {}; its process group was killed",
-                    fmt_duration(timeout)
-                )));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(200)),
-            Err(e) => return Err(fail(format!("cannot wait: {e}"))),
-        }
-    }
-}
 
 fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
     let src = SourceArgs {
@@ -305,16 +267,16 @@ pub struct Expected {
 impl Expectations {
     /// Read the file; a missing file means no expectations (and says so).
     pub fn load(path: &Path) -> Result<Expectations> {
-        let Some(text) = crate::error::read_optional(path)? else {
+        let Some(text) = crate::util::fs::read_optional(path)? else {
             println!(
                 "no expectations file {}: every difference fails",
                 path.display()
             );
             return Ok(Expectations::default());
         };
-        Expectations::parse(&text).map_err(|detail| Error::Io {
+        Expectations::parse(&text).map_err(|detail| Error::File {
             path: path.to_path_buf(),
-            detail,
+            problem: detail,
         })
     }
 
@@ -743,42 +705,5 @@ reason = "logs to syslog differently"
     fn fmt_duration__seconds_and_minutes() {
         assert_eq!(fmt_duration(Duration::from_millis(1500)), "1.5s");
         assert_eq!(fmt_duration(Duration::from_secs(125)), "2m05s");
-    }
-
-    #[test]
-    fn run_with_deadline__kills_the_whole_group_on_timeout() {
-        let sh = Shell::new().unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let pidfile = dir.path().join("grandchild");
-        // The shell starts a grandchild (as cargo starts test binaries) and waits for it.
-        let script = format!("sleep 60 & echo $! > {}; wait", pidfile.display());
-        let start = Instant::now();
-        let err = run_with_deadline(&sh, cmd!(sh, "sh -c {script}"), Duration::from_millis(500))
-            .unwrap_err();
-        assert!(err.to_string().contains("did not finish"), "{err}");
-        assert!(start.elapsed() < Duration::from_secs(20));
-        let pid = std::fs::read_to_string(&pidfile)
-            .unwrap()
-            .trim()
-            .to_string();
-        // The grandchild was killed too (give the kernel a moment to reap it via init).
-        let gone = (0..50).any(|_| {
-            std::thread::sleep(Duration::from_millis(100));
-            cmd!(sh, "kill -0 {pid}")
-                .quiet()
-                .ignore_stderr()
-                .run()
-                .is_err()
-        });
-        assert!(gone, "grandchild {pid} survived");
-    }
-
-    #[test]
-    fn run_with_deadline__reports_exit_status() {
-        let sh = Shell::new().unwrap();
-        assert!(run_with_deadline(&sh, cmd!(sh, "true"), Duration::from_secs(10)).is_ok());
-        let err = run_with_deadline(&sh, cmd!(sh, "sh -c 'exit 7'"), Duration::from_secs(10))
-            .unwrap_err();
-        assert!(err.to_string().contains("7"), "{err}");
     }
 }

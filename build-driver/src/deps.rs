@@ -70,12 +70,12 @@ pub mod source;
 pub mod tools;
 
 use crate::build_slurm::link::cargo_target_dir;
-use crate::build_slurm::stamp::{Inputs, contents_digest};
 use crate::cli::DepsArgs;
 use crate::error::{Error, Result};
 use crate::fetch::archive::Staging;
-use crate::fetch::require_tool;
 use crate::targets::{self, Target};
+use crate::util::process::{on_path, require_tool};
+use crate::util::stamp::{Inputs, contents_digest};
 use pins::{BuildKind, DepPins};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -174,7 +174,7 @@ pub const HOMEBREW_LIBS: &[&str] = &["json-c", "hwloc"];
 /// `brew --prefix <formula>` of each installed formula among `names` (macOS; an absent
 /// `brew` or formula gives nothing, and the library is built instead).
 fn homebrew(sh: &Shell, names: &[&str]) -> Vec<(String, PathBuf)> {
-    if require_tool(sh, "brew", "", "").is_err() {
+    if !on_path(sh, "brew") {
         return Vec::new();
     }
     names
@@ -320,7 +320,7 @@ pub fn ensure_with(
                 let tarball = source::tarball(sh, lib, t, &downloads, debian_mirror)?;
                 let (s, tree) = source::unpack(sh, &tarball, &t.top_dir, &build_parent)?;
                 if let Some(o) = &overlay {
-                    recipes::copy_tree(o, &tree)?;
+                    crate::util::fs::copy_into(o, &tree, &[])?;
                 }
                 (s, Some(tree))
             }

@@ -1,13 +1,45 @@
 //! The driver's one error type. Every message names the step, the program or file, and a fix.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::time::Duration;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("could not start a shell: {0}")]
-    Shell(String),
+    Shell(#[source] xshell::Error),
+    #[error("{0}")]
+    Xshell(#[from] xshell::Error),
+    #[error("cannot run `{program}`: {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot wait for `{program}`: {source}")]
+    Wait {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{call} failed: {source}")]
+    Os {
+        call: String,
+        #[source]
+        source: nix::errno::Errno,
+    },
+    #[error(
+        "uid {0} has no entry in the password database (getpwuid); add the user or run as one that has one"
+    )]
+    UnknownUid(u32),
+    #[error("{what} did not finish within {after:?}")]
+    Timeout { what: String, after: Duration },
+    #[error("timed out after {after:?} waiting for {waiting_for}")]
+    TimedOut {
+        waiting_for: String,
+        after: Duration,
+    },
     #[error("{step}: `{program}` failed: {detail}")]
     Command {
         step: String,
@@ -20,8 +52,14 @@ pub enum Error {
         step: String,
         fix: String,
     },
-    #[error("{path}: {detail}")]
-    Io { path: PathBuf, detail: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {problem}")]
+    File { path: PathBuf, problem: String },
     #[error("codegen: {0}")]
     Codegen(String),
     #[error("slurm_shim.h is stale: run `cargo xtask codegen` and commit the result")]
@@ -134,29 +172,18 @@ pub enum Error {
 
 impl Error {
     /// An I/O error on `path`.
-    pub fn io(path: impl Into<PathBuf>, e: std::io::Error) -> Error {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
         Error::Io {
             path: path.into(),
-            detail: e.to_string(),
+            source,
         }
     }
-}
 
-/// The text of `path`, or `None` when there is no such file (other I/O errors are errors).
-pub fn read_optional(path: &Path) -> Result<Option<String>> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Ok(Some(t)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(path, e)),
-    }
-}
-
-impl From<xshell::Error> for Error {
-    fn from(e: xshell::Error) -> Error {
-        Error::Command {
-            step: "command".into(),
-            program: String::new(),
-            detail: e.to_string(),
+    /// A file (or directory) that is there but wrong: `problem` says how, and how to fix it.
+    pub fn file(path: impl Into<PathBuf>, problem: impl Into<String>) -> Error {
+        Error::File {
+            path: path.into(),
+            problem: problem.into(),
         }
     }
 }

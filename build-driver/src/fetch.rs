@@ -22,10 +22,12 @@ pub(crate) mod debian;
 use crate::cli::{FetchArgs, Origin, SourceArgs};
 use crate::error::{Error, Result};
 use crate::pins::{Pin, PinSource, Pins};
+use crate::util::fs::{copy_tree_excluding, sha256_file};
+use crate::util::logged;
+use crate::util::process::{require_tool, run_checked};
 use archive::{Layout, Staging};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 use xshell::{Shell, cmd};
 
 /// A pristine, verified source tree.
@@ -109,61 +111,9 @@ fn already(layout: &Layout, pin: &Pin) -> Option<SourceTree> {
     }
 }
 
-/// Fails with `MissingTool` unless `program` is an executable file on the shell's PATH.
-/// Runs `command` quietly; a non-zero exit becomes [`Error::Command`] naming `step` and
-/// `program`, with the last lines of its standard error.
-pub(crate) fn run_checked(command: xshell::Cmd<'_>, step: &str, program: &str) -> Result<()> {
-    let out = command.quiet().ignore_status().output()?;
-    if out.status.success() {
-        return Ok(());
-    }
-    Err(Error::Command {
-        step: step.into(),
-        program: program.into(),
-        detail: stderr_tail(&out.stderr, 15),
-    })
-}
-
-/// The last `n` lines of a command's output, trimmed.
-pub(crate) fn stderr_tail(bytes: &[u8], n: usize) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let lines: Vec<&str> = text.trim().lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
-pub(crate) fn require_tool(sh: &Shell, program: &str, step: &str, fix: &str) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = sh.var_os("PATH").unwrap_or_default();
-    let found = std::env::split_paths(&path).any(|d| {
-        fs::metadata(d.join(program))
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    });
-    if found {
-        Ok(())
-    } else {
-        Err(Error::MissingTool {
-            program: program.into(),
-            step: step.into(),
-            fix: fix.into(),
-        })
-    }
-}
-
-/// Runs a long step with a spinner (on a terminal) and start/end lines on stderr.
-pub(crate) fn step<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    eprintln!("fetch: {what} ...");
-    let start = Instant::now();
-    let bar = indicatif::ProgressBar::new_spinner();
-    bar.set_message(what.to_string());
-    bar.enable_steady_tick(Duration::from_millis(120));
-    let r = f();
-    bar.finish_and_clear();
-    let secs = start.elapsed().as_secs_f64();
-    match &r {
-        Ok(_) => eprintln!("fetch: {what}: done in {secs:.1}s"),
-        Err(_) => eprintln!("fetch: {what}: failed after {secs:.1}s"),
-    }
-    r
+/// A long fetch step with a spinner (see [`logged::step`]).
+fn step<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    logged::step("fetch", what, f)
 }
 
 fn tarball_parts<'p>(pin: &'p Pin, pins: &Pins) -> Result<(&'p str, &'p str, &'p [String])> {
@@ -209,7 +159,7 @@ fn cached_tarball(layout: &Layout, pin: &Pin, sha: &str) -> Option<PathBuf> {
     names
         .into_iter()
         .map(|n| layout.downloads().join(n))
-        .find(|p| p.is_file() && archive::sha256_file(p).is_ok_and(|h| h == sha))
+        .find(|p| p.is_file() && sha256_file(p).is_ok_and(|h| h == sha))
 }
 
 /// `fetch --version V`: from the pin's URLs (tarball) or repository (git).
@@ -387,7 +337,7 @@ fn from_source(sh: &Shell, root: &Path, path: &Path, version: Option<&str>) -> R
     let layout = Layout::new(root);
     if meta.is_file() {
         let actual = step(&format!("sha256 of {}", path.display()), || {
-            archive::sha256_file(path)
+            sha256_file(path)
         })?;
         let pin = match version {
             Some(v) => {
@@ -503,7 +453,7 @@ fn copy_local_tree(layout: &Layout, path: &Path) -> Result<SourceTree> {
     let staging = Staging::new(&layout.dir, &version)?;
     let copy = staging.dir.join("tree");
     step(&format!("copying {}", path.display()), || {
-        crate::patches::copy_tree_excluding(&src_c, &copy, &[".git"])
+        copy_tree_excluding(&src_c, &copy, &[".git"])
     })?;
     archive::install(
         layout,
@@ -570,7 +520,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let tgz = d.path().join("t.tar.gz");
         fake_tgz(&tgz, "top-1");
-        let sha = archive::sha256_file(&tgz).unwrap();
+        let sha = sha256_file(&tgz).unwrap();
         let p = project(&format!(
             "[pin.\"1.2.3\"]\nline = \"1.2\"\nkind = \"tarball\"\nsha256 = \"{sha}\"\ntop_dir = \"top-1\"\n"
         ));
@@ -722,7 +672,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let tgz = d.path().join("t.tar.gz");
         fake_tgz(&tgz, "top-1");
-        let sha = archive::sha256_file(&tgz).unwrap();
+        let sha = sha256_file(&tgz).unwrap();
         let (missing, good) = (
             format!("file://{}/nope.tar.gz", d.path().display()),
             format!("file://{}", tgz.display()),
@@ -784,16 +734,5 @@ mod tests {
         let text = "##\n  Meta:\t\t1\n  Name:\t\tslurm\n  Major:\t24\n  Minor:\t11\n  Micro:\t5\n  Version:\t24.11.5\n";
         assert_eq!(parse_meta(text), Some(("24.11.5".into(), "24.11".into())));
         assert_eq!(parse_meta("  Version:\t1\n"), None);
-    }
-
-    #[test]
-    fn require_tool__missing_program_is_missing_tool() {
-        let sh = Shell::new().unwrap();
-        let e = require_tool(&sh, "no-such-program-xyz", "testing", "install it").unwrap_err();
-        assert!(
-            matches!(e, Error::MissingTool { ref program, .. } if program == "no-such-program-xyz"),
-            "{e}"
-        );
-        require_tool(&sh, "sh", "testing", "").unwrap();
     }
 }

@@ -17,6 +17,7 @@ mod macos_workflow;
 mod patches;
 mod pins;
 mod targets;
+mod util;
 
 use clap::Parser;
 use error::{Error, Result};
@@ -36,7 +37,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: cli::Cli) -> Result<()> {
-    let sh = Shell::new().map_err(|e| Error::Shell(e.to_string()))?;
+    let sh = Shell::new().map_err(Error::Shell)?;
     let root = project_root();
     sh.change_dir(&root);
     match cli.command {

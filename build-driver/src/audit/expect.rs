@@ -42,16 +42,16 @@ type Value = (BTreeSet<String>, BTreeSet<String>);
 impl Expectations {
     /// Read the file; a missing file means nothing is accepted (and says so).
     pub fn load(path: &Path) -> Result<Expectations> {
-        let Some(text) = crate::error::read_optional(path)? else {
+        let Some(text) = crate::util::fs::read_optional(path)? else {
             println!(
                 "no expectations file {}: every finding fails",
                 path.display()
             );
             return Ok(Expectations::default());
         };
-        Expectations::parse(&text).map_err(|detail| Error::Io {
+        Expectations::parse(&text).map_err(|detail| Error::File {
             path: path.to_path_buf(),
-            detail,
+            problem: detail,
         })
     }
 

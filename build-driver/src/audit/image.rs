@@ -82,18 +82,18 @@ impl Image {
             Ok(FileKind::Elf32) => elf_image::<elf::FileHeader32<Endianness>>(path, data),
             Ok(FileKind::MachO64) => macho_image(path, data),
             Ok(FileKind::MachOFat32 | FileKind::MachOFat64) => {
-                return Err(Error::Io {
+                return Err(Error::File {
                     path: path.to_path_buf(),
-                    detail: "universal (fat) Mach-O file: audit one architecture at a time \
+                    problem: "universal (fat) Mach-O file: audit one architecture at a time \
                              (lipo -thin ARCH)"
                         .into(),
                 });
             }
             Ok(_) | Err(_) => return Ok(None),
         };
-        image.map(Some).map_err(|e| Error::Io {
+        image.map(Some).map_err(|e| Error::File {
             path: path.to_path_buf(),
-            detail: format!("malformed binary: {e}"),
+            problem: format!("malformed binary: {e}"),
         })
     }
 }

@@ -399,9 +399,9 @@ pub fn fix_config_h(build_dir: &Path, personality: Personality) -> Result<()> {
     }
     let path = build_dir.join("config.h");
     let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-    let new = apply_config_h_answers(&text).map_err(|detail| Error::Io {
+    let new = apply_config_h_answers(&text).map_err(|detail| Error::File {
         path: path.clone(),
-        detail,
+        problem: detail,
     })?;
     if new != text {
         std::fs::write(&path, &new).map_err(|e| Error::io(&path, e))?;
@@ -417,9 +417,9 @@ pub fn verify_config_h(build_dir: &Path) -> Result<()> {
     if bad.is_empty() {
         Ok(())
     } else {
-        Err(Error::Io {
+        Err(Error::File {
             path,
-            detail: format!(
+            problem: format!(
                 "darwin personality: configure gave Linux answers: {}; the cache variable names \
                  in build_slurm/configure.rs may not match this Slurm version's configure",
                 bad.join("; ")

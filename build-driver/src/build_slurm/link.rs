@@ -91,9 +91,9 @@ pub fn build_shim(sh: &Shell, root: &Path, target: &Target) -> Result<ShimLib> {
         .join("release")
         .join("libslurm_shim.a");
     if !archive.is_file() {
-        return Err(Error::Io {
+        return Err(Error::File {
             path: archive,
-            detail: "cargo succeeded but the shim archive is not there".into(),
+            problem: "cargo succeeded but the shim archive is not there".into(),
         });
     }
     Ok(ShimLib {

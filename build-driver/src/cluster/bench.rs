@@ -20,11 +20,11 @@
 //! sooner). The load average is printed with each run: the figures are only as quiet as the
 //! machine. Every job must have COMPLETED, or the run fails.
 
-use super::daemons::{poll, read_bounded};
 use super::lab::Lab;
 use super::private_ns::{self, Entered};
 use crate::cli::BenchArgs;
 use crate::error::{Error, Result};
+use crate::util::bounded::{poll, read_bounded};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use xshell::{Shell, cmd};
@@ -69,7 +69,7 @@ pub fn run(sh: &Shell, _root: &Path, args: BenchArgs) -> Result<()> {
         ("darwin", absolute(&args.darwin)?),
     ];
     for (_, p) in &builds {
-        super::check_prefix(p)?;
+        super::host::check_prefix(p)?;
     }
     let work = work_dir()?;
     println!(

@@ -3,6 +3,7 @@
 //! ports and the node's hardware.
 
 use crate::error::{Error, Result};
+use crate::util::fs::write_atomic;
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -327,29 +328,14 @@ pub fn render_hook(l: &Layout, name: &str) -> String {
     )
 }
 
-/// Write `text` to `path` with `mode`, atomically (a `.part` file renamed into place).
-pub fn write_file(path: &Path, text: &[u8], mode: u32) -> Result<()> {
-    let part = path.with_extension("part");
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, mode);
-    let mut f = opts.open(&part).map_err(|e| Error::io(&part, e))?;
-    use std::os::unix::fs::PermissionsExt;
-    f.set_permissions(std::fs::Permissions::from_mode(mode))
-        .map_err(|e| Error::io(&part, e))?;
-    f.write_all(text).map_err(|e| Error::io(&part, e))?;
-    f.sync_all().map_err(|e| Error::io(&part, e))?;
-    std::fs::rename(&part, path).map_err(|e| Error::io(path, e))
-}
-
 /// Every configuration file of the cluster.
 pub fn write_all(s: &Settings, extra: &[String]) -> Result<()> {
     let l = &s.layout;
-    write_file(&l.conf(), render_with(s, extra).as_bytes(), 0o644)?;
-    write_file(&l.gres_conf(), render_gres(s).as_bytes(), 0o644)?;
-    write_file(&l.dbd_conf(), render_dbd(s).as_bytes(), 0o600)?;
-    write_file(&l.prolog(), render_hook(l, "prolog").as_bytes(), 0o755)?;
-    write_file(&l.epilog(), render_hook(l, "epilog").as_bytes(), 0o755)?;
+    write_atomic(&l.conf(), render_with(s, extra).as_bytes(), 0o644)?;
+    write_atomic(&l.gres_conf(), render_gres(s).as_bytes(), 0o644)?;
+    write_atomic(&l.dbd_conf(), render_dbd(s).as_bytes(), 0o600)?;
+    write_atomic(&l.prolog(), render_hook(l, "prolog").as_bytes(), 0o755)?;
+    write_atomic(&l.epilog(), render_hook(l, "epilog").as_bytes(), 0o755)?;
     write_key(&l.key())
 }
 
@@ -540,7 +526,7 @@ mod tests {
         };
         l.create().unwrap();
         let script = dir.path().join("p.sh");
-        write_file(&script, render_hook(&l, "prolog").as_bytes(), 0o755).unwrap();
+        write_atomic(&script, render_hook(&l, "prolog").as_bytes(), 0o755).unwrap();
         let run = || {
             std::process::Command::new(&script)
                 .env("SLURM_JOB_ID", "7")
@@ -555,21 +541,6 @@ mod tests {
             std::fs::read_to_string(l.hook_log()).unwrap(),
             "prolog 7 0\nprolog 7 0\n"
         );
-    }
-
-    #[test]
-    fn write_file__atomic_with_mode() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("x.conf");
-        write_file(&f, b"a", 0o600).unwrap();
-        write_file(&f, b"b", 0o600).unwrap();
-        assert_eq!(std::fs::read(&f).unwrap(), b"b");
-        use std::os::unix::fs::PermissionsExt;
-        assert_eq!(
-            std::fs::metadata(&f).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
-        assert!(!dir.path().join("x.part").exists());
     }
 
     #[test]

@@ -5,10 +5,10 @@
 //! Stopped by record (`down`), also if the caller unwinds without `stop`.
 
 use super::config::Layout;
-use super::daemons::file_tail;
 use super::lifecycle::{self, Cluster, UpOptions};
 use super::private_ns::Private;
 use crate::error::Result;
+use crate::util::process::file_tail;
 use std::path::{Path, PathBuf};
 use xshell::Shell;
 

@@ -12,10 +12,11 @@
 //! ones where they need a pre-exec hook (setsid, the mount namespace), which xshell lacks.
 
 use super::config::{self, Layout, Ports, Settings};
-use super::daemons::{file_tail, poll, read_bounded, run_bounded};
 use super::procs::{self, Isolation, Liveness, ProcRecord, Stopped};
 use super::state::State;
 use crate::error::{Error, Result};
+use crate::util::bounded::{poll, read_bounded, run_bounded};
+use crate::util::process::file_tail;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -333,13 +334,13 @@ impl Cluster {
 pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
     let t = Instant::now();
     let prefix = std::path::absolute(&opts.prefix).map_err(|e| Error::io(&opts.prefix, e))?;
-    super::check_prefix(&prefix)?;
+    super::host::check_prefix(&prefix)?;
     let dir = std::path::absolute(&opts.dir).map_err(|e| Error::io(&opts.dir, e))?;
     clear_leftover(&opts.name, &dir)?;
     let layout = Layout { root: dir.clone() };
     layout.create()?;
 
-    let (user, uid) = super::current_user(sh)?;
+    let (user, uid) = super::host::current_user()?;
     let isolated = opts.isolate && uid == 0 && procs::can_isolate();
     if !isolated && !opts.isolate {
         println!("note: no private /run for the daemons (the caller provides one)");
@@ -353,7 +354,7 @@ pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
                 "note: not root: no private /run, so only one cluster at a time; SlurmUser is `{user}`"
             );
         }
-        super::require_sack_dirs(uid)?;
+        super::host::require_sack_dirs(uid)?;
     }
     let slurmd_bin = prefix.join("sbin/slurmd");
     let hw = config::parse_slurmd_c(&read_bounded(
@@ -658,7 +659,7 @@ fn check_port_free(daemon: &str, port: u16) -> Result<()> {
 fn install_mariadb(sh: &Shell, l: &Layout) -> Result<()> {
     let data = l.mysql_data();
     let log = l.logs().join("mariadb-install.log");
-    let user = super::current_user(sh)?.0;
+    let user = super::host::current_user()?.0;
     let out = run_bounded(
         Command::from(cmd!(
             sh,
@@ -691,7 +692,7 @@ fn mariadbd_command(sh: &Shell, l: &Layout, port: u16) -> Result<Command> {
     let (data, sock) = (l.mysql_data(), l.mysql_socket());
     let pid = l.pids().join("mariadb.pid");
     let err = l.daemon_log("mariadb");
-    let user = super::current_user(sh)?.0;
+    let user = super::host::current_user()?.0;
     let port = port.to_string();
     Ok(Command::from(cmd!(
         sh,

@@ -265,14 +265,14 @@ fn prepare_suite(sh: &Shell, install: &Install, dir: &Path, conf: &Path) -> Resu
     let testsuite = dir.join("suite/testsuite");
     std::fs::create_dir_all(&testsuite).map_err(|e| Error::io(&testsuite, e))?;
     let from = install.src.join("testsuite/python");
-    super::daemons::read_bounded(
+    crate::util::bounded::read_bounded(
         cmd!(sh, "cp -R {from} {testsuite}"),
         Duration::from_secs(60),
     )?;
     let tsconf = testsuite.join("testsuite.conf");
     std::fs::write(&tsconf, testsuite_conf(install, conf)).map_err(|e| Error::io(&tsconf, e))?;
     let suite_root = dir.join("suite");
-    super::daemons::read_bounded(
+    crate::util::bounded::read_bounded(
         cmd!(sh, "chown -R {TEST_USER} {suite_root}"),
         Duration::from_secs(60),
     )?;
@@ -368,7 +368,7 @@ fn run_pytest(
         _ => Err(Error::Cluster(format!(
             "pytest ended with {status}; see {}:\n{}",
             log.display(),
-            super::daemons::file_tail(log, 30)
+            crate::util::process::file_tail(log, 30)
         ))),
     }
 }
@@ -378,7 +378,7 @@ fn run_pytest(
 fn test_user(sh: &Shell) -> Result<()> {
     let user = super::user::ensure_test_user()?;
     let name = &user.name;
-    let rights = super::daemons::read_bounded(
+    let rights = crate::util::bounded::read_bounded(
         cmd!(sh, "runuser -u {name} -- sudo -ln"),
         Duration::from_secs(30),
     )
@@ -398,7 +398,7 @@ fn test_user(sh: &Shell) -> Result<()> {
 /// The Python modules must import for the test user's `python3`.
 fn check_modules(sh: &Shell) -> Result<()> {
     let code = format!("import {}", MODULES.join(", "));
-    let out = super::daemons::run_bounded(
+    let out = crate::util::bounded::run_bounded(
         cmd!(
             sh,
             "runuser -u {TEST_USER} -- env -i PATH=/usr/local/bin:/usr/bin:/bin python3 -c {code}"
@@ -419,7 +419,7 @@ fn check_modules(sh: &Shell) -> Result<()> {
 }
 
 fn user_home(sh: &Shell) -> Result<String> {
-    let line = super::daemons::read_bounded(
+    let line = crate::util::bounded::read_bounded(
         cmd!(sh, "getent passwd {TEST_USER}"),
         Duration::from_secs(10),
     )?;

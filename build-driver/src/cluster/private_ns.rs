@@ -11,8 +11,8 @@
 //! Nothing outside the namespace changes, and its mounts vanish when its last process exits,
 //! whatever happened to the driver.
 
-use super::daemons::read_bounded;
 use crate::error::{Error, Result};
+use crate::util::bounded::read_bounded;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use xshell::{Shell, cmd};

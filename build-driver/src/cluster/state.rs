@@ -43,7 +43,7 @@ impl State {
             root: dir.to_path_buf(),
         }
         .state_file();
-        let Some(text) = crate::error::read_optional(&path)? else {
+        let Some(text) = crate::util::fs::read_optional(&path)? else {
             return Ok(None);
         };
         toml::from_str(&text).map(Some).map_err(|e| {
@@ -58,7 +58,7 @@ impl State {
     pub fn save(&self) -> Result<()> {
         let text = toml::to_string(self)
             .map_err(|e| Error::Cluster(format!("cannot serialise the cluster record: {e}")))?;
-        super::config::write_file(&self.layout().state_file(), text.as_bytes(), 0o644)
+        crate::util::fs::write_atomic(&self.layout().state_file(), text.as_bytes(), 0o644)
     }
 
     /// Record a started process (replacing an earlier record of the same name) and save.

@@ -2,8 +2,8 @@
 //! and gid) and Slurm's Python test suite (which wants a user with a `NOPASSWD: ALL` sudo
 //! rule, or skips most tests). Created idempotently; root only.
 
-use super::daemons::{read_bounded, run_bounded};
 use crate::error::{Error, Result};
+use crate::util::bounded::{read_bounded, run_bounded};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -38,7 +38,7 @@ pub fn ensure_test_user() -> Result<TestUser> {
     let dest = Path::new("/etc/sudoers.d").join(TEST_USER);
     if std::fs::read_to_string(&dest).ok().as_deref() != Some(rule.as_str()) {
         let part = Path::new("/etc/sudoers.d").join(format!(".{TEST_USER}.part"));
-        super::config::write_file(&part, rule.as_bytes(), 0o440)?;
+        crate::util::fs::write_atomic(&part, rule.as_bytes(), 0o440)?;
         let mut v = Command::new("visudo");
         v.arg("-cf").arg(&part);
         if let Err(e) = read_bounded(v, t) {

@@ -27,6 +27,7 @@
 use crate::cross::{MACOS_MIN, cross_sdk_dir};
 use crate::error::{Error, Result};
 use crate::targets::Target;
+use crate::util::fs::write_script;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
 
@@ -175,16 +176,6 @@ pub fn tool_wrapper(zig: &Path, version: &str, tool: &str) -> String {
          # zig {version}'s {tool} (LLVM's; indexes Mach-O archives).\nexec {} {tool} \"$@\"\n",
         sh_quote(&zig.display().to_string())
     )
-}
-
-/// Writes `text` to `path` as an executable script, atomically.
-fn write_script(path: &Path, text: &str) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let part = path.with_extension("part");
-    std::fs::write(&part, text).map_err(|e| Error::io(&part, e))?;
-    std::fs::set_permissions(&part, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| Error::io(&part, e))?;
-    std::fs::rename(&part, path).map_err(|e| Error::io(path, e))
 }
 
 /// Writes the wrappers for `target` into `dir` with the given zig.

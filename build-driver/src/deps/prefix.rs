@@ -4,7 +4,6 @@
 //! and libcrypto links for the target with the same flags Slurm's configure will use.
 
 use super::macho::{self, CPU_ARM64, CPU_X86_64, Kind};
-use super::recipes::copy_tree;
 use super::tools::CrossTools;
 use crate::error::{Error, Result};
 use crate::fetch::archive::Staging;
@@ -42,7 +41,7 @@ pub fn assemble(prefix: &Path, pkgs: &[(String, PathBuf)], stamp: &str) -> Resul
     for (_, dir) in pkgs {
         for sub in ["include", "lib"] {
             if dir.join(sub).is_dir() {
-                copy_tree(&dir.join(sub), &out.join(sub))?;
+                crate::util::fs::copy_into(&dir.join(sub), &out.join(sub), &[])?;
             }
         }
         relocate_pc_files(&out, dir, prefix)?;
@@ -100,7 +99,7 @@ pub fn merge_archives(sh: &Shell, ar: &Path, archive: &Path, others: &[PathBuf])
         return Err(Error::Command {
             step: format!("deps: merging archives into {}", archive.display()),
             program: ar.display().to_string(),
-            detail: crate::fetch::stderr_tail(&out.stderr, 10),
+            detail: crate::util::process::tail(&out.stderr, 10),
         });
     }
     fs::rename(&tmp, archive).map_err(|e| Error::io(archive, e))
@@ -260,7 +259,7 @@ pub fn link_smoke(
             return Err(Error::Command {
                 step: format!("deps: linking the {name} test program against the prefix"),
                 program: cc.display().to_string(),
-                detail: crate::fetch::stderr_tail(&res.stderr, 20),
+                detail: crate::util::process::tail(&res.stderr, 20),
             });
         }
         let kind = macho::file_kind(&exe)?;

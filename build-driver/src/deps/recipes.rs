@@ -6,9 +6,9 @@
 
 use super::pins::{BuildKind, Lib};
 use super::tools::{CrossTools, cmake_toolchain};
-use crate::build_slurm::make::{Progress, run_logged};
 use crate::error::{Error, Result};
 use crate::targets::{Target, host};
+use crate::util::logged::{Progress, run_logged};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -252,7 +252,7 @@ pub fn openssl_config(target: &Target) -> Result<&'static str> {
 /// archive, plus a `libcrypto.pc` written here.
 fn openssl(job: &Job<'_>) -> Result<()> {
     let src = job.work.join("openssl");
-    copy_tree(&openssl_src::source_dir(), &src)?;
+    crate::util::fs::copy_into(&openssl_src::source_dir(), &src, &[])?;
     let mut c = Command::new("perl");
     c.arg("Configure")
         .arg(openssl_config(job.target)?)
@@ -319,24 +319,5 @@ fn openssl(job: &Job<'_>) -> Result<()> {
     )
     .map_err(|e| Error::io(&pc, e))?;
     let _ = fs::remove_dir_all(&src);
-    Ok(())
-}
-
-/// Copies a directory tree (files and directories; symlinks as symlinks).
-pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    fs::create_dir_all(to).map_err(|e| Error::io(to, e))?;
-    for entry in fs::read_dir(from).map_err(|e| Error::io(from, e))? {
-        let entry = entry.map_err(|e| Error::io(from, e))?;
-        let (src, dst) = (entry.path(), to.join(entry.file_name()));
-        let ty = entry.file_type().map_err(|e| Error::io(&src, e))?;
-        if ty.is_dir() {
-            copy_tree(&src, &dst)?;
-        } else if ty.is_symlink() {
-            let link = fs::read_link(&src).map_err(|e| Error::io(&src, e))?;
-            std::os::unix::fs::symlink(&link, &dst).map_err(|e| Error::io(&dst, e))?;
-        } else {
-            fs::copy(&src, &dst).map_err(|e| Error::io(&dst, e))?;
-        }
-    }
     Ok(())
 }

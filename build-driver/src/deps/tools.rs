@@ -13,8 +13,9 @@
 //! `cc`/`ar`/`ranlib` for the target) to [`super::ensure`].
 
 use crate::error::{Error, Result};
-use crate::fetch::require_tool;
 use crate::targets::{Os, Target};
+use crate::util::fs::write_script;
+use crate::util::process::on_path;
 use std::fs;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
@@ -108,20 +109,6 @@ fn zig_binary(sh: &Shell) -> Result<String> {
     Ok(format!("'{path}'"))
 }
 
-/// Writes `text` to `path` as an executable, atomically (`.part`, then rename), unless the
-/// file already has exactly this text.
-fn write_script(path: &Path, text: &str) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    if fs::read_to_string(path).is_ok_and(|t| t == text) {
-        return Ok(());
-    }
-    let part = path.with_extension("part");
-    fs::write(&part, text).map_err(|e| Error::io(&part, e))?;
-    fs::set_permissions(&part, fs::Permissions::from_mode(0o755))
-        .map_err(|e| Error::io(&part, e))?;
-    fs::rename(&part, path).map_err(|e| Error::io(path, e))
-}
-
 impl CrossTools {
     /// The tools for `target` on this machine: zig wrappers in `dir` on Linux, Apple's tools
     /// on macOS.
@@ -159,7 +146,7 @@ impl CrossTools {
     pub fn zig(sh: &Shell, dir: &Path, target: &Target) -> Result<CrossTools> {
         let zt = zig_target(target)?;
         let zig = zig_binary(sh)?;
-        let cc_zig = if require_tool(sh, "ccache", "", "").is_ok() {
+        let cc_zig = if on_path(sh, "ccache") {
             format!("ccache {zig}")
         } else {
             zig.clone()

@@ -5,19 +5,11 @@
 //! `slurm-src/.<version>.complete` is written last.
 
 use crate::error::{Error, Result};
+use crate::util::fs::sha256_file;
 use flate2::read::GzDecoder;
-use sha2::{Digest, Sha256};
 use std::fs;
 use std::io::{self, BufReader, Read};
 use std::path::{Component, Path, PathBuf};
-
-/// Lower-case hex sha256 of a file.
-pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut f = fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut h = Sha256::new();
-    io::copy(&mut f, &mut h).map_err(|e| Error::io(path, e))?;
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
-}
 
 /// Checks that `path` has the sha256 `expected`.
 pub fn verify_sha256(path: &Path, expected: &str) -> Result<()> {
@@ -83,9 +75,9 @@ impl Staging {
                 Err(e) => return Err(Error::io(&dir, e)),
             }
         }
-        Err(Error::Io {
+        Err(Error::File {
             path: parent.to_path_buf(),
-            detail: "cannot create a temporary directory".into(),
+            problem: "cannot create a temporary directory".into(),
         })
     }
 }

@@ -3,9 +3,10 @@
 //! own apt configuration already uses (never a host name written here).
 
 use super::archive::{Staging, verify_sha256};
-use super::{require_tool, run_checked, stderr_tail, step};
 use crate::error::{Error, Result};
 use crate::pins::DebianPin;
+use crate::util::logged::step;
+use crate::util::process::{require_tool, run_checked, tail};
 use std::fs;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
@@ -249,6 +250,7 @@ pub fn fetch_orig(sh: &Shell, deb: &DebianPin, sha256: &str, downloads: &Path) -
     ];
     let opts = &opts;
     step(
+        "fetch",
         &format!("apt-get update ({} {})", deb.suite, "deb-src"),
         || {
             let update = cmd!(sh, "apt-get {opts...} update");
@@ -257,46 +259,50 @@ pub fn fetch_orig(sh: &Shell, deb: &DebianPin, sha256: &str, downloads: &Path) -
     )?;
     let package = &deb.package;
     let orig = dl.join(&deb.orig);
-    step(&format!("apt-get source --download-only {package}"), || {
-        let out = {
-            let _d = sh.push_dir(&dl);
-            cmd!(sh, "apt-get {opts...} source --download-only {package}")
-                .quiet()
-                .ignore_status()
-                .output()?
-        };
-        if orig.is_file() {
-            if !out.status.success() {
-                // Known: mirrors may not serve the .dsc/.debian.tar.xz; the orig is what we need.
-                eprintln!(
-                    "fetch: apt-get exited with {} but {} arrived; continuing (last message: {})",
-                    out.status,
-                    deb.orig,
-                    stderr_tail(&out.stderr, 1)
-                );
+    step(
+        "fetch",
+        &format!("apt-get source --download-only {package}"),
+        || {
+            let out = {
+                let _d = sh.push_dir(&dl);
+                cmd!(sh, "apt-get {opts...} source --download-only {package}")
+                    .quiet()
+                    .ignore_status()
+                    .output()?
+            };
+            if orig.is_file() {
+                if !out.status.success() {
+                    // Known: mirrors may not serve the .dsc/.debian.tar.xz; the orig is what we need.
+                    eprintln!(
+                        "fetch: apt-get exited with {} but {} arrived; continuing (last message: {})",
+                        out.status,
+                        deb.orig,
+                        tail(&out.stderr, 1)
+                    );
+                }
+                return Ok(());
             }
-            return Ok(());
-        }
-        let arrived: Vec<String> = fs::read_dir(&dl)
-            .map(|rd| {
-                rd.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
-                    .collect()
+            let arrived: Vec<String> = fs::read_dir(&dl)
+                .map(|rd| {
+                    rd.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            Err(Error::Command {
+                step: format!(
+                    "fetch --from debian: apt-get source {package} ({})",
+                    deb.suite
+                ),
+                program: "apt-get".into(),
+                detail: format!(
+                    "{} did not arrive (got: [{}]): {}",
+                    deb.orig,
+                    arrived.join(", "),
+                    tail(&out.stderr, 15)
+                ),
             })
-            .unwrap_or_default();
-        Err(Error::Command {
-            step: format!(
-                "fetch --from debian: apt-get source {package} ({})",
-                deb.suite
-            ),
-            program: "apt-get".into(),
-            detail: format!(
-                "{} did not arrive (got: [{}]): {}",
-                deb.orig,
-                arrived.join(", "),
-                stderr_tail(&out.stderr, 15)
-            ),
-        })
-    })?;
+        },
+    )?;
     verify_sha256(&orig, sha256)?;
     let dest = downloads.join(&deb.orig);
     fs::rename(&orig, &dest).map_err(|e| Error::io(&dest, e))?;

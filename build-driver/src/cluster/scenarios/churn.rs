@@ -2,9 +2,9 @@
 //! reach a final state, the queue must drain, and slurmd's descriptor count and RSS must stay
 //! flat (both printed).
 
-use super::super::daemons::poll;
 use super::client::{Ctx, is_terminal};
 use crate::error::{Error, Result};
+use crate::util::bounded::poll;
 use std::time::{Duration, Instant};
 
 /// Sequential `srun` jobs, then bursts of `sbatch` jobs.

@@ -1,9 +1,10 @@
 //! What every scenario uses: submitting jobs, reading their state from slurmctld and from
 //! the accounting database, waiting for processes, all with bounded waits.
 
-use super::super::daemons::{poll, process_exists, read_bounded, run_bounded};
 use super::super::lifecycle::{Cluster, NODE};
 use crate::error::{Error, Result};
+use crate::util::bounded::{poll, read_bounded, run_bounded};
+use crate::util::signal::process_exists;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -77,7 +78,7 @@ impl<'a> Ctx<'a> {
     pub fn script(&mut self, stem: &str, body: &str) -> Result<PathBuf> {
         self.counter += 1;
         let p = self.dir.join(format!("{stem}-{}.sh", self.counter));
-        super::super::config::write_file(&p, format!("#!/bin/sh\n{body}").as_bytes(), 0o755)?;
+        crate::util::fs::write_atomic(&p, format!("#!/bin/sh\n{body}").as_bytes(), 0o755)?;
         Ok(p)
     }
 

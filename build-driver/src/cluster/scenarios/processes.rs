@@ -1,9 +1,9 @@
 //! Signals, cancel of a process tree, the limit of proctrack/pgid (a `setsid` escape), and a
 //! time limit ending in TIMEOUT with every process gone.
 
-use super::super::daemons::process_exists;
 use super::client::{Ctx, JOB_TIMEOUT, q};
 use crate::error::{Error, Result};
+use crate::util::signal::process_exists;
 use std::time::Duration;
 
 /// `scancel --signal=USR1 --batch` reaches the batch shell's trap; `scancel --signal=USR2` (steps

@@ -1,9 +1,9 @@
 //! Daemon restarts: slurmd idle and with a job running (the job survives and completes),
 //! slurmctld (running and held jobs survive, new jobs run).
 
-use super::super::daemons::process_exists;
 use super::client::{Ctx, JOB_TIMEOUT, q};
 use crate::error::{Error, Result};
+use crate::util::signal::process_exists;
 
 /// slurmd stopped and started again while idle: the node comes back and runs a step.
 pub fn slurmd_idle(ctx: &mut Ctx<'_>) -> Result<String> {

@@ -85,7 +85,7 @@ pub fn salloc(ctx: &mut Ctx<'_>) -> Result<String> {
 /// the next step runs.
 pub fn launch_failures(ctx: &mut Ctx<'_>) -> Result<String> {
     let noexec = ctx.path("not-executable");
-    super::super::config::write_file(&noexec, b"#!/bin/sh\necho never\n", 0o644)?;
+    crate::util::fs::write_atomic(&noexec, b"#!/bin/sh\necho never\n", 0o644)?;
     let noexec = noexec.to_string_lossy().into_owned();
     let missing_dir = ctx.path("no-such-dir");
     let chdir = format!("--chdir={}", missing_dir.display());

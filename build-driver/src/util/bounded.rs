@@ -1,11 +1,32 @@
-//! Client commands run with a deadline (killed and reaped when it passes), polling, log tails.
+//! Programs run with a deadline: killed and reaped when it passes, so a hanging client or
+//! test run cannot eat CI's time. [`run_bounded`]/[`read_bounded`] capture the output (client
+//! commands); [`run_inherit_bounded`] lets it through and kills the program's whole process
+//! group (cargo and the test binaries it started). [`poll`] waits for a condition.
 //! Commands are `std::process::Command`s or anything that converts into one (xshell's `Cmd`).
 
 use crate::error::{Error, Result};
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
+
+/// Waits for `child` until `deadline`; `None` when it is still running then.
+fn wait_until(child: &mut Child, shown: &str, deadline: Instant) -> Result<Option<ExitStatus>> {
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(Some(status)),
+            Ok(None) if Instant::now() >= deadline => return Ok(None),
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(source) => {
+                return Err(Error::Wait {
+                    program: shown.to_string(),
+                    source,
+                });
+            }
+        }
+    }
+}
 
 /// Run `cmd` to completion with a deadline; on timeout the child is killed and reaped and an
 /// error names the command. A non-zero exit is returned in the `Output`, not as an error.
@@ -16,9 +37,10 @@ pub fn run_bounded(command: impl Into<Command>, timeout: Duration) -> Result<Out
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = command
-        .spawn()
-        .map_err(|e| Error::Cluster(format!("cannot run `{shown}`: {e}")))?;
+    let mut child = command.spawn().map_err(|source| Error::Spawn {
+        program: shown.clone(),
+        source,
+    })?;
     let readers: Vec<_> = [
         child
             .stdout
@@ -40,20 +62,13 @@ pub fn run_bounded(command: impl Into<Command>, timeout: Duration) -> Result<Out
         })
     })
     .collect();
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() >= deadline => {
-                child.kill().ok();
-                child.wait().ok();
-                return Err(Error::Cluster(format!(
-                    "`{shown}` did not finish within {timeout:?}"
-                )));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(Error::Cluster(format!("cannot wait for `{shown}`: {e}"))),
-        }
+    let Some(status) = wait_until(&mut child, &shown, Instant::now() + timeout)? else {
+        child.kill().ok();
+        child.wait().ok();
+        return Err(Error::Timeout {
+            what: format!("`{shown}`"),
+            after: timeout,
+        });
     };
     let mut bufs = readers.into_iter().map(|h| h.join().unwrap_or_default());
     let stdout = bufs.next().unwrap_or_default();
@@ -84,6 +99,35 @@ pub fn read_bounded(cmd: impl Into<Command>, timeout: Duration) -> Result<String
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Run `cmd` with inherited output in its own process group; after `timeout` the whole group
+/// is killed. A non-zero exit is an [`Error::Command`] naming `step`.
+pub fn run_inherit_bounded(cmd: impl Into<Command>, step: &str, timeout: Duration) -> Result<()> {
+    let mut command: Command = cmd.into();
+    let shown = show(&command);
+    command.process_group(0);
+    let mut child = command.spawn().map_err(|source| Error::Spawn {
+        program: shown.clone(),
+        source,
+    })?;
+    match wait_until(&mut child, &shown, Instant::now() + timeout)? {
+        Some(status) if status.success() => Ok(()),
+        Some(status) => Err(Error::Command {
+            step: step.into(),
+            program: shown,
+            detail: status.to_string(),
+        }),
+        None => {
+            // Our child is not reaped yet, so its process group id is still ours.
+            crate::util::signal::kill_group(child.id());
+            child.wait().ok();
+            Err(Error::Timeout {
+                what: format!("`{shown}` (its process group was killed)"),
+                after: timeout,
+            })
+        }
+    }
+}
+
 /// Poll `probe` every `every` until it returns `Some`, or fail after `timeout` with `what`.
 pub fn poll<T>(
     what: &str,
@@ -97,18 +141,13 @@ pub fn poll<T>(
             return Ok(v);
         }
         if Instant::now() >= deadline {
-            return Err(Error::Cluster(format!(
-                "timed out after {timeout:?} waiting for {what}"
-            )));
+            return Err(Error::TimedOut {
+                waiting_for: what.to_string(),
+                after: timeout,
+            });
         }
         std::thread::sleep(every);
     }
-}
-
-/// Whether a process exists (signal 0 sends nothing).
-pub fn process_exists(pid: u32) -> bool {
-    // SAFETY: kill with signal 0 only checks for existence and permission.
-    unsafe { libc::kill(pid as libc::pid_t, 0) == 0 }
 }
 
 /// `program arg...` for messages (program's file name only).
@@ -125,14 +164,6 @@ pub fn show(cmd: &Command) -> String {
         prog
     } else {
         format!("{prog} {}", args.join(" "))
-    }
-}
-
-/// The last `n` lines of a file, or a note that it cannot be read.
-pub fn file_tail(path: &Path, n: usize) -> String {
-    match std::fs::read(path) {
-        Ok(bytes) => crate::check::tail(&bytes, n),
-        Err(e) => format!("(cannot read: {e})"),
     }
 }
 
@@ -197,11 +228,44 @@ mod tests {
     }
 
     #[test]
-    fn file_tail__last_lines_or_note() {
+    fn run_inherit_bounded__kills_the_whole_group_on_timeout() {
         let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("log");
-        std::fs::write(&f, "1\n2\n3\n").unwrap();
-        assert_eq!(file_tail(&f, 2), "2\n3");
-        assert!(file_tail(&dir.path().join("none"), 2).starts_with("(cannot read"));
+        let pidfile = dir.path().join("grandchild");
+        // The shell starts a grandchild (as cargo starts test binaries) and waits for it.
+        let script = format!("sleep 60 & echo $! > {}; wait", pidfile.display());
+        let start = Instant::now();
+        let err = run_inherit_bounded(
+            command("sh", ["-c", &script]),
+            "ci",
+            Duration::from_millis(500),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("did not finish"), "{err}");
+        assert!(start.elapsed() < Duration::from_secs(20));
+        let pid: u32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // The grandchild was killed too (give the kernel a moment to reap it via init).
+        let gone = (0..50).any(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            !crate::util::signal::process_exists(pid)
+        });
+        assert!(gone, "grandchild {pid} survived");
+    }
+
+    #[test]
+    fn run_inherit_bounded__reports_exit_status() {
+        assert!(
+            run_inherit_bounded(command("true", [""; 0]), "ci", Duration::from_secs(10)).is_ok()
+        );
+        let err = run_inherit_bounded(
+            command("sh", ["-c", "exit 7"]),
+            "ci",
+            Duration::from_secs(10),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains('7'), "{err}");
     }
 }
