@@ -313,9 +313,11 @@ pub fn audit(sh: &Shell, prefix: &Path, extra_stubs: &[PathBuf]) -> Result<Repor
 /// The release line, from `SLURM_VERSION_NUMBER` in `include/slurm/slurm_version.h`.
 fn release_line(prefix: &Path) -> Result<loaders::Line> {
     let header = prefix.join("include/slurm/slurm_version.h");
-    let text = std::fs::read_to_string(&header).map_err(|e| Error::NotASlurmPrefix {
-        path: prefix.to_path_buf(),
-        detail: format!("cannot read include/slurm/slurm_version.h ({e}), which tells the release"),
+    let text = std::fs::read_to_string(&header).map_err(|e| {
+        Error::io(&header, e).context(format!(
+            "{} is not a Slurm install prefix: include/slurm/slurm_version.h tells the release",
+            prefix.display()
+        ))
     })?;
     text.lines()
         .find_map(|l| {

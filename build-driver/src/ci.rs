@@ -663,7 +663,7 @@ reason = "logs to syslog differently"
         let mut r = Report::default();
         let a: Option<u32> = r.step("a", || Ok((1u32, "one".to_string())));
         let b: Option<u32> = r.step("b", || {
-            Err::<(u32, String), _>(Error::Cluster("boom\nmore".into()))
+            Err::<(u32, String), _>(Error::Scenario("boom\nmore".into()))
         });
         r.step_after("after a", &a, |v| Ok(format!("got {v}")));
         r.step_after("after b", &b, |v| Ok(format!("got {v}")));

@@ -61,7 +61,9 @@ pub fn run(sh: &Shell, root: &Path, args: ClusterArgs) -> Result<()> {
             if code == 0 {
                 Ok(())
             } else {
-                Err(Error::Cluster(format!("command exited with status {code}")))
+                Err(Error::Scenario(format!(
+                    "command exited with status {code}"
+                )))
             }
         }
         ClusterAction::Test {
@@ -109,7 +111,7 @@ fn check_name(name: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::Cluster(format!(
+        Err(Error::Usage(format!(
             "cluster name `{name}`: use lowercase letters, digits and `_`, starting with a letter (it becomes Slurm's ClusterName and MariaDB table names)"
         )))
     }
@@ -194,13 +196,13 @@ pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
     println!("scenarios: {passed} passed, {failed} failed, {gaps} skipped");
     down_result?;
     if failed > 0 {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "{failed} scenario(s) failed; files kept in {}",
             opts.dir.display()
         )));
     }
     if results.is_empty() {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Usage(format!(
             "no scenario matches --only {:?}",
             opts.only
         )));

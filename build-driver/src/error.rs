@@ -100,8 +100,64 @@ pub enum Error {
     },
     #[error("non-regression: test results differ between the pristine and the patched tree:\n{0}")]
     Regression(String),
+    #[error("{context}: {source}")]
+    Context {
+        context: String,
+        #[source]
+        source: Box<Error>,
+    },
+    #[error("{what}: {source}")]
+    Parse {
+        what: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("{0}")]
+    Usage(String),
+    /// What a cluster scenario (or peer/bench run) saw, against what it expects.
     #[error("cluster: {0}")]
-    Cluster(String),
+    Scenario(String),
+    #[error("{what} must run as root: {why}")]
+    NeedsRoot { what: String, why: String },
+    #[error("no cluster in {dir} (no cluster.toml): start one with `cargo xtask cluster up`")]
+    NoCluster { dir: PathBuf },
+    #[error(
+        "{dir} exists and is not a cluster directory (no cluster.toml); choose another --dir or --name than `{name}`, or remove it"
+    )]
+    NotAClusterDir { dir: PathBuf, name: String },
+    #[error(
+        "cluster `{name}` ({dir}) is in use by another `cargo xtask cluster test` (pid {holder}); wait for it or use another --name"
+    )]
+    ClusterBusy {
+        name: String,
+        dir: PathBuf,
+        holder: String,
+    },
+    #[error(
+        "{socket} is served by another Slurm daemon; without a private /run only one cluster runs at a time, so stop it first"
+    )]
+    SackInUse { socket: PathBuf },
+    #[error(
+        "{dir} does not exist and only root can create it; as root: mkdir -p {dir} && chown {uid} {dir}"
+    )]
+    SackDirMissing { dir: PathBuf, uid: u32 },
+    #[error("cluster: {name} (pid {pid}) exited at once; see {output}")]
+    ExitedAtOnce {
+        name: String,
+        pid: u32,
+        output: PathBuf,
+    },
+    #[error("cluster: {name} (pid {pid}) survived SIGKILL for 10 s (stuck in the kernel?)")]
+    Unkillable { name: String, pid: u32 },
+    #[error("cluster: cannot signal {name} (pid {pid}): {source}")]
+    Signal {
+        name: String,
+        pid: u32,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cluster: down of {dir}: {failures}")]
+    DownFailed { dir: PathBuf, failures: String },
     #[error(
         "pin `{version}` in {path} has no verified sha256 yet (sha256 = \"\"): verify the release tarball and fill in its hash first"
     )]
@@ -171,6 +227,25 @@ pub enum Error {
 }
 
 impl Error {
+    /// This error with `context` (what was being done) in front; the error stays its source.
+    pub fn context(self, context: impl Into<String>) -> Error {
+        Error::Context {
+            context: context.into(),
+            source: Box::new(self),
+        }
+    }
+
+    /// A value that did not parse: `what` names it and where it came from.
+    pub fn parse(
+        what: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Error {
+        Error::Parse {
+            what: what.into(),
+            source: source.into(),
+        }
+    }
+
     /// An I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
         Error::Io {

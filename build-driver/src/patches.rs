@@ -31,11 +31,10 @@ const AUTOTOOLS_FIX: &str = "install autoconf, automake and libtool (Debian: apt
 pub fn series(root: &Path, line: &str) -> Result<Vec<PathBuf>> {
     let dir = root.join("patches").join(line);
     let file = dir.join("series");
-    let text = fs::read_to_string(&file).map_err(|e| Error::File {
-        path: file.clone(),
-        problem: format!(
-            "{e}: no patch series for line {line} (create patches/{line}/series; it may be empty)"
-        ),
+    let text = fs::read_to_string(&file).map_err(|e| {
+        Error::io(&file, e).context(format!(
+            "no patch series for line {line} (create patches/{line}/series; it may be empty)"
+        ))
     })?;
     parse_series(&dir, &file, &text)
 }

@@ -126,10 +126,10 @@ pub fn relocatable_object(
     std::fs::write(&keep, shim_symbols().join("\n") + "\n").map_err(|e| Error::io(&keep, e))?;
     let whole = dir.join("slurm_shim.whole.o");
     let archive = &shim.archive;
-    let fail = |program: &str, e: xshell::Error| Error::Command {
-        step: "preparing the shim object".into(),
-        program: program.to_string(),
-        detail: format!("{e} (binutils needed: Debian: apt-get install binutils)"),
+    let fail = |program: &str, e: xshell::Error| {
+        Error::from(e).context(format!(
+            "preparing the shim object with {program} (binutils needed: Debian: apt-get install binutils)"
+        ))
     };
     cmd!(sh, "{ld} -r -o {whole} --whole-archive {archive}")
         .quiet()
@@ -264,11 +264,7 @@ pub fn verify_darwin_link(sh: &Shell, prefix: &Path) -> Result<LinkReport> {
     let text = cmd!(sh, "nm -D {full}")
         .quiet()
         .read()
-        .map_err(|e| Error::Command {
-            step: "darwin link check".into(),
-            program: "nm -D".into(),
-            detail: e.to_string(),
-        })?;
+        .map_err(|e| Error::from(e).context("darwin link check: nm -D"))?;
     let syms = parse_nm_dynamic(&text);
     let shim = shim_symbols();
     let bad = check_libslurmfull(&syms, &shim);
@@ -295,11 +291,7 @@ pub fn verify_darwin_link(sh: &Shell, prefix: &Path) -> Result<LinkReport> {
         let text = cmd!(sh, "nm -D -A --defined-only {plugin_refs...}")
             .quiet()
             .read()
-            .map_err(|e| Error::Command {
-                step: "darwin link check".into(),
-                program: "nm -D -A".into(),
-                detail: e.to_string(),
-            })?;
+            .map_err(|e| Error::from(e).context("darwin link check: nm -D -A"))?;
         for line in text.lines() {
             if let Some((file, rest)) = line.split_once(':') {
                 if rest

@@ -60,7 +60,7 @@ pub fn run(sh: &Shell, _root: &Path, args: BenchArgs) -> Result<()> {
         return Ok(());
     }
     if args.jobs == 0 || args.rounds == 0 {
-        return Err(Error::Cluster(
+        return Err(Error::Usage(
             "--jobs and --rounds must be at least 1".into(),
         ));
     }
@@ -164,7 +164,7 @@ fn submit_and_wait(sh: &Shell, lab: &Lab, dir: &Path, jobs: usize) -> Result<Fig
             CLIENT_TIMEOUT,
         )?;
         let id = super::jobs::parse_job_id(&out)
-            .ok_or_else(|| Error::Cluster(format!("sbatch printed no job id: {out:?}")))?;
+            .ok_or_else(|| Error::Scenario(format!("sbatch printed no job id: {out:?}")))?;
         submitted.push((id, at));
     }
     let submit = t0.elapsed();
@@ -185,7 +185,7 @@ fn submit_and_wait(sh: &Shell, lab: &Lab, dir: &Path, jobs: usize) -> Result<Fig
         .filter(|l| l.split_whitespace().any(|w| w == "JobState=COMPLETED"))
         .count();
     if completed != jobs {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "{completed} of {jobs} jobs COMPLETED; the others: {}",
             states
                 .lines()
@@ -202,7 +202,7 @@ fn submit_and_wait(sh: &Shell, lab: &Lab, dir: &Path, jobs: usize) -> Result<Fig
         let started: f64 = text
             .trim()
             .parse()
-            .map_err(|e| Error::Cluster(format!("{}: not a time stamp: {e}", f.display())))?;
+            .map_err(|e| Error::parse(format!("{}: a time stamp", f.display()), e))?;
         latencies.push((started - at).max(0.0));
     }
     Ok(Figures {

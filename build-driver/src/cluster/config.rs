@@ -126,9 +126,9 @@ pub fn parse_slurmd_c(text: &str) -> Result<NodeHw> {
     let field = |name: &str| -> Result<u32> {
         text.split_whitespace()
             .find_map(|w| w.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
-            .ok_or_else(|| Error::Cluster(format!("`slurmd -C` printed no {name}=: {text:?}")))?
+            .ok_or_else(|| Error::Scenario(format!("`slurmd -C` printed no {name}=: {text:?}")))?
             .parse::<u32>()
-            .map_err(|e| Error::Cluster(format!("`slurmd -C`: bad {name}= value: {e}")))
+            .map_err(|e| Error::parse(format!("`slurmd -C`: {name}="), e))
     };
     let hw = NodeHw {
         cpus: field("CPUs")?,
@@ -138,7 +138,7 @@ pub fn parse_slurmd_c(text: &str) -> Result<NodeHw> {
         threads_per_core: field("ThreadsPerCore")?,
     };
     if hw.cpus == 0 {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "`slurmd -C` reports 0 CPUs: {text:?}"
         )));
     }
@@ -355,12 +355,12 @@ pub fn free_ports(n: usize) -> Result<Vec<u16>> {
     let listeners = (0..n)
         .map(|_| TcpListener::bind(("127.0.0.1", 0)))
         .collect::<std::io::Result<Vec<_>>>()
-        .map_err(|e| Error::Cluster(format!("cannot bind a port on 127.0.0.1: {e}")))?;
+        .map_err(|e| Error::io("a port on 127.0.0.1", e))?;
     listeners
         .iter()
         .map(|l| l.local_addr().map(|a| a.port()))
         .collect::<std::io::Result<Vec<_>>>()
-        .map_err(|e| Error::Cluster(format!("cannot read a bound port: {e}")))
+        .map_err(|e| Error::io("a bound port on 127.0.0.1", e))
 }
 
 /// The auth/slurm key: 1024 random bytes, mode 0600 from creation on (auth/slurm refuses a

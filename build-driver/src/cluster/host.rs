@@ -11,25 +11,30 @@ pub fn check_prefix(prefix: &Path) -> Result<()> {
         .iter()
         .map(|(dir, name)| format!("{dir}/{name}"));
     if let Some(missing) = needed.map(|p| prefix.join(p)).find(|p| !p.is_file()) {
-        return Err(Error::Cluster(format!(
-            "{} is missing: {} is not a complete Slurm installation (run `cargo xtask build-slurm`)",
-            missing.display(),
-            prefix.display()
-        )));
+        return Err(Error::NotASlurmPrefix {
+            path: prefix.to_path_buf(),
+            detail: format!("{} is missing", missing.display()),
+        });
     }
     let auth = prefix.join("lib/slurm/auth_slurm.so");
     if !auth.is_file() {
-        return Err(Error::Cluster(format!(
-            "{} is missing: this Slurm was configured without auth/slurm (it needs libjwt and json-c at configure time)",
-            auth.display()
-        )));
+        return Err(Error::NotASlurmPrefix {
+            path: prefix.to_path_buf(),
+            detail: format!(
+                "{} is missing: this Slurm was configured without auth/slurm (it needs libjwt and json-c at configure time)",
+                auth.display()
+            ),
+        });
     }
     let mysql = prefix.join("lib/slurm/accounting_storage_mysql.so");
     if !mysql.is_file() {
-        return Err(Error::Cluster(format!(
-            "{} is missing: this Slurm was configured without MariaDB, so slurmdbd cannot store accounting; install libmariadb-dev and libmariadb-dev-compat (ci/setup-debian.sh does) and rebuild with `cargo xtask build-slurm`",
-            mysql.display()
-        )));
+        return Err(Error::NotASlurmPrefix {
+            path: prefix.to_path_buf(),
+            detail: format!(
+                "{} is missing: this Slurm was configured without MariaDB, so slurmdbd cannot store accounting; install libmariadb-dev and libmariadb-dev-compat (ci/setup-debian.sh does) and rebuild with `cargo xtask build-slurm`",
+                mysql.display()
+            ),
+        });
     }
     Ok(())
 }
@@ -65,19 +70,13 @@ pub fn require_sack_dirs(uid: u32) -> Result<()> {
     for dir in sack_dirs() {
         let socket = dir.join("sack.socket");
         if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
-            return Err(Error::Cluster(format!(
-                "{} is served by another Slurm daemon; without a private /run only one cluster runs at a time, so stop it first",
-                socket.display()
-            )));
+            return Err(Error::SackInUse { socket });
         }
         if !dir.is_dir() {
             if uid == 0 {
                 std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
             } else {
-                let d = dir.display();
-                return Err(Error::Cluster(format!(
-                    "{d} does not exist and only root can create it; as root: mkdir -p {d} && chown {uid} {d}"
-                )));
+                return Err(Error::SackDirMissing { dir, uid });
             }
         }
     }

@@ -79,11 +79,8 @@ pub struct Cluster {
 impl Cluster {
     /// The cluster recorded in `dir`.
     pub fn load(dir: &Path) -> Result<Cluster> {
-        let state = State::load(dir)?.ok_or_else(|| {
-            Error::Cluster(format!(
-                "no cluster in {} (no cluster.toml): start one with `cargo xtask cluster up`",
-                dir.display()
-            ))
+        let state = State::load(dir)?.ok_or_else(|| Error::NoCluster {
+            dir: dir.to_path_buf(),
         })?;
         Cluster::from_state(state)
     }
@@ -181,7 +178,7 @@ impl Cluster {
             "slurmdbd" => self.state.ports.slurmdbd,
             "slurmctld" => self.state.ports.slurmctld,
             "slurmd" => self.state.ports.slurmd,
-            other => return Err(Error::Cluster(format!("unknown daemon `{other}`"))),
+            other => return Err(Error::Usage(format!("unknown daemon `{other}`"))),
         };
         if check_port {
             check_port_free(daemon, port)?;
@@ -268,7 +265,7 @@ impl Cluster {
         let rec = self
             .daemon(daemon)
             .cloned()
-            .ok_or_else(|| Error::Cluster(format!("{daemon} is not recorded")))?;
+            .ok_or_else(|| Error::Usage(format!("{daemon} is not recorded")))?;
         poll(
             &format!(
                 "{daemon} to become ready (its log: {})",
@@ -448,11 +445,11 @@ pub fn lock(name: &str, dir: &Path) -> Result<std::fs::File> {
     if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let mut holder = String::new();
         f.read_to_string(&mut holder).ok();
-        return Err(Error::Cluster(format!(
-            "cluster `{name}` ({}) is in use by another `cargo xtask cluster test` (pid {}); wait for it or use another --name",
-            dir.display(),
-            holder.trim()
-        )));
+        return Err(Error::ClusterBusy {
+            name: name.to_string(),
+            dir: dir.to_path_buf(),
+            holder: holder.trim().to_string(),
+        });
     }
     f.set_len(0).map_err(|e| Error::io(&path, e))?;
     f.rewind().map_err(|e| Error::io(&path, e))?;
@@ -488,10 +485,10 @@ fn clear_leftover(name: &str, dir: &Path) -> Result<()> {
                 .next()
                 .is_some() =>
         {
-            Err(Error::Cluster(format!(
-                "{} exists and is not a cluster directory (no cluster.toml); choose another --dir or --name than `{name}`, or remove it",
-                dir.display()
-            )))
+            Err(Error::NotAClusterDir {
+                dir: dir.to_path_buf(),
+                name: name.to_string(),
+            })
         }
         None => Ok(()),
     }
@@ -542,11 +539,10 @@ pub fn down(dir: &Path) -> Result<()> {
         }
     }
     if !failures.is_empty() {
-        return Err(Error::Cluster(format!(
-            "down of {}: {}",
-            dir.display(),
-            failures.join("; ")
-        )));
+        return Err(Error::DownFailed {
+            dir: dir.to_path_buf(),
+            failures: failures.join("; "),
+        });
     }
     cluster.state.daemons.clear();
     cluster.state.namespaces.clear();
@@ -622,7 +618,7 @@ pub fn exec(dir: &Path, argv: &[std::ffi::OsString]) -> Result<i32> {
     let cluster = Cluster::load(dir)?;
     let (prog, args) = argv
         .split_first()
-        .ok_or_else(|| Error::Cluster("exec: no command given".into()))?;
+        .ok_or_else(|| Error::Usage("exec: no command given".into()))?;
     // A bare client name means the prefix's tool.
     let prog_path = Path::new(prog);
     let mut cmd =
@@ -632,9 +628,10 @@ pub fn exec(dir: &Path, argv: &[std::ffi::OsString]) -> Result<i32> {
             cluster.wrap(Command::new(prog))
         };
     cmd.args(args);
-    let status = cmd
-        .status()
-        .map_err(|e| Error::Cluster(format!("cannot run {}: {e}", prog_path.display())))?;
+    let status = cmd.status().map_err(|source| Error::Spawn {
+        program: prog_path.display().to_string(),
+        source,
+    })?;
     Ok(status.code().unwrap_or(128))
 }
 
@@ -668,15 +665,15 @@ fn install_mariadb(sh: &Shell, l: &Layout) -> Result<()> {
         Duration::from_secs(120),
     )
     .map_err(|e| {
-        Error::Cluster(format!(
-            "mariadb-install-db: {e} (is Debian's mariadb-server installed? ci/setup-debian.sh installs it)"
-        ))
+        e.context(
+            "mariadb-install-db (is Debian's mariadb-server installed? ci/setup-debian.sh installs it)",
+        )
     })?;
     let mut text = out.stdout.clone();
     text.extend_from_slice(&out.stderr);
     std::fs::write(&log, &text).map_err(|e| Error::io(&log, e))?;
     if !out.status.success() {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "mariadb-install-db failed ({}); last lines of {}:\n{}",
             out.status,
             log.display(),
@@ -722,7 +719,7 @@ fn create_db_account(l: &Layout) -> Result<()> {
     let pass = conf
         .lines()
         .find_map(|x| x.strip_prefix("StoragePass="))
-        .ok_or_else(|| Error::Cluster(format!("{}: no StoragePass", l.dbd_conf().display())))?;
+        .ok_or_else(|| Error::file(l.dbd_conf(), "no StoragePass"))?;
     let (user, db) = (config::DB_USER, config::DB_NAME);
     let sql = format!(
         "CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY '{pass}'; GRANT ALL ON {db}.* TO '{user}'@'127.0.0.1';"

@@ -70,7 +70,7 @@ impl Install {
         let (src, build) = (stage.join("src"), stage.join("build"));
         for (what, dir) in [("source", &src), ("build", &build)] {
             if !dir.is_dir() {
-                return Err(Error::Cluster(format!(
+                return Err(Error::Usage(format!(
                     "{name}: no {what} tree {} beside the prefix {}; the peer suite needs a prefix staged by `cargo xtask build-slurm` (src/, build/, prefix/ side by side)",
                     dir.display(),
                     prefix.display()
@@ -79,7 +79,7 @@ impl Install {
         }
         let suite = src.join("testsuite/python/conftest.py");
         if !suite.is_file() {
-            return Err(Error::Cluster(format!(
+            return Err(Error::Usage(format!(
                 "{name}: {} is missing: the source has no Python test suite",
                 suite.display()
             )));
@@ -113,10 +113,7 @@ pub fn run(sh: &Shell, root: &Path, args: PeerArgs) -> Result<()> {
         let text = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, e))?;
         let subset = parse_subset(&text);
         if subset.is_empty() {
-            return Err(Error::Cluster(format!(
-                "{}: no tests listed",
-                file.display()
-            )));
+            return Err(Error::file(file, "no tests listed"));
         }
         subset
     };
@@ -177,12 +174,12 @@ pub fn run(sh: &Shell, root: &Path, args: PeerArgs) -> Result<()> {
     }
     let passed = native.values().filter(|o| **o == Outcome::Pass).count();
     let verdict = if passed == 0 {
-        Err(Error::Cluster(format!(
+        Err(Error::Scenario(format!(
             "the native run passed no test: nothing was compared (see {})",
             work.display()
         )))
     } else if !diffs.is_empty() {
-        Err(Error::Cluster(format!(
+        Err(Error::Scenario(format!(
             "{} test(s) differ between native and darwin personality (files kept in {})",
             diffs.len(),
             work.display()
@@ -245,13 +242,9 @@ fn run_one(
             args,
         )?;
         let xml = std::fs::read_to_string(&junit).map_err(|e| {
-            Error::Cluster(format!(
-                "pytest wrote no report {} ({e}); see {}",
-                junit.display(),
-                log.display()
-            ))
+            Error::io(&junit, e).context(format!("pytest wrote no report; see {}", log.display()))
         })?;
-        parse_junit(&xml).map_err(|e| Error::Cluster(format!("{}: {e}", junit.display())))
+        parse_junit(&xml).map_err(|e| Error::file(&junit, e))
     })();
     let stopped = lab.stop(sh);
     let results = outcome?;
@@ -343,29 +336,35 @@ fn run_pytest(
     };
     let deadline = Duration::from_secs(args.timeout * per_selection.max(1) + 600);
     let t = Instant::now();
-    let mut child = command
-        .spawn()
-        .map_err(|e| Error::Cluster(format!("cannot start pytest: {e}")))?;
+    let mut child = command.spawn().map_err(|source| Error::Spawn {
+        program: "pytest".into(),
+        source,
+    })?;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) if t.elapsed() > deadline => {
                 child.kill().ok();
                 child.wait().ok();
-                return Err(Error::Cluster(format!(
-                    "pytest did not finish within {deadline:?}; see {}",
-                    log.display()
-                )));
+                return Err(Error::Timeout {
+                    what: format!("pytest (see {})", log.display()),
+                    after: deadline,
+                });
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(500)),
-            Err(e) => return Err(Error::Cluster(format!("cannot wait for pytest: {e}"))),
+            Err(source) => {
+                return Err(Error::Wait {
+                    program: "pytest".into(),
+                    source,
+                });
+            }
         }
     };
     // pytest exits 1 when tests failed (a result, compared later), >1 on usage or internal
     // errors (no usable result).
     match status.code() {
         Some(0 | 1) => Ok(()),
-        _ => Err(Error::Cluster(format!(
+        _ => Err(Error::Scenario(format!(
             "pytest ended with {status}; see {}:\n{}",
             log.display(),
             crate::util::process::file_tail(log, 30)
@@ -383,12 +382,12 @@ fn test_user(sh: &Shell) -> Result<()> {
         Duration::from_secs(30),
     )
     .map_err(|e| {
-        Error::Cluster(format!(
-            "`sudo -ln` as {name} failed (is the sudo package installed? ci/setup-debian.sh): {e}"
+        e.context(format!(
+            "`sudo -ln` as {name} failed (is the sudo package installed? ci/setup-debian.sh)"
         ))
     })?;
     if !rights.contains("NOPASSWD: ALL") {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Usage(format!(
             "{name} has no `NOPASSWD: ALL` sudo rule; `sudo -ln` says:\n{rights}"
         )));
     }
@@ -427,7 +426,7 @@ fn user_home(sh: &Shell) -> Result<String> {
         .split(':')
         .nth(5)
         .map(str::to_string)
-        .ok_or_else(|| Error::Cluster(format!("getent passwd {TEST_USER}: {line:?}")))
+        .ok_or_else(|| Error::Scenario(format!("getent passwd {TEST_USER}: {line:?}")))
 }
 
 /// A new directory for one peer run, readable by the test user.

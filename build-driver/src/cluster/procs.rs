@@ -46,7 +46,7 @@ pub struct Isolation {
 impl Isolation {
     pub fn new(run_dir: &Path) -> Result<Isolation> {
         let run_dir = CString::new(run_dir.as_os_str().as_bytes())
-            .map_err(|_| Error::Cluster(format!("{}: NUL in path", run_dir.display())))?;
+            .map_err(|_| Error::file(run_dir, "a NUL byte in the path"))?;
         Ok(Isolation { run_dir })
     }
 
@@ -128,15 +128,15 @@ pub fn spawn_detached(
     }
     // std's spawn returns once exec succeeded (or reports why it failed), so the pre-exec
     // steps are done and the namespace can be read.
-    let child = cmd
-        .spawn()
-        .map_err(|e| Error::Cluster(format!("cannot start {name}: {e}")))?;
+    let child = cmd.spawn().map_err(|source| Error::Spawn {
+        program: name.to_string(),
+        source,
+    })?;
     let pid = child.id();
-    let start_ticks = start_ticks(pid).ok_or_else(|| {
-        Error::Cluster(format!(
-            "{name} (pid {pid}) exited at once; see {}",
-            output.display()
-        ))
+    let start_ticks = start_ticks(pid).ok_or_else(|| Error::ExitedAtOnce {
+        name: name.to_string(),
+        pid,
+        output: output.to_path_buf(),
     })?;
     let mnt_ns = isolation.and_then(|_| mount_namespace(pid));
     // The Child handle is dropped without waiting: the process is detached on purpose.
@@ -251,11 +251,10 @@ impl ProcRecord {
         if self.liveness() != Liveness::Running {
             return Ok(false);
         }
-        fd.send(signal).map_err(|e| {
-            Error::Cluster(format!(
-                "cannot signal {} (pid {}): {e}",
-                self.name, self.pid
-            ))
+        fd.send(signal).map_err(|source| Error::Signal {
+            name: self.name.clone(),
+            pid: self.pid,
+            source,
         })?;
         Ok(true)
     }
@@ -277,10 +276,10 @@ impl ProcRecord {
         if self.wait_gone(Duration::from_secs(10)) {
             Ok(Stopped::Killed)
         } else {
-            Err(Error::Cluster(format!(
-                "{} (pid {}) survived SIGKILL for 10 s (stuck in the kernel?)",
-                self.name, self.pid
-            )))
+            Err(Error::Unkillable {
+                name: self.name.clone(),
+                pid: self.pid,
+            })
         }
     }
 

@@ -29,8 +29,8 @@ pub fn ensure_test_user() -> Result<TestUser> {
         let mut c = Command::new("useradd");
         c.args(["--create-home", "--shell", "/bin/bash", TEST_USER]);
         read_bounded(c, t).map_err(|e| {
-            Error::Cluster(format!(
-                "cannot create the test user {TEST_USER} (needs root): {e}"
+            e.context(format!(
+                "cannot create the test user {TEST_USER} (needs root)"
             ))
         })?;
     }
@@ -43,14 +43,12 @@ pub fn ensure_test_user() -> Result<TestUser> {
         v.arg("-cf").arg(&part);
         if let Err(e) = read_bounded(v, t) {
             std::fs::remove_file(&part).ok();
-            return Err(Error::Cluster(format!(
-                "sudo rule for {TEST_USER} rejected: {e}"
-            )));
+            return Err(e.context(format!("sudo rule for {TEST_USER} rejected")));
         }
         std::fs::rename(&part, &dest).map_err(|e| Error::io(&dest, e))?;
     }
     lookup(TEST_USER)?
-        .ok_or_else(|| Error::Cluster(format!("{TEST_USER} still does not exist after useradd")))
+        .ok_or_else(|| Error::Scenario(format!("{TEST_USER} still does not exist after useradd")))
 }
 
 /// `getent passwd NAME`, parsed.

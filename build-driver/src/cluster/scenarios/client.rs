@@ -117,7 +117,7 @@ impl<'a> Ctx<'a> {
         let cmd = std::mem::replace(c, Command::new("true"));
         let out = read_bounded(cmd, CLIENT_TIMEOUT)?;
         parse_job_id(&out)
-            .ok_or_else(|| Error::Cluster(format!("sbatch printed no job id: {out:?}")))
+            .ok_or_else(|| Error::Scenario(format!("sbatch printed no job id: {out:?}")))
     }
 
     /// `sbatch --wrap` of a one-line command with output discarded (churn).
@@ -128,7 +128,7 @@ impl<'a> Ctx<'a> {
             .arg(format!("--wrap={line}"));
         let out = read_bounded(c, CLIENT_TIMEOUT)?;
         parse_job_id(&out)
-            .ok_or_else(|| Error::Cluster(format!("sbatch printed no job id: {out:?}")))
+            .ok_or_else(|| Error::Scenario(format!("sbatch printed no job id: {out:?}")))
     }
 
     /// Run a client with arguments, bounded; non-zero exit is in the Output.
@@ -168,7 +168,7 @@ impl<'a> Ctx<'a> {
         }
         match self.acct(id)? {
             Some(a) => Ok(a.state),
-            None => Err(Error::Cluster(format!(
+            None => Err(Error::Scenario(format!(
                 "job {id} is unknown to slurmctld and sacct"
             ))),
         }
@@ -186,7 +186,7 @@ impl<'a> Ctx<'a> {
                     return Ok(Some(state));
                 }
                 if is_terminal(&state) {
-                    return Err(Error::Cluster(format!(
+                    return Err(Error::Scenario(format!(
                         "job {id} ended in {state}, expected {}{}",
                         wanted.join("|"),
                         self.job_field(id, "Reason")
@@ -253,7 +253,7 @@ impl<'a> Ctx<'a> {
                     .parse::<u32>()
                     .ok()
                     .filter(|&p| p > 1)
-                    .ok_or_else(|| Error::Cluster(format!("{}: not a PID: {l:?}", file.display())))
+                    .ok_or_else(|| Error::Scenario(format!("{}: not a PID: {l:?}", file.display())))
             })
             .collect()
     }
@@ -280,7 +280,7 @@ impl<'a> Ctx<'a> {
             .into_iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v)
-            .ok_or_else(|| Error::Cluster(format!("scontrol show node: no {key}=")))
+            .ok_or_else(|| Error::Scenario(format!("scontrol show node: no {key}=")))
     }
 
     /// The node's state as slurmctld keeps it (`scontrol`: `IDLE`, `MIXED`, `IDLE+DRAIN`,
@@ -319,7 +319,7 @@ impl<'a> Ctx<'a> {
                     !l.contains("COMPLETED") && !l.contains("FAILED") && !l.contains("CANCELLED")
                 })
                 .collect();
-            Error::Cluster(format!("{e}; last {last:?}; unfinished jobs: {active:?}"))
+            Error::Scenario(format!("{e}; last {last:?}; unfinished jobs: {active:?}"))
         })
     }
 
@@ -333,7 +333,7 @@ impl<'a> Ctx<'a> {
         let out = self.srun(args)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         if !out.status.success() || stdout.trim_end() != expected {
-            return Err(Error::Cluster(format!(
+            return Err(Error::Scenario(format!(
                 "srun {}: {}, stdout {stdout:?}, stderr {:?}; expected {expected:?}",
                 args.join(" "),
                 out.status,

@@ -31,7 +31,7 @@ pub fn prolog_epilog(ctx: &mut Ctx<'_>) -> Result<String> {
         },
     )?;
     if lines != ["prolog", "epilog"] {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "job {id}: hooks ran {lines:?}, expected prolog then epilog"
         )));
     }
@@ -83,7 +83,7 @@ pub fn prolog_failure(ctx: &mut Ctx<'_>) -> Result<String> {
     let (state, reason) = drained?;
     let job_state = ctx.job_state(id)?;
     if marker.exists() {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "job {id}: its script ran although the prolog failed"
         )));
     }

@@ -21,7 +21,7 @@ fn drive(mut cmd: std::process::Command, input: &str) -> Result<(ExitStatus, Str
     let clone = |fd: &OwnedFd| -> Result<Stdio> {
         Ok(Stdio::from(
             fd.try_clone()
-                .map_err(|e| Error::Cluster(format!("dup pty: {e}")))?,
+                .map_err(|e| Error::io("the pseudo-terminal", e))?,
         ))
     };
     cmd.stdin(clone(&slave)?)
@@ -37,15 +37,16 @@ fn drive(mut cmd: std::process::Command, input: &str) -> Result<(ExitStatus, Str
             Ok(())
         });
     }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| Error::Cluster(format!("cannot start srun --pty: {e}")))?;
+    let mut child = cmd.spawn().map_err(|source| Error::Spawn {
+        program: "srun --pty".into(),
+        source,
+    })?;
     drop(cmd);
     drop(slave);
     let mut reader = std::fs::File::from(
         master
             .try_clone()
-            .map_err(|e| Error::Cluster(format!("dup pty: {e}")))?,
+            .map_err(|e| Error::io("the pseudo-terminal", e))?,
     );
     let collector = std::thread::spawn(move || {
         let mut all = Vec::new();
@@ -62,7 +63,7 @@ fn drive(mut cmd: std::process::Command, input: &str) -> Result<(ExitStatus, Str
     let mut writer = std::fs::File::from(master);
     writer
         .write_all(input.as_bytes())
-        .map_err(|e| Error::Cluster(format!("write to pty: {e}")))?;
+        .map_err(|e| Error::io("the pseudo-terminal", e))?;
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
         match child.try_wait() {
@@ -70,10 +71,18 @@ fn drive(mut cmd: std::process::Command, input: &str) -> Result<(ExitStatus, Str
             Ok(None) if Instant::now() > deadline => {
                 child.kill().ok();
                 child.wait().ok();
-                return Err(Error::Cluster("srun --pty did not exit within 60 s".into()));
+                return Err(Error::Timeout {
+                    what: "srun --pty".into(),
+                    after: Duration::from_secs(60),
+                });
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => return Err(Error::Cluster(format!("wait for srun --pty: {e}"))),
+            Err(source) => {
+                return Err(Error::Wait {
+                    program: "srun --pty".into(),
+                    source,
+                });
+            }
         }
     };
     drop(writer);
@@ -107,7 +116,7 @@ pub fn srun_pty(ctx: &mut Ctx<'_>) -> Result<String> {
         ));
     }
     if !ran || !printed.contains(&"stdin-is-a-tty") {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "srun --pty: {status}, expected exit 7 with `stdin-is-a-tty` and `pty-42 <job id>` printed; terminal output {output:?}"
         )));
     }
@@ -130,7 +139,7 @@ fn user_round(ctx: &mut Ctx<'_>) -> Result<String> {
     let seen = printed(&output, &["owner-"]);
     let want = format!("owner-{} uid-{}", user.uid, user.uid);
     if !status.success() || seen.first() != Some(&want.as_str()) {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "srun --pty as {}: {status}, expected exit 0 and {want:?}; terminal output {output:?}",
             user.name
         )));
@@ -160,10 +169,7 @@ fn open_pty() -> Result<(OwnedFd, OwnedFd)> {
         )
     };
     if rc != 0 {
-        return Err(Error::Cluster(format!(
-            "openpty: {}",
-            std::io::Error::last_os_error()
-        )));
+        return Err(Error::io("openpty", std::io::Error::last_os_error()));
     }
     for fd in [master, slave] {
         // SAFETY: fcntl on a descriptor we own; close-on-exec so srun only gets the copies
