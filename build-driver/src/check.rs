@@ -67,11 +67,12 @@ pub type Results = BTreeMap<String, Outcome>;
 /// result explains it (a test program that did not compile or link, for example).
 pub const MAKE_FAILED: &str = "<make check: failed outside the test results>";
 
-/// Run `make -k check` in the build directory of `out`, with the make variables its build
-/// used (so a relink keeps the shim in a darwin build), and collect the results.
-pub fn make_check(sh: &Shell, out: &crate::build_slurm::BuildOutput) -> Result<Results> {
-    let vars = crate::build_slurm::make_vars(out)?;
-    make_check_with(sh, &out.build_dir, default_jobs(), &vars)
+/// Run `make -k check` in the build directory of the staged `prefix` (its staging
+/// manifest), with the make variables its build used (so a relink keeps the shim in a
+/// darwin build), and collect the results.
+pub fn make_check(sh: &Shell, prefix: &Path) -> Result<Results> {
+    let staged = crate::staging::Manifest::read(prefix)?;
+    make_check_with(sh, &staged.build_dir, default_jobs(), &staged.make_vars)
 }
 
 /// `make -k check -j<jobs> <vars>` in `build_dir` (a configured and built Slurm tree); the full

@@ -24,8 +24,9 @@
 
 use crate::build_slurm::{self, BuildOutput};
 use crate::check::{self, Difference, Outcome, Results};
-use crate::cli::{BuildArgs, CiArgs, DepsArgs, PeerArgs, Personality, SourceArgs};
+use crate::cli::{BuildArgs, CiArgs, DepsArgs, PeerArgs, SourceArgs};
 use crate::error::{Error, Result};
+use crate::personality::Personality;
 use crate::util::bounded::run_inherit_bounded;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -239,7 +240,7 @@ fn described(b: BuildOutput) -> (BuildOutput, String) {
 }
 
 fn make_check(sh: &Shell, b: &BuildOutput) -> Result<(Results, String)> {
-    let results = check::make_check(sh, b)?;
+    let results = check::make_check(sh, &b.prefix)?;
     let summary = check::summary(&results);
     println!("results: {summary}");
     Ok((results, summary))

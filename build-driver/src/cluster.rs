@@ -218,38 +218,29 @@ const SMOKE: [&str; 3] = ["batch-exit-codes", "srun", "cancel-process-tree"];
 
 /// The quick live-cluster check `cargo xtask ci` runs on a built prefix (batch job with exit
 /// codes in sacct, srun, cancel of a process tree), in a cluster named after the prefix's
-/// staging directory (so native and darwin do not collide). `test` runs every scenario.
+/// staged build (so native and darwin do not collide). `test` runs every scenario.
 pub fn smoke(sh: &Shell, _root: &Path, prefix: &Path) -> Result<()> {
-    test(sh, &ci_options(prefix, &SMOKE))
+    test(sh, &ci_options(prefix, &SMOKE)?)
 }
 
 /// Every scenario on a built prefix, as `cargo xtask cluster test` runs them, in a cluster
-/// named after the prefix's staging directory (what `cargo xtask ci` runs on the darwin
+/// named after the prefix's staged build (what `cargo xtask ci` runs on the darwin
 /// personality).
 pub fn scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
-    test(sh, &ci_options(prefix, &[]))
+    test(sh, &ci_options(prefix, &[])?)
 }
 
-fn ci_options(prefix: &Path, only: &[&str]) -> TestOptions {
-    let name = format!(
-        "ci_{}",
-        prefix
-            .parent()
-            .and_then(|p| p.file_name())
-            .map(|n| {
-                n.to_string_lossy()
-                    .to_ascii_lowercase()
-                    .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
-            })
-            .unwrap_or_default()
-    );
-    TestOptions {
+/// `cluster test` options for CI: a cluster named after the prefix's staged build
+/// (`ci_<version>_<personality>`, so native and darwin do not collide).
+fn ci_options(prefix: &Path, only: &[&str]) -> Result<TestOptions> {
+    let name = format!("ci_{}", crate::staging::Manifest::read(prefix)?.slug());
+    Ok(TestOptions {
         prefix: prefix.to_path_buf(),
         dir: default_dir(&name),
         name,
         only: only.iter().map(|s| s.to_string()).collect(),
         keep: false,
-    }
+    })
 }
 
 #[cfg(test)]

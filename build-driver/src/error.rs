@@ -114,6 +114,10 @@ pub enum Error {
     },
     #[error("{0}")]
     Usage(String),
+    #[error(
+        "{prefix} was not staged by `cargo xtask build-slurm` (no {manifest}); build it with `cargo xtask build-slurm --prefix {prefix}`, or pass a prefix that was"
+    )]
+    NotStaged { prefix: PathBuf, manifest: PathBuf },
     /// What a cluster scenario (or peer/bench run) saw, against what it expects.
     #[error("cluster: {0}")]
     Scenario(String),

@@ -15,7 +15,9 @@ mod fetch;
 #[cfg(test)]
 mod macos_workflow;
 mod patches;
+mod personality;
 mod pins;
+mod staging;
 mod targets;
 mod util;
 

@@ -54,7 +54,12 @@ pub fn cargo_target_dir(root: &Path, env: Option<String>) -> PathBuf {
 /// `cargo rustc -p slurm-shim --release --target <triple> --crate-type staticlib -- --print
 /// native-static-libs`: builds the archive and reports std's native libraries in one step
 /// (cargo replays the note when the crate is fresh).
-pub fn build_shim(sh: &Shell, root: &Path, target: &Target) -> Result<ShimLib> {
+pub fn build_shim(
+    sh: &Shell,
+    root: &Path,
+    target: &Target,
+    macos_min: Option<&str>,
+) -> Result<ShimLib> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let triple = target.rust;
     let out = {
@@ -63,9 +68,9 @@ pub fn build_shim(sh: &Shell, root: &Path, target: &Target) -> Result<ShimLib> {
             sh,
             "{cargo} rustc -p slurm-shim --release --target {triple} --crate-type staticlib -- --print native-static-libs"
         );
-        if target.os == Os::Apple {
+        if let Some(min) = macos_min {
             // The same minimum macOS as the C code (zig's -target, Apple's -mmacosx-version-min).
-            c = c.env("MACOSX_DEPLOYMENT_TARGET", crate::cross::MACOS_MIN);
+            c = c.env("MACOSX_DEPLOYMENT_TARGET", min);
         }
         c.quiet().ignore_status().output()?
     };
@@ -108,11 +113,11 @@ pub fn build_shim(sh: &Shell, root: &Path, target: &Target) -> Result<ShimLib> {
 pub fn relocatable_object(
     sh: &Shell,
     target: &Target,
-    host: &Target,
+    cross: bool,
     shim: &ShimLib,
     out: &Path,
 ) -> Result<ShimLib> {
-    let (ld, objcopy) = if target.rust == host.rust {
+    let (ld, objcopy) = if !cross {
         ("ld".to_string(), "objcopy".to_string())
     } else {
         (

@@ -24,6 +24,8 @@ use super::user::TEST_USER;
 use crate::check::{Outcome, Results};
 use crate::cli::PeerArgs;
 use crate::error::{Error, Result};
+use crate::personality::Personality;
+use crate::staging::Manifest;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -53,8 +55,8 @@ const EXTRA_CONF: &[&str] = &[
     "KillWait=30",
 ];
 
-/// An installed build with the source and build trees the suite compiles helpers against
-/// (`cargo xtask build-slurm` stages `src/`, `build/` and `prefix/` side by side).
+/// An installed build with the source and build trees the suite compiles helpers against,
+/// as its staging manifest names them ([`crate::staging::Manifest`]).
 #[derive(Debug, Clone)]
 pub struct Install {
     pub name: String,
@@ -64,20 +66,20 @@ pub struct Install {
 }
 
 impl Install {
-    pub fn from_prefix(name: &str, prefix: &Path) -> Result<Install> {
-        let prefix = std::path::absolute(prefix).map_err(|e| Error::io(prefix, e))?;
-        let stage = prefix.parent().unwrap_or(Path::new("/"));
-        let (src, build) = (stage.join("src"), stage.join("build"));
-        for (what, dir) in [("source", &src), ("build", &build)] {
+    /// The staged build of `prefix`, which must be of `personality`.
+    pub fn from_prefix(personality: Personality, prefix: &Path) -> Result<Install> {
+        let staged = Manifest::read_as(prefix, personality)?;
+        let name = personality.name();
+        for (what, dir) in [("source", &staged.source), ("build", &staged.build_dir)] {
             if !dir.is_dir() {
                 return Err(Error::Usage(format!(
-                    "{name}: no {what} tree {} beside the prefix {}; the peer suite needs a prefix staged by `cargo xtask build-slurm` (src/, build/, prefix/ side by side)",
+                    "{name}: no {what} tree {} (named by {}); rebuild it with `cargo xtask build-slurm`",
                     dir.display(),
-                    prefix.display()
+                    Manifest::path_for(&staged.prefix).display()
                 )));
             }
         }
-        let suite = src.join("testsuite/python/conftest.py");
+        let suite = staged.source.join("testsuite/python/conftest.py");
         if !suite.is_file() {
             return Err(Error::Usage(format!(
                 "{name}: {} is missing: the source has no Python test suite",
@@ -86,9 +88,9 @@ impl Install {
         }
         Ok(Install {
             name: name.to_string(),
-            prefix,
-            src,
-            build,
+            prefix: staged.prefix,
+            src: staged.source,
+            build: staged.build_dir,
         })
     }
 }
@@ -100,8 +102,8 @@ pub fn run(sh: &Shell, root: &Path, args: PeerArgs) -> Result<()> {
         return Ok(());
     }
     let installs = [
-        Install::from_prefix("native", &args.native)?,
-        Install::from_prefix("darwin", &args.darwin)?,
+        Install::from_prefix(Personality::Native, &args.native)?,
+        Install::from_prefix(Personality::Darwin, &args.darwin)?,
     ];
     let selection = if args.all {
         vec!["tests".to_string()]
@@ -635,21 +637,44 @@ mod tests {
     }
 
     #[test]
-    fn install__requires_src_and_build_beside_the_prefix() {
+    fn install__takes_src_and_build_from_the_staging_manifest() {
         let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(d.path().join("prefix")).unwrap();
-        let err = Install::from_prefix("native", &d.path().join("prefix"))
+        let prefix = d.path().join("prefix");
+        std::fs::create_dir_all(&prefix).unwrap();
+        let err = Install::from_prefix(Personality::Native, &prefix).unwrap_err();
+        assert!(matches!(err, Error::NotStaged { .. }), "{err}");
+        let staged = Manifest {
+            version: "24.11.5".into(),
+            line: "24.11".into(),
+            personality: Personality::Native,
+            target: "x86_64-unknown-linux-gnu".into(),
+            patched: true,
+            prefix: prefix.clone(),
+            source: d.path().join("elsewhere/src"),
+            build_dir: d.path().join("elsewhere/build"),
+            make_vars: vec!["V=0".into()],
+        };
+        staged.write().unwrap();
+        let err = Install::from_prefix(Personality::Native, &prefix)
             .unwrap_err()
             .to_string();
         assert!(err.contains("no source tree"), "{err}");
-        std::fs::create_dir_all(d.path().join("src/testsuite/python")).unwrap();
-        std::fs::create_dir_all(d.path().join("build")).unwrap();
-        let err = Install::from_prefix("native", &d.path().join("prefix"))
+        let err = Install::from_prefix(Personality::Darwin, &prefix)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("is a native build"), "{err}");
+        std::fs::create_dir_all(d.path().join("elsewhere/src/testsuite/python")).unwrap();
+        std::fs::create_dir_all(d.path().join("elsewhere/build")).unwrap();
+        let err = Install::from_prefix(Personality::Native, &prefix)
             .unwrap_err()
             .to_string();
         assert!(err.contains("conftest.py is missing"), "{err}");
-        std::fs::write(d.path().join("src/testsuite/python/conftest.py"), "").unwrap();
-        let i = Install::from_prefix("native", &d.path().join("prefix")).unwrap();
-        assert_eq!(i.build, d.path().join("build"));
+        std::fs::write(
+            d.path().join("elsewhere/src/testsuite/python/conftest.py"),
+            "",
+        )
+        .unwrap();
+        let i = Install::from_prefix(Personality::Native, &prefix).unwrap();
+        assert_eq!(i.build, d.path().join("elsewhere/build"));
     }
 }

@@ -414,7 +414,7 @@ mod tests {
     #[test]
     fn check_file__real_zig_outputs() {
         let sh = xshell::Shell::new().unwrap();
-        let Ok((zig, version)) = crate::cross::zig::find(&sh) else {
+        let Ok(crate::cross::zig::Zig { path: zig, version }) = crate::cross::zig::find(&sh) else {
             eprintln!("SKIPPED check_file__real_zig_outputs: the pinned zig is not installed");
             return;
         };

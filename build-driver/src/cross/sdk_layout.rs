@@ -187,7 +187,7 @@ mod tests {
     #[test]
     fn cross_sdk__stand_ins_have_the_sdk_layout_and_values() {
         let sh = Shell::new().unwrap();
-        let Ok((zig, _)) = find(&sh) else {
+        let Ok(crate::cross::zig::Zig { path: zig, .. }) = find(&sh) else {
             eprintln!("skipped: zig not found ({})", install_hint());
             return;
         };
