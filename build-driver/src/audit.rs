@@ -16,8 +16,7 @@
 //! (`ci/expectations/audit-<line>-<lane>.toml`): a new finding fails, and so does a listed
 //! one that is gone (remove it then). Without it, any finding fails.
 
-mod expect;
-mod image;
+pub(crate) mod image;
 pub mod loaders;
 mod resolve;
 mod tbd;
@@ -32,7 +31,7 @@ use std::rc::Rc;
 use std::time::Instant;
 use xshell::{Shell, cmd};
 
-pub use expect::Expectations;
+pub use crate::expectations::audit::Expectations;
 
 /// Unresolved imports of one plugin in one program's process.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,7 +98,7 @@ pub fn check(
     let report = audit(sh, prefix, &stubs)?;
     print_report(prefix, &report);
     let verdict = match expect {
-        Some(file) => expect::judge(&report, &Expectations::load(file)?, file),
+        Some(file) => crate::expectations::audit::judge(&report, &Expectations::load(file)?, file),
         None if report.findings.is_empty() && report.unknown.is_empty() => Ok(()),
         None => Err(Error::Audit(format!(
             "{} pair(s) with unresolved symbols, {} plugin(s) of unknown type",

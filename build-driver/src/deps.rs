@@ -62,7 +62,6 @@
 //! hwloc are usable as they are (`--with-json=$(brew --prefix json-c)`), libjwt must be
 //! this 1.x build because Homebrew's libjwt 3 is refused by Slurm's configure.
 
-pub mod macho;
 pub mod pins;
 pub mod prefix;
 pub mod recipes;

@@ -11,7 +11,9 @@ mod codegen;
 mod cross;
 mod deps;
 mod error;
+mod expectations;
 mod fetch;
+mod macho;
 #[cfg(test)]
 mod macos_workflow;
 mod patches;

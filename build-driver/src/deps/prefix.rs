@@ -3,10 +3,10 @@
 //! Mach-O object for the target's CPU, and a small C program using json-c, libjwt, hwloc
 //! and libcrypto links for the target with the same flags Slurm's configure will use.
 
-use super::macho::{self, CPU_ARM64, CPU_X86_64, Kind};
 use super::tools::CrossTools;
 use crate::error::{Error, Result};
 use crate::fetch::archive::Staging;
+use crate::macho::{self, Kind};
 use crate::targets::Target;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -105,21 +105,10 @@ pub fn merge_archives(sh: &Shell, ar: &Path, archive: &Path, others: &[PathBuf])
     fs::rename(&tmp, archive).map_err(|e| Error::io(archive, e))
 }
 
-/// The Mach-O CPU type of an Apple target.
-pub fn cputype(target: &Target) -> Result<u32> {
-    match target.rust {
-        "aarch64-apple-darwin" => Ok(CPU_ARM64),
-        "x86_64-apple-darwin" => Ok(CPU_X86_64),
-        other => Err(Error::Unsupported(format!(
-            "deps: {other} is not an Apple target"
-        ))),
-    }
-}
-
 /// Checks every `lib/*.a` in `prefix`: each object member is 64-bit Mach-O for `target`.
 /// Returns (archive name, member count) for the report.
 pub fn check_archives(prefix: &Path, target: &Target) -> Result<Vec<(String, usize)>> {
-    let want = cputype(target)?;
+    let want = macho::cpu_type(target)?;
     let names = archives_in(&prefix.join("lib"))?;
     let mut out = Vec::new();
     for a in names {
@@ -241,7 +230,7 @@ pub fn link_smoke(
         .iter()
         .map(|p| format!("-L{}", p.join("lib").display()))
         .collect();
-    let want = cputype(target)?;
+    let want = macho::cpu_type(target)?;
     let mut kept = Vec::new();
     for (name, lib, text) in SMOKES {
         let c = staging.dir.join(format!("{name}.c"));

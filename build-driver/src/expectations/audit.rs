@@ -11,11 +11,18 @@
 //! reason = "D1: slurmctld-only functions, only called in slurmctld"
 //! ```
 
-use super::{Finding, Report};
+use super::{Recorded, load};
+use crate::audit::{Finding, Report};
 use crate::error::{Error, Result};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Where CI expects the accepted audit findings of a release line and lane.
+pub fn path(root: &Path, line: &str, lane: &str) -> PathBuf {
+    root.join("ci/expectations")
+        .join(format!("audit-{line}-{lane}.toml"))
+}
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,20 +49,27 @@ type Value = (BTreeSet<String>, BTreeSet<String>);
 impl Expectations {
     /// Read the file; a missing file means nothing is accepted (and says so).
     pub fn load(path: &Path) -> Result<Expectations> {
-        let Some(text) = crate::util::fs::read_optional(path)? else {
-            println!(
-                "no expectations file {}: every finding fails",
-                path.display()
-            );
-            return Ok(Expectations::default());
-        };
-        Expectations::parse(&text).map_err(|detail| Error::File {
-            path: path.to_path_buf(),
-            problem: detail,
-        })
+        load(path)
     }
 
-    pub fn parse(text: &str) -> std::result::Result<Expectations, String> {
+    fn pairs(&self) -> BTreeMap<Key, (Value, &str)> {
+        let mut out = BTreeMap::new();
+        for a in &self.accepted {
+            for p in &a.programs {
+                out.insert(
+                    (a.plugin.clone(), p.clone()),
+                    ((a.symbols.clone(), a.libraries.clone()), a.reason.as_str()),
+                );
+            }
+        }
+        out
+    }
+}
+
+impl Recorded for Expectations {
+    const UNLISTED: &'static str = "finding";
+
+    fn parse(text: &str) -> std::result::Result<Expectations, String> {
         let e: Expectations = toml::from_str(text).map_err(|e| e.to_string())?;
         let mut seen = BTreeSet::new();
         for a in &e.accepted {
@@ -75,19 +89,6 @@ impl Expectations {
             }
         }
         Ok(e)
-    }
-
-    fn pairs(&self) -> BTreeMap<Key, (Value, &str)> {
-        let mut out = BTreeMap::new();
-        for a in &self.accepted {
-            for p in &a.programs {
-                out.insert(
-                    (a.plugin.clone(), p.clone()),
-                    ((a.symbols.clone(), a.libraries.clone()), a.reason.as_str()),
-                );
-            }
-        }
-        out
     }
 }
 
@@ -208,8 +209,8 @@ fn suggest(new: &[(&Key, &Value)]) -> String {
 #[cfg(test)]
 mod tests {
     #![allow(non_snake_case)]
-    use super::super::image::Format;
     use super::*;
+    use crate::audit::image::Format;
 
     fn finding(plugin: &str, program: &str, symbols: &[&str]) -> Finding {
         Finding {
@@ -222,7 +223,7 @@ mod tests {
 
     fn report(findings: Vec<Finding>) -> Report {
         Report {
-            line: super::super::loaders::Line::L24_11,
+            line: crate::audit::loaders::Line::L24_11,
             format: Format::Elf,
             arch: "x86_64".into(),
             plugins: 2,
