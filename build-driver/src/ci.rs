@@ -30,7 +30,7 @@ use crate::cli::{BuildArgs, CiArgs, DepsArgs, PeerArgs, SourceArgs};
 use crate::error::{Error, Result};
 use crate::expectations::{audit as audit_expectations, make_check as check_expectations};
 use crate::personality::Personality;
-use crate::util::bounded::run_inherit_bounded;
+use crate::util::process::bounded::run_inherit_bounded;
 use report::Report;
 use std::path::Path;
 use std::time::Duration;

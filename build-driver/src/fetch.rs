@@ -23,7 +23,7 @@ use crate::cli::{FetchArgs, Origin, SourceArgs};
 use crate::error::{Error, Result};
 use crate::pins::{Pin, PinSource, Pins};
 use crate::util::fs::{copy_tree_excluding, sha256_file};
-use crate::util::logged;
+use crate::util::process::logged;
 use crate::util::process::{require_tool, run_checked};
 use archive::{Layout, Staging};
 use std::fs;

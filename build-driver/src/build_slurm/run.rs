@@ -7,7 +7,7 @@ use super::make;
 use super::plan::Plan;
 use crate::error::{Error, Result};
 use crate::patches;
-use crate::util::logged::{Progress, run_logged};
+use crate::util::process::logged::{Progress, run_logged};
 use std::time::Instant;
 use xshell::{Shell, cmd};
 

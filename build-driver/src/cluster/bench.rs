@@ -24,7 +24,7 @@ use super::lab::Lab;
 use super::private_ns::{self, Entered};
 use crate::cli::BenchArgs;
 use crate::error::{Error, Result};
-use crate::util::bounded::{poll, read_bounded};
+use crate::util::process::bounded::{poll, read_bounded};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use xshell::{Shell, cmd};

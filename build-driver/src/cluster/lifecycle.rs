@@ -15,8 +15,9 @@ use super::config::{self, Layout, Ports, Settings};
 use super::procs::{self, Isolation, Liveness, ProcRecord, Stopped};
 use super::state::State;
 use crate::error::{Error, Result};
-use crate::util::bounded::{poll, read_bounded, run_bounded};
+use crate::util::process::bounded::{poll, read_bounded, run_bounded};
 use crate::util::process::file_tail;
+use nix::fcntl::{Flock, FlockArg};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -428,29 +429,30 @@ pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
 
 /// Hold `<dir>.lock` (flock, with our PID in it) for as long as the returned file lives, so a
 /// second `cluster test` on the same cluster refuses instead of stopping the first one's.
-pub fn lock(name: &str, dir: &Path) -> Result<std::fs::File> {
+pub fn lock(name: &str, dir: &Path) -> Result<Flock<std::fs::File>> {
     use std::io::{Read, Seek, Write};
-    use std::os::fd::AsRawFd;
     let mut path = dir.as_os_str().to_owned();
     path.push(".lock");
     let path = PathBuf::from(path);
-    let mut f = std::fs::OpenOptions::new()
+    let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .open(&path)
         .map_err(|e| Error::io(&path, e))?;
-    // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let mut holder = String::new();
-        f.read_to_string(&mut holder).ok();
-        return Err(Error::ClusterBusy {
-            name: name.to_string(),
-            dir: dir.to_path_buf(),
-            holder: holder.trim().to_string(),
-        });
-    }
+    let mut f = match Flock::lock(f, FlockArg::LockExclusiveNonblock) {
+        Ok(locked) => locked,
+        Err((mut f, _)) => {
+            let mut holder = String::new();
+            f.read_to_string(&mut holder).ok();
+            return Err(Error::ClusterBusy {
+                name: name.to_string(),
+                dir: dir.to_path_buf(),
+                holder: holder.trim().to_string(),
+            });
+        }
+    };
     f.set_len(0).map_err(|e| Error::io(&path, e))?;
     f.rewind().map_err(|e| Error::io(&path, e))?;
     write!(f, "{}", std::process::id()).map_err(|e| Error::io(&path, e))?;
@@ -526,7 +528,7 @@ pub fn down(dir: &Path) -> Result<()> {
         }
     }
     for p in cluster.leftovers() {
-        match p.signal(libc::SIGKILL) {
+        match p.signal(nix::sys::signal::Signal::SIGKILL) {
             Ok(true) => {
                 p.wait_gone(Duration::from_secs(5));
                 println!(

@@ -260,14 +260,14 @@ fn prepare_suite(sh: &Shell, install: &Install, dir: &Path, conf: &Path) -> Resu
     let testsuite = dir.join("suite/testsuite");
     std::fs::create_dir_all(&testsuite).map_err(|e| Error::io(&testsuite, e))?;
     let from = install.src.join("testsuite/python");
-    crate::util::bounded::read_bounded(
+    crate::util::process::bounded::read_bounded(
         cmd!(sh, "cp -R {from} {testsuite}"),
         Duration::from_secs(60),
     )?;
     let tsconf = testsuite.join("testsuite.conf");
     std::fs::write(&tsconf, testsuite_conf(install, conf)).map_err(|e| Error::io(&tsconf, e))?;
     let suite_root = dir.join("suite");
-    crate::util::bounded::read_bounded(
+    crate::util::process::bounded::read_bounded(
         cmd!(sh, "chown -R {TEST_USER} {suite_root}"),
         Duration::from_secs(60),
     )?;
@@ -379,7 +379,7 @@ fn run_pytest(
 fn test_user(sh: &Shell) -> Result<()> {
     let user = super::user::ensure_test_user()?;
     let name = &user.name;
-    let rights = crate::util::bounded::read_bounded(
+    let rights = crate::util::process::bounded::read_bounded(
         cmd!(sh, "runuser -u {name} -- sudo -ln"),
         Duration::from_secs(30),
     )
@@ -399,7 +399,7 @@ fn test_user(sh: &Shell) -> Result<()> {
 /// The Python modules must import for the test user's `python3`.
 fn check_modules(sh: &Shell) -> Result<()> {
     let code = format!("import {}", MODULES.join(", "));
-    let out = crate::util::bounded::run_bounded(
+    let out = crate::util::process::bounded::run_bounded(
         cmd!(
             sh,
             "runuser -u {TEST_USER} -- env -i PATH=/usr/local/bin:/usr/bin:/bin python3 -c {code}"
@@ -420,7 +420,7 @@ fn check_modules(sh: &Shell) -> Result<()> {
 }
 
 fn user_home(sh: &Shell) -> Result<String> {
-    let line = crate::util::bounded::read_bounded(
+    let line = crate::util::process::bounded::read_bounded(
         cmd!(sh, "getent passwd {TEST_USER}"),
         Duration::from_secs(10),
     )?;

@@ -12,7 +12,7 @@
 //! whatever happened to the driver.
 
 use crate::error::{Error, Result};
-use crate::util::bounded::read_bounded;
+use crate::util::process::bounded::read_bounded;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use xshell::{Shell, cmd};

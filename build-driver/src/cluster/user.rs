@@ -3,7 +3,7 @@
 //! rule, or skips most tests). Created idempotently; root only.
 
 use crate::error::{Error, Result};
-use crate::util::bounded::{read_bounded, run_bounded};
+use crate::util::process::bounded::{read_bounded, run_bounded};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;

@@ -8,7 +8,7 @@ use super::pins::{BuildKind, Lib};
 use super::tools::{CrossTools, cmake_toolchain};
 use crate::error::{Error, Result};
 use crate::targets::{Target, host};
-use crate::util::logged::{Progress, run_logged};
+use crate::util::process::logged::{Progress, run_logged};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;

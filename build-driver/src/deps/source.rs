@@ -10,7 +10,7 @@ use crate::fetch::archive::{Staging, verify_sha256};
 use crate::fetch::debian;
 use crate::pins::DebianPin;
 use crate::util::fs::sha256_file;
-use crate::util::logged::step;
+use crate::util::process::logged::step;
 use crate::util::process::{require_tool, run_checked};
 use std::fs;
 use std::path::{Path, PathBuf};

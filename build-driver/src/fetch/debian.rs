@@ -5,7 +5,7 @@
 use super::archive::{Staging, verify_sha256};
 use crate::error::{Error, Result};
 use crate::pins::DebianPin;
-use crate::util::logged::step;
+use crate::util::process::logged::step;
 use crate::util::process::{require_tool, run_checked, tail};
 use std::fs;
 use std::path::{Path, PathBuf};

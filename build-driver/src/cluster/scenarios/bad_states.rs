@@ -15,7 +15,7 @@ pub fn daemon_dies(ctx: &mut Ctx<'_>) -> Result<String> {
         .daemon("slurmd")
         .cloned()
         .ok_or_else(|| Error::Scenario("slurmd not recorded".into()))?;
-    rec.signal(libc::SIGKILL)?;
+    rec.signal(nix::sys::signal::Signal::SIGKILL)?;
     rec.wait_gone(std::time::Duration::from_secs(10));
     let err = match ctx.cluster.check_daemons() {
         Ok(()) => {

@@ -4,7 +4,7 @@
 
 use super::client::{Ctx, is_terminal};
 use crate::error::{Error, Result};
-use crate::util::bounded::poll;
+use crate::util::process::bounded::poll;
 use std::time::{Duration, Instant};
 
 /// Sequential `srun` jobs, then bursts of `sbatch` jobs.

@@ -3,7 +3,7 @@
 
 use super::super::lifecycle::{Cluster, NODE};
 use crate::error::{Error, Result};
-use crate::util::bounded::{poll, read_bounded, run_bounded};
+use crate::util::process::bounded::{poll, read_bounded, run_bounded};
 use crate::util::signal::process_exists;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -21,7 +21,7 @@ pub fn propagation(ctx: &mut Ctx<'_>) -> Result<String> {
             .arg("-o")
             .arg(ctx.path(&format!("{stem}.out")))
             .arg(&script);
-        let out = crate::util::bounded::read_bounded(c, super::client::CLIENT_TIMEOUT)?;
+        let out = crate::util::process::bounded::read_bounded(c, super::client::CLIENT_TIMEOUT)?;
         let id = super::client::parse_job_id(&out)
             .ok_or_else(|| Error::Scenario(format!("sbatch printed no job id: {out:?}")))?;
         ids.push((stem, id));
@@ -53,7 +53,7 @@ pub fn propagation(ctx: &mut Ctx<'_>) -> Result<String> {
         "-c",
         "echo $XTASK_PROBE $XTASK_STEP",
     ]);
-    let out = crate::util::bounded::run_bounded(c, super::client::CLIENT_TIMEOUT)?;
+    let out = crate::util::process::bounded::run_bounded(c, super::client::CLIENT_TIMEOUT)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() || stdout.trim() != "from-submitter set-by-srun" {
         return Err(Error::Scenario(format!(

@@ -20,7 +20,7 @@ pub fn serialise(ctx: &mut Ctx<'_>) -> Result<String> {
     ctx.wait_state(a, &["RUNNING"], JOB_TIMEOUT)?;
     let b = ctx.sbatch("gpu-b", &["-n1", GPU], &body)?;
     // b must stay pending for the GPU while a holds it.
-    crate::util::bounded::poll(
+    crate::util::process::bounded::poll(
         &format!("job {b} to pend on Resources"),
         JOB_TIMEOUT,
         super::client::POLL,
@@ -85,7 +85,7 @@ pub fn release(ctx: &mut Ctx<'_>) -> Result<String> {
             ctx.read("scancel", &[&id.to_string()])?;
         }
         let state = ctx.wait_state(id, wanted, JOB_TIMEOUT)?;
-        let used = crate::util::bounded::poll(
+        let used = crate::util::process::bounded::poll(
             "GresUsed back to gpu:apple:0",
             Duration::from_secs(30),
             super::client::POLL,

@@ -21,7 +21,7 @@ fn hook_lines(ctx: &Ctx<'_>, id: u32) -> Vec<String> {
 pub fn prolog_epilog(ctx: &mut Ctx<'_>) -> Result<String> {
     let id = ctx.sbatch("hooks", &["-n1"], "echo ran\n")?;
     ctx.wait_state(id, &["COMPLETED"], JOB_TIMEOUT)?;
-    let lines = crate::util::bounded::poll(
+    let lines = crate::util::process::bounded::poll(
         "the epilog to run",
         JOB_TIMEOUT,
         super::client::POLL,
@@ -40,7 +40,7 @@ pub fn prolog_epilog(ctx: &mut Ctx<'_>) -> Result<String> {
 
 /// Wait for the node to be drained (or draining) with a reason containing `needle`.
 fn wait_drained(ctx: &Ctx<'_>, needle: &str) -> Result<(String, String)> {
-    crate::util::bounded::poll(
+    crate::util::process::bounded::poll(
         &format!("node {NODE} to drain ({needle})"),
         JOB_TIMEOUT,
         super::client::POLL,

@@ -96,10 +96,8 @@ pub fn setsid_escape(ctx: &mut Ctx<'_>) -> Result<String> {
     std::thread::sleep(Duration::from_secs(3));
     let survived = process_exists(escaped);
     if survived {
-        // SAFETY: kill(2) on the PID our job reported, while it still exists.
-        unsafe {
-            libc::kill(escaped as libc::pid_t, libc::SIGKILL);
-        }
+        // The PID our job reported, while it still exists.
+        crate::util::signal::kill(escaped, nix::sys::signal::Signal::SIGKILL);
         ctx.wait_gone(&[escaped], Duration::from_secs(10))?;
         Ok(format!(
             "job {id}: tracked child {tracked} gone; LIMIT (documented): `setsid` child {escaped} survived the cancel (proctrack/pgid follows process groups only); killed by the harness"

@@ -5,8 +5,7 @@
 use super::client::Ctx;
 use crate::error::{Error, Result};
 use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
+use std::os::fd::OwnedFd;
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -27,16 +26,8 @@ fn drive(mut cmd: std::process::Command, input: &str) -> Result<(ExitStatus, Str
     cmd.stdin(clone(&slave)?)
         .stdout(clone(&slave)?)
         .stderr(clone(&slave)?);
-    // SAFETY: setsid and ioctl(TIOCSCTTY) are async-signal-safe; run in the child before exec
-    // so the pty becomes srun's controlling terminal, as in an interactive login.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    // The pty becomes srun's controlling terminal, as in an interactive login.
+    crate::util::process::spawn::controlling_terminal(&mut cmd);
     let mut child = cmd.spawn().map_err(|source| Error::Spawn {
         program: "srun --pty".into(),
         source,
@@ -155,29 +146,17 @@ fn user_round(_ctx: &mut Ctx<'_>) -> Result<String> {
     Ok("the round as the unprivileged user needs the Linux harness (runuser): not run".into())
 }
 
-/// A new pseudo-terminal pair (master, slave).
+/// A new pseudo-terminal pair (master, slave), both close-on-exec, so srun only gets the
+/// copies installed as its stdio (else the master never reports EIO when srun exits).
 fn open_pty() -> Result<(OwnedFd, OwnedFd)> {
-    let (mut master, mut slave) = (-1, -1);
-    // SAFETY: openpty writes two descriptors; name, termios and winsize may be NULL.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-        )
+    use nix::fcntl::{F_SETFD, FdFlag, fcntl};
+    let os = |call: &str, source| Error::Os {
+        call: call.to_string(),
+        source,
     };
-    if rc != 0 {
-        return Err(Error::io("openpty", std::io::Error::last_os_error()));
+    let pty = nix::pty::openpty(None, None).map_err(|e| os("openpty", e))?;
+    for fd in [&pty.master, &pty.slave] {
+        fcntl(fd, F_SETFD(FdFlag::FD_CLOEXEC)).map_err(|e| os("fcntl(F_SETFD)", e))?;
     }
-    for fd in [master, slave] {
-        // SAFETY: fcntl on a descriptor we own; close-on-exec so srun only gets the copies
-        // installed as its stdio (else the master never reports EIO when srun exits).
-        unsafe {
-            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-        }
-    }
-    // SAFETY: both are fresh descriptors we own.
-    Ok(unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) })
+    Ok((pty.master, pty.slave))
 }

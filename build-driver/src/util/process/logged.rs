@@ -64,7 +64,7 @@ pub fn run_logged(mut command: Command, step: &str, log: &Path, progress: Progre
     bar.set_prefix(step.to_string());
     bar.enable_steady_tick(Duration::from_millis(200));
     let mut child = command.spawn().map_err(|source| Error::Spawn {
-        program: crate::util::bounded::show(&command),
+        program: crate::util::process::bounded::show(&command),
         source,
     })?;
     let mut reader = File::open(log).map_err(|e| Error::io(log, e))?;

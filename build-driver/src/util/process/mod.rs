@@ -1,5 +1,15 @@
-//! Foreground programs: finding them on the PATH, running them through xshell with a checked
-//! exit, and the last lines of what they printed.
+//! Running programs. Foreground programs go through xshell (`cmd!`); this module owns
+//! `std::process` for what xshell cannot do, and nothing else in the driver spawns:
+//!
+//! * here: finding programs on the PATH, checked xshell runs, the last lines of output;
+//! * [`bounded`]: runs with a deadline (killed and reaped when it passes);
+//! * [`logged`]: long runs with their output in a log file and progress on the terminal;
+//! * [`spawn`]: what needs code in the child before `exec` (`pre_exec`): detached daemons in
+//!   their own session, a private mount namespace, a controlling terminal.
+
+pub mod bounded;
+pub mod logged;
+pub mod spawn;
 
 use crate::error::{Error, Result};
 use std::os::unix::fs::PermissionsExt;
