@@ -332,7 +332,7 @@ pub fn ensure_with(
             destdir: &dest.dir,
             ..probe
         };
-        recipes::build(&job)?;
+        recipes::build(sh, &job)?;
         let installed = dest.dir.join(dir.strip_prefix("/").unwrap_or(&dir));
         if !installed.join("lib").is_dir() {
             return Err(Error::Build {

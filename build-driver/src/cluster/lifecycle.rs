@@ -699,17 +699,18 @@ fn mariadbd_command(sh: &Shell, l: &Layout, port: u16) -> Result<Command> {
     )))
 }
 
-fn mariadb_client(l: &Layout, sql: &str) -> Command {
-    let mut c = Command::new("mariadb");
-    c.arg("--no-defaults")
-        .arg(format!("--socket={}", l.mysql_socket().display()))
-        .args(["-u", "root", "-e", sql]);
-    c
+fn mariadb_client(l: &Layout, sql: &str) -> Result<Command> {
+    let sh = Shell::new().map_err(Error::Shell)?;
+    let socket = format!("--socket={}", l.mysql_socket().display());
+    Ok(Command::from(cmd!(
+        sh,
+        "mariadb --no-defaults {socket} -u root -e {sql}"
+    )))
 }
 
 fn mariadb_ready(l: &Layout) -> Result<bool> {
     Ok(
-        run_bounded(mariadb_client(l, "SELECT 1"), Duration::from_secs(10))?
+        run_bounded(mariadb_client(l, "SELECT 1")?, Duration::from_secs(10))?
             .status
             .success(),
     )
@@ -726,7 +727,7 @@ fn create_db_account(l: &Layout) -> Result<()> {
     let sql = format!(
         "CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY '{pass}'; GRANT ALL ON {db}.* TO '{user}'@'127.0.0.1';"
     );
-    read_bounded(mariadb_client(l, &sql), CLIENT_TIMEOUT).map(|_| ())
+    read_bounded(mariadb_client(l, &sql)?, CLIENT_TIMEOUT).map(|_| ())
 }
 
 #[cfg(test)]

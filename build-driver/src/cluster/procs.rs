@@ -117,8 +117,11 @@ fn proc_info(pid: u32) -> Option<(String, u64)> {
 /// (state letter, start time) from `ps -o stat=,lstart=` (one-second resolution, hashed).
 #[cfg(not(target_os = "linux"))]
 fn proc_info(pid: u32) -> Option<(String, u64)> {
-    let out = Command::new("ps")
-        .args(["-o", "stat=,lstart=", "-p", &pid.to_string()])
+    let sh = xshell::Shell::new().ok()?;
+    let pid = pid.to_string();
+    let out = xshell::cmd!(sh, "ps -o stat=,lstart= -p {pid}")
+        .quiet()
+        .ignore_status()
         .output()
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);

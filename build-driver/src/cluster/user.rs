@@ -5,8 +5,8 @@
 use crate::error::{Error, Result};
 use crate::util::process::bounded::{read_bounded, run_bounded};
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
+use xshell::{Shell, cmd};
 
 /// The one test user name for every harness.
 pub const TEST_USER: &str = "slurmtest";
@@ -25,9 +25,9 @@ pub struct TestUser {
 /// place). Returns its ids.
 pub fn ensure_test_user() -> Result<TestUser> {
     let t = Duration::from_secs(30);
+    let sh = Shell::new().map_err(Error::Shell)?;
     if lookup(TEST_USER)?.is_none() {
-        let mut c = Command::new("useradd");
-        c.args(["--create-home", "--shell", "/bin/bash", TEST_USER]);
+        let c = cmd!(sh, "useradd --create-home --shell /bin/bash {TEST_USER}");
         read_bounded(c, t).map_err(|e| {
             e.context(format!(
                 "cannot create the test user {TEST_USER} (needs root)"
@@ -39,9 +39,7 @@ pub fn ensure_test_user() -> Result<TestUser> {
     if std::fs::read_to_string(&dest).ok().as_deref() != Some(rule.as_str()) {
         let part = Path::new("/etc/sudoers.d").join(format!(".{TEST_USER}.part"));
         crate::util::fs::write_atomic(&part, rule.as_bytes(), 0o440)?;
-        let mut v = Command::new("visudo");
-        v.arg("-cf").arg(&part);
-        if let Err(e) = read_bounded(v, t) {
+        if let Err(e) = read_bounded(cmd!(sh, "visudo -cf {part}"), t) {
             std::fs::remove_file(&part).ok();
             return Err(e.context(format!("sudo rule for {TEST_USER} rejected")));
         }
@@ -53,9 +51,8 @@ pub fn ensure_test_user() -> Result<TestUser> {
 
 /// `getent passwd NAME`, parsed.
 pub fn lookup(name: &str) -> Result<Option<TestUser>> {
-    let mut c = Command::new("getent");
-    c.args(["passwd", name]);
-    let out = run_bounded(c, Duration::from_secs(10))?;
+    let sh = Shell::new().map_err(Error::Shell)?;
+    let out = run_bounded(cmd!(sh, "getent passwd {name}"), Duration::from_secs(10))?;
     if !out.status.success() {
         return Ok(None);
     }

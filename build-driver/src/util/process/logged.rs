@@ -36,7 +36,13 @@ pub enum Progress {
 /// Runs `command` (already set up with its directory and environment) with stdout and
 /// stderr appended to `log`, showing progress; on failure, [`Error::Build`] with the log's
 /// tail. Returns the number of step lines seen.
-pub fn run_logged(mut command: Command, step: &str, log: &Path, progress: Progress) -> Result<u64> {
+pub fn run_logged(
+    command: impl Into<Command>,
+    step: &str,
+    log: &Path,
+    progress: Progress,
+) -> Result<u64> {
+    let mut command: Command = command.into();
     let file = File::create(log).map_err(|e| Error::io(log, e))?;
     let file2 = file.try_clone().map_err(|e| Error::io(log, e))?;
     command
