@@ -27,10 +27,13 @@
 
 mod bench;
 mod config;
+mod handle;
 mod host;
 mod jobs;
 mod lab;
 pub mod lifecycle;
+mod lock;
+mod mariadb;
 pub mod peer;
 mod private_ns;
 mod procs;
@@ -133,7 +136,7 @@ pub struct TestOptions {
 /// stopped first (said so). The directory is removed when everything passed.
 pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
     let start = Instant::now();
-    let _lock = lifecycle::lock(&opts.name, &opts.dir)?;
+    let _lock = lock::lock(&opts.name, &opts.dir)?;
     if let Some(old) = state::State::load(&opts.dir)? {
         let running = old.running();
         if !running.is_empty() {

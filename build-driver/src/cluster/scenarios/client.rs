@@ -1,7 +1,7 @@
 //! What every scenario uses: submitting jobs, reading their state from slurmctld and from
 //! the accounting database, waiting for processes, all with bounded waits.
 
-use super::super::lifecycle::{Cluster, NODE};
+use super::super::handle::{Cluster, NODE};
 use crate::error::{Error, Result};
 use crate::util::process::bounded::{poll, read_bounded, run_bounded};
 use crate::util::signal::process_exists;

@@ -2,7 +2,7 @@
 //! they run for every job; a failing prolog or epilog drains the node with a reason, and
 //! resuming it makes it usable again.
 
-use super::super::lifecycle::NODE;
+use super::super::handle::NODE;
 use super::client::{Ctx, JOB_TIMEOUT};
 use crate::error::{Error, Result};
 use std::time::Duration;
