@@ -172,6 +172,52 @@ fn print_report(prefix: &Path, r: &Report) {
 
 /// Audit the prefix; `extra_stubs`: more `.tbd` files for a Mach-O prefix.
 pub fn audit(sh: &Shell, prefix: &Path, extra_stubs: &[PathBuf]) -> Result<Report> {
+    let (plugin_dir, names, programs) = installed(prefix)?;
+    let line = release_line(prefix)?;
+
+    // The first plugin decides the format and architecture; all must agree.
+    let first = Image::read(&plugin_dir.join(&names[0]))?
+        .ok_or_else(|| Error::file(plugin_dir.join(&names[0]), "not an ELF or Mach-O file"))?;
+    let (format, arch) = (first.format, arch_name(first.arch));
+    let stubs = match format {
+        Format::MachO => {
+            let mut s = if cfg!(target_os = "macos") {
+                sdk_stubs(sh)?
+            } else {
+                zig_stubs(sh)?
+            };
+            s.extend(extra_stubs.iter().cloned());
+            s
+        }
+        Format::Elf => extra_stubs.to_vec(),
+    };
+    let mut resolver = Resolver::new(prefix, &stubs, &arch)?;
+    let program_images = program_closures(&mut resolver, &programs, format)?;
+    let mut report = Report {
+        line,
+        format,
+        arch: arch.clone(),
+        plugins: 0,
+        pairs: 0,
+        findings: Vec::new(),
+        unknown: Vec::new(),
+        not_installed: BTreeSet::new(),
+    };
+    for name in &names {
+        audit_plugin(
+            &mut resolver,
+            &plugin_dir,
+            name,
+            &program_images,
+            &mut report,
+        )?;
+    }
+    Ok(report)
+}
+
+/// What the prefix installs: its plugin directory, the plugins' file names (sorted), and the
+/// known programs present in `sbin/` or `bin/`.
+fn installed(prefix: &Path) -> Result<(PathBuf, Vec<String>, BTreeMap<&'static str, PathBuf>)> {
     let not_prefix = |detail: &str| Error::NotASlurmPrefix {
         path: prefix.to_path_buf(),
         detail: detail.to_string(),
@@ -194,8 +240,6 @@ pub fn audit(sh: &Shell, prefix: &Path, extra_stubs: &[PathBuf]) -> Result<Repor
     if names.is_empty() {
         return Err(Error::NoPlugins(plugin_dir));
     }
-
-    // Programs: the known names present in sbin/ or bin/.
     let mut programs: BTreeMap<&'static str, PathBuf> = BTreeMap::new();
     for p in loaders::CLIENTS.iter().chain(loaders::DAEMONS) {
         for dir in ["sbin", "bin"] {
@@ -210,103 +254,83 @@ pub fn audit(sh: &Shell, prefix: &Path, extra_stubs: &[PathBuf]) -> Result<Repor
             "no Slurm program (slurmd, slurmctld, srun, ...) in sbin/ or bin/",
         ));
     }
+    Ok((plugin_dir, names, programs))
+}
 
-    let line = release_line(prefix)?;
+type ProgramImages = BTreeMap<&'static str, (Rc<Image>, resolve::Closure)>;
 
-    // The first plugin decides the format and architecture; all must agree.
-    let first = Image::read(&plugin_dir.join(&names[0]))?.ok_or_else(|| Error::File {
-        path: plugin_dir.join(&names[0]),
-        problem: "not an ELF or Mach-O file".into(),
-    })?;
-    let (format, arch) = (first.format, arch_name(first.arch));
-    let stubs = match format {
-        Format::MachO => {
-            let mut s = if cfg!(target_os = "macos") {
-                sdk_stubs(sh)?
-            } else {
-                zig_stubs(sh)?
-            };
-            s.extend(extra_stubs.iter().cloned());
-            s
-        }
-        Format::Elf => extra_stubs.to_vec(),
-    };
-    let mut resolver = Resolver::new(prefix, &stubs, &arch)?;
-
-    let mut program_images: BTreeMap<&'static str, (Rc<Image>, resolve::Closure)> = BTreeMap::new();
-    for (name, path) in &programs {
+/// Each program's image and the closure of what it loads; scripts are skipped.
+fn program_closures(
+    resolver: &mut Resolver,
+    programs: &BTreeMap<&'static str, PathBuf>,
+    format: Format,
+) -> Result<ProgramImages> {
+    let mut out = ProgramImages::new();
+    for (name, path) in programs {
         let Some(img) = resolver.image(path)? else {
             continue; // a script
         };
         if !img.executable {
-            return Err(Error::File {
-                path: path.clone(),
-                problem: "a program name, but not an executable".into(),
-            });
+            return Err(Error::file(path, "a program name, but not an executable"));
         }
         if img.format != format {
-            return Err(Error::File {
-                path: path.clone(),
-                problem: format!("{} file in a prefix whose plugins are {format}", img.format),
-            });
+            return Err(Error::file(
+                path,
+                format!("{} file in a prefix whose plugins are {format}", img.format),
+            ));
         }
         let closure = resolver.closure(&img, &img)?;
-        program_images.insert(name, (img, closure));
+        out.insert(name, (img, closure));
     }
+    Ok(out)
+}
 
-    let mut report = Report {
-        line,
-        format,
-        arch: arch.clone(),
-        plugins: 0,
-        pairs: 0,
-        findings: Vec::new(),
-        unknown: Vec::new(),
-        not_installed: BTreeSet::new(),
+/// The findings of one plugin in every program that loads it.
+fn audit_plugin(
+    resolver: &mut Resolver,
+    plugin_dir: &Path,
+    name: &str,
+    programs: &ProgramImages,
+    report: &mut Report,
+) -> Result<()> {
+    let path = plugin_dir.join(name);
+    let Some(plugin) = resolver.image(&path)? else {
+        return Err(Error::file(path, "not an ELF or Mach-O file"));
     };
-    for name in &names {
-        let path = plugin_dir.join(name);
-        let Some(plugin) = resolver.image(&path)? else {
-            return Err(Error::File {
-                path,
-                problem: "not an ELF or Mach-O file".into(),
-            });
-        };
-        report.plugins += 1;
-        let Some(ty) = loaders::plugin_type(name) else {
-            report.unknown.push(name.clone());
+    report.plugins += 1;
+    let Some(ty) = loaders::plugin_type(name) else {
+        report.unknown.push(name.to_string());
+        return Ok(());
+    };
+    for program in loaders::programs(ty, report.line) {
+        let Some((prog, prog_closure)) = programs.get(program) else {
+            report.not_installed.insert(program.to_string());
             continue;
         };
-        for program in loaders::programs(ty, line) {
-            let Some((prog, prog_closure)) = program_images.get(program) else {
-                report.not_installed.insert(program.to_string());
-                continue;
-            };
-            report.pairs += 1;
-            let plug_closure = resolver.closure(&plugin, prog)?;
-            let symbols: BTreeSet<String> = plugin
-                .imports
-                .iter()
-                .filter(|i| !i.weak)
-                .filter(|i| !prog_closure.defines(&i.name) && !plug_closure.defines(&i.name))
-                .map(|i| i.name.clone())
-                .collect();
-            let libraries: BTreeSet<String> = prog_closure
-                .missing
-                .union(&plug_closure.missing)
-                .cloned()
-                .collect();
-            if !symbols.is_empty() || !libraries.is_empty() {
-                report.findings.push(Finding {
-                    plugin: name.clone(),
-                    program: program.to_string(),
-                    symbols,
-                    libraries,
-                });
-            }
+        report.pairs += 1;
+        let plug_closure = resolver.closure(&plugin, prog)?;
+        let symbols: BTreeSet<String> = plugin
+            .imports
+            .iter()
+            .filter(|i| !i.weak)
+            .filter(|i| !prog_closure.defines(&i.name) && !plug_closure.defines(&i.name))
+            .map(|i| i.name.clone())
+            .collect();
+        let libraries: BTreeSet<String> = prog_closure
+            .missing
+            .union(&plug_closure.missing)
+            .cloned()
+            .collect();
+        if !symbols.is_empty() || !libraries.is_empty() {
+            report.findings.push(Finding {
+                plugin: name.to_string(),
+                program: program.to_string(),
+                symbols,
+                libraries,
+            });
         }
     }
-    Ok(report)
+    Ok(())
 }
 
 /// The release line, from `SLURM_VERSION_NUMBER` in `include/slurm/slurm_version.h`.

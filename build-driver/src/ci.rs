@@ -88,25 +88,71 @@ fn shim_lane(sh: &Shell, root: &Path, report: &mut Report) {
 const CARGO_TEST_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const CARGO_BUILD_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
+/// One Slurm version's builds, as every lane requests them.
+struct Builds<'a> {
+    sh: &'a Shell,
+    root: &'a Path,
+    src: SourceArgs,
+}
+
+impl Builds<'_> {
+    fn args(&self, personality: Personality, no_patches: bool) -> BuildArgs {
+        BuildArgs {
+            src: self.src.clone(),
+            personality,
+            no_patches,
+            target: None,
+            prefix: None,
+            jobs: None,
+            deps_prefix: None,
+        }
+    }
+
+    fn build(&self, args: &BuildArgs) -> Result<(BuildOutput, String)> {
+        build_slurm::build(self.sh, self.root, args).map(described)
+    }
+}
+
 fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
-    let src = SourceArgs {
-        version: args.source.is_none().then(|| args.version.clone()),
-        source: args.source.clone(),
+    let builds = Builds {
+        sh,
+        root,
+        src: SourceArgs {
+            version: args.source.is_none().then(|| args.version.clone()),
+            source: args.source.clone(),
+        },
     };
-    let build_args = |personality, no_patches| BuildArgs {
-        src: src.clone(),
-        personality,
-        no_patches,
-        target: None,
-        prefix: None,
-        jobs: None,
-        deps_prefix: None,
-    };
+    let (patched, r_patched) = non_regression_lane(&builds, report);
+    let darwin = darwin_lane(&builds, report, &r_patched);
+    cluster_lanes(&builds, report, &patched, &darwin);
+    let macho = cross_lane(&builds, report);
+    // The Mach-O install's remaining findings (upstream link bugs, one slurmd-only function in
+    // a /proc plugin) are recorded with their reasons in
+    // ci/expectations/audit-<line>-macho-arm64.toml: any change fails.
+    for (lane, build) in [
+        ("macho-arm64", &macho),
+        ("native", &patched),
+        ("darwin", &darwin),
+    ] {
+        let name = match lane {
+            "macho-arm64" => "audit: Mach-O install (plugin linkage)".to_string(),
+            other => format!("audit: {other} install (plugin linkage)"),
+        };
+        report.step_after(&name, build, |b| audit(sh, root, b, lane));
+    }
+}
+
+/// Lane 2: native builds without and with the series; `make check` must agree exactly.
+fn non_regression_lane(
+    builds: &Builds<'_>,
+    report: &mut Report,
+) -> (Option<BuildOutput>, Option<Results>) {
+    let sh = builds.sh;
     let pristine = report.step("build-slurm native --no-patches", || {
-        build_slurm::build(sh, root, &build_args(Personality::Native, true)).map(described)
+        builds.build(&builds.args(Personality::Native, true))
     });
     let patched = report.step("build-slurm native (patched)", || {
-        build_slurm::build(sh, root, &build_args(Personality::Native, false)).map(described)
+        builds.build(&builds.args(Personality::Native, false))
     });
     let r_pristine = report.step_after("make check: native, no patches", &pristine, |b| {
         make_check(sh, b)
@@ -130,14 +176,24 @@ fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
             "a make check above did not run",
         ),
     }
+    (patched, r_patched)
+}
 
+/// Lane 3, build and unit tests: the darwin personality, its `make check` against the
+/// native patched results with the recorded expectations.
+fn darwin_lane(
+    builds: &Builds<'_>,
+    report: &mut Report,
+    r_patched: &Option<Results>,
+) -> Option<BuildOutput> {
+    let (sh, root) = (builds.sh, builds.root);
     let darwin = report.step("build-slurm --personality darwin", || {
-        build_slurm::build(sh, root, &build_args(Personality::Darwin, false)).map(described)
+        builds.build(&builds.args(Personality::Darwin, false))
     });
     let r_darwin = report.step_after("make check: darwin personality", &darwin, |b| {
         make_check(sh, b)
     });
-    match (&r_patched, &r_darwin, &darwin) {
+    match (r_patched, &r_darwin, &darwin) {
         (Some(native), Some(dar), Some(built)) => {
             let file = check_expectations::path(root, &built.line);
             report.step(
@@ -157,15 +213,27 @@ fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
             "a make check above did not run",
         ),
     }
-    report.step_after("cluster smoke: native install", &patched, |b| {
+    darwin
+}
+
+/// Lane 3, live clusters: smoke scenarios on the native install, every scenario on the
+/// darwin install, and Slurm's own Python suite (subset) on both.
+fn cluster_lanes(
+    builds: &Builds<'_>,
+    report: &mut Report,
+    patched: &Option<BuildOutput>,
+    darwin: &Option<BuildOutput>,
+) {
+    let (sh, root) = (builds.sh, builds.root);
+    report.step_after("cluster smoke: native install", patched, |b| {
         crate::cluster::smoke(sh, root, &b.prefix)
             .map(|()| "sbatch, srun, scancel passed".to_string())
     });
-    report.step_after("cluster scenarios: darwin install", &darwin, |b| {
+    report.step_after("cluster scenarios: darwin install", darwin, |b| {
         crate::cluster::scenarios(sh, &b.prefix)
             .map(|()| "every scenario passed or is a listed gap".to_string())
     });
-    match (&patched, &darwin) {
+    match (patched, darwin) {
         (Some(native), Some(dar)) => {
             report.step("peer suite subset: native vs darwin", || {
                 let args = PeerArgs {
@@ -185,6 +253,12 @@ fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
             "a build above did not succeed",
         ),
     }
+}
+
+/// Lane 4: the target's json-c, libjwt and hwloc, then Slurm built with them for
+/// aarch64-apple-darwin (zig), its install checked to be arm64 Mach-O.
+fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<BuildOutput> {
+    let (sh, root) = (builds.sh, builds.root);
     // Darwin cross lane: the target's json-c, libjwt and hwloc, then Slurm with them.
     let deps = report.step("deps --target aarch64-apple-darwin", || {
         crate::deps::run(
@@ -201,30 +275,18 @@ fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
             (d, text)
         })
     });
-    let macho = report.step_after(
+    report.step_after(
         "build-slurm --target aarch64-apple-darwin (zig, deps, Mach-O check)",
         &deps,
         |d| {
             let args = BuildArgs {
                 target: Some("aarch64-apple-darwin".to_string()),
                 deps_prefix: Some(d.dir.clone()),
-                ..build_args(Personality::Native, false)
+                ..builds.args(Personality::Native, false)
             };
-            build_slurm::build(sh, root, &args).map(described)
+            builds.build(&args)
         },
-    );
-    // The Mach-O install's remaining findings (upstream link bugs, one slurmd-only function in
-    // a /proc plugin) are recorded with their reasons in
-    // ci/expectations/audit-<line>-macho-arm64.toml: any change fails.
-    report.step_after("audit: Mach-O install (plugin linkage)", &macho, |b| {
-        audit(sh, root, b, "macho-arm64")
-    });
-    report.step_after("audit: native install (plugin linkage)", &patched, |b| {
-        audit(sh, root, b, "native")
-    });
-    report.step_after("audit: darwin install (plugin linkage)", &darwin, |b| {
-        audit(sh, root, b, "darwin")
-    });
+    )
 }
 
 /// `cargo xtask audit` on an install, compared exactly with
