@@ -72,7 +72,12 @@ pub const MAKE_FAILED: &str = "<make check: failed outside the test results>";
 /// darwin build), and collect the results.
 pub fn make_check(sh: &Shell, prefix: &Path) -> Result<Results> {
     let staged = crate::staging::Manifest::read(prefix)?;
-    make_check_with(sh, &staged.build_dir, default_jobs(), &staged.make_vars)
+    make_check_with(
+        sh,
+        &staged.build_dir,
+        crate::util::process::default_jobs(),
+        &staged.make_vars,
+    )
 }
 
 /// `make -k check -j<jobs> <vars>` in `build_dir` (a configured and built Slurm tree); the full
@@ -137,13 +142,6 @@ pub fn make_check_with(
         });
     }
     Ok(results)
-}
-
-/// Parallel jobs for `make check`: the number of CPUs (CI machines have 2).
-pub fn default_jobs() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
 }
 
 /// All `.trs` files below `dir` (none if `dir` does not exist), sorted.

@@ -167,6 +167,29 @@ pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
     } else {
         down(&opts.dir)
     };
+    let failed = print_results(opts, &results, start);
+    down_result?;
+    if failed > 0 {
+        return Err(Error::Scenario(format!(
+            "{failed} scenario(s) failed; files kept in {}",
+            opts.dir.display()
+        )));
+    }
+    if results.is_empty() {
+        return Err(Error::Usage(format!(
+            "no scenario matches --only {:?}",
+            opts.only
+        )));
+    }
+    if !opts.keep {
+        std::fs::remove_dir_all(&opts.dir).map_err(|e| Error::io(&opts.dir, e))?;
+    }
+    Ok(())
+}
+
+/// The table of scenario results and the closing `N passed, N failed, N skipped` line;
+/// returns the number that failed.
+fn print_results(opts: &TestOptions, results: &[scenarios::Outcome], start: Instant) -> usize {
     let failed = results.iter().filter(|r| !r.passed).count();
     let gaps = results
         .iter()
@@ -178,7 +201,7 @@ pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
         opts.name,
         opts.prefix.display()
     );
-    for r in &results {
+    for r in results {
         println!(
             "  {:<4} {:<28} {:>6.1}s",
             match (r.passed, &r.gap) {
@@ -197,23 +220,7 @@ pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
         }
     }
     println!("scenarios: {passed} passed, {failed} failed, {gaps} skipped");
-    down_result?;
-    if failed > 0 {
-        return Err(Error::Scenario(format!(
-            "{failed} scenario(s) failed; files kept in {}",
-            opts.dir.display()
-        )));
-    }
-    if results.is_empty() {
-        return Err(Error::Usage(format!(
-            "no scenario matches --only {:?}",
-            opts.only
-        )));
-    }
-    if !opts.keep {
-        std::fs::remove_dir_all(&opts.dir).map_err(|e| Error::io(&opts.dir, e))?;
-    }
-    Ok(())
+    failed
 }
 
 /// The scenarios of `smoke`.

@@ -124,11 +124,7 @@ pub fn base_dir(root: &Path, target: &Target) -> PathBuf {
 pub fn run(sh: &Shell, root: &Path, args: DepsArgs) -> Result<DepsPrefix> {
     let target = targets::lookup(&args.target)?;
     let tools = CrossTools::for_target(sh, &base_dir(root, target).join("tools"), target)?;
-    let jobs = args.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
+    let jobs = args.jobs.unwrap_or_else(crate::util::process::default_jobs);
     let p = ensure_with(
         sh,
         root,
@@ -363,18 +359,7 @@ impl LibRun<'_> {
         }
         eprintln!("deps: {} {} ({})", lib.name, lib.version, lib.why);
         let t0 = Instant::now();
-        let (src_staging, tree) = match &lib.tarball {
-            Some(t) => {
-                let downloads = self.root.join("slurm-src/downloads");
-                let tarball = source::tarball(self.sh, lib, t, &downloads, self.debian_mirror)?;
-                let (s, tree) = source::unpack(self.sh, &tarball, &t.top_dir, &build_parent)?;
-                if let Some(o) = &overlay {
-                    crate::util::fs::copy_into(o, &tree, &[])?;
-                }
-                (s, Some(tree))
-            }
-            None => (Staging::new(&build_parent, &lib.name)?, None),
-        };
+        let (src_staging, tree) = self.source(lib, overlay.as_deref(), &build_parent)?;
         let dest = Staging::new(self.pkgs_dir, &lib.name)?;
         let job = recipes::Job {
             src: tree.as_deref(),
@@ -402,6 +387,26 @@ impl LibRun<'_> {
         let secs = t0.elapsed().as_secs_f64();
         eprintln!("deps: {} built in {secs:.0}s", lib.name);
         Ok((dir, hash, Some(secs)))
+    }
+
+    /// `lib`'s source unpacked (with its overlay) in a staging directory below
+    /// `build_parent`; `None` for a library without a tarball (openssl-src's bundled source).
+    fn source(
+        &self,
+        lib: &pins::Lib,
+        overlay: Option<&Path>,
+        build_parent: &Path,
+    ) -> Result<(Staging, Option<PathBuf>)> {
+        let Some(t) = &lib.tarball else {
+            return Ok((Staging::new(build_parent, &lib.name)?, None));
+        };
+        let downloads = self.root.join("slurm-src/downloads");
+        let tarball = source::tarball(self.sh, lib, t, &downloads, self.debian_mirror)?;
+        let (s, tree) = source::unpack(self.sh, &tarball, &t.top_dir, build_parent)?;
+        if let Some(o) = overlay {
+            crate::util::fs::copy_into(o, &tree, &[])?;
+        }
+        Ok((s, Some(tree)))
     }
 
     /// Merges the archives of `lib.bundle`'s libraries into `lib`'s one archive.

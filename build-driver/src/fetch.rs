@@ -336,35 +336,7 @@ fn from_source(sh: &Shell, root: &Path, path: &Path, version: Option<&str>) -> R
     let pins = Pins::load(root)?;
     let layout = Layout::new(root);
     if meta.is_file() {
-        let actual = step(&format!("sha256 of {}", path.display()), || {
-            sha256_file(path)
-        })?;
-        let pin = match version {
-            Some(v) => {
-                let pin = pins.get(v)?;
-                let expected = pin.require_sha256(&pins.path)?;
-                if actual != expected {
-                    return Err(Error::HashMismatch {
-                        what: path.display().to_string(),
-                        expected: expected.into(),
-                        actual,
-                    });
-                }
-                pin
-            }
-            None => pins
-                .by_sha256(&actual)
-                .ok_or_else(|| Error::UnknownTarball {
-                    path: path.to_path_buf(),
-                    actual: actual.clone(),
-                    known: pins.known(),
-                })?,
-        };
-        let (_, top_dir, _) = tarball_parts(pin, &pins)?;
-        if let Some(t) = already(&layout, pin) {
-            return Ok(t);
-        }
-        return install_tarball(&layout, pin, path, top_dir);
+        return from_tarball(&layout, &pins, path, version);
     }
     if !meta.is_dir() {
         return Err(not_source("neither a file nor a directory"));
@@ -399,17 +371,70 @@ fn from_source(sh: &Shell, root: &Path, path: &Path, version: Option<&str>) -> R
             "not a tarball, not a git directory, and not an unpacked tree (configure.ac and META)",
         ));
     };
+    from_git_dir(sh, &layout, &pins, path, &g)
+}
+
+/// `--source TARBALL [--version V]`: checked against `V`'s pin, or the pin with its sha256.
+fn from_tarball(
+    layout: &Layout,
+    pins: &Pins,
+    path: &Path,
+    version: Option<&str>,
+) -> Result<SourceTree> {
+    let actual = step(&format!("sha256 of {}", path.display()), || {
+        sha256_file(path)
+    })?;
+    let pin = match version {
+        Some(v) => {
+            let pin = pins.get(v)?;
+            let expected = pin.require_sha256(&pins.path)?;
+            if actual != expected {
+                return Err(Error::HashMismatch {
+                    what: path.display().to_string(),
+                    expected: expected.into(),
+                    actual,
+                });
+            }
+            pin
+        }
+        None => pins
+            .by_sha256(&actual)
+            .ok_or_else(|| Error::UnknownTarball {
+                path: path.to_path_buf(),
+                actual: actual.clone(),
+                known: pins.known(),
+            })?,
+    };
+    let (_, top_dir, _) = tarball_parts(pin, pins)?;
+    if let Some(t) = already(layout, pin) {
+        return Ok(t);
+    }
+    install_tarball(layout, pin, path, top_dir)
+}
+
+/// `--source GIT_DIR` without `--version`: the one git pin whose commit the repository has.
+fn from_git_dir(
+    sh: &Shell,
+    layout: &Layout,
+    pins: &Pins,
+    path: &Path,
+    g: &Path,
+) -> Result<SourceTree> {
+    let not_source = |detail: &str| Error::NotASource {
+        path: path.to_path_buf(),
+        detail: detail.into(),
+    };
     require_tool(sh, "git", "fetch --source GIT_DIR", "install git")?;
     let mut found = Vec::new();
     for pin in pins.git_pins() {
         if let PinSource::Git { commit, .. } = &pin.source {
-            if has_commit(sh, &g, commit)? {
+            if has_commit(sh, g, commit)? {
                 found.push(pin);
             }
         }
     }
     match found.as_slice() {
-        [pin] => export_git(sh, &layout, pin, &g),
+        [pin] => export_git(sh, layout, pin, g),
         [] => Err(not_source(&format!(
             "the repository contains none of the pinned commits ({})",
             pins.git_pins()

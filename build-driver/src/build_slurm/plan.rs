@@ -34,6 +34,19 @@ pub struct Dirs {
 }
 
 impl Dirs {
+    /// The directories below `base`; the prefix is `prefix` (made absolute) when given.
+    fn new(base: PathBuf, prefix: Option<&Path>) -> Result<Dirs> {
+        Ok(Dirs {
+            src: base.join("src"),
+            build: base.join("build"),
+            prefix: match prefix {
+                Some(p) => absolute(p)?,
+                None => base.join("prefix"),
+            },
+            base,
+        })
+    }
+
     pub fn stamp(&self) -> PathBuf {
         self.base.join("stamp")
     }
@@ -80,6 +93,10 @@ pub struct Plan {
     pub make_vars: Vec<String>,
 }
 
+fn absolute(p: &Path) -> Result<PathBuf> {
+    std::path::absolute(p).map_err(|e| Error::io(p, e))
+}
+
 fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
@@ -120,18 +137,7 @@ impl Plan {
         };
         let cross = target.rust != host.rust;
         args.personality.check(target, host)?;
-        require_tool(
-            sh,
-            "make",
-            "building Slurm",
-            "install GNU make (Debian: apt-get install make)",
-        )?;
-        require_tool(
-            sh,
-            "pkg-config",
-            "finding Slurm's dependencies",
-            "Debian: apt-get install pkg-config; macOS: brew install pkgconf",
-        )?;
+        require_build_tools(sh)?;
         let source = fetch::resolve(sh, root, &args.src)?;
         let base = link::cargo_target_dir(root, env_var("CARGO_TARGET_DIR"))
             .join("slurm")
@@ -142,27 +148,14 @@ impl Plan {
                 target,
                 cross,
             ));
-        let prefix = match &args.prefix {
-            Some(p) => std::path::absolute(p).map_err(|e| Error::io(p, e))?,
-            None => base.join("prefix"),
-        };
-        let dirs = Dirs {
-            src: base.join("src"),
-            build: base.join("build"),
-            prefix,
-            base,
-        };
+        let dirs = Dirs::new(base, args.prefix.as_deref())?;
         let series = if args.no_patches {
             Vec::new()
         } else {
             patches::series(root, &source.line)?
         };
         let toolchain = toolchain(sh, root, target, host, cross, &dirs.base)?;
-        let deps_prefix = args
-            .deps_prefix
-            .as_ref()
-            .map(|p| std::path::absolute(p).map_err(|e| Error::io(p, e)))
-            .transpose()?;
+        let deps_prefix = args.deps_prefix.as_deref().map(absolute).transpose()?;
         let mut plan = Plan {
             target,
             host,
@@ -178,11 +171,7 @@ impl Plan {
             deps_prefix,
             jobs: args
                 .jobs
-                .unwrap_or_else(|| {
-                    std::thread::available_parallelism()
-                        .map(|n| n.get())
-                        .unwrap_or(1)
-                })
+                .unwrap_or_else(crate::util::process::default_jobs)
                 .max(1),
             header: shim_header(root),
             configure_args: Vec::new(),
@@ -319,6 +308,22 @@ impl Plan {
             make_vars: self.make_vars.clone(),
         }
     }
+}
+
+/// make and pkg-config, on the PATH.
+fn require_build_tools(sh: &Shell) -> Result<()> {
+    require_tool(
+        sh,
+        "make",
+        "building Slurm",
+        "install GNU make (Debian: apt-get install make)",
+    )?;
+    require_tool(
+        sh,
+        "pkg-config",
+        "finding Slurm's dependencies",
+        "Debian: apt-get install pkg-config; macOS: brew install pkgconf",
+    )
 }
 
 /// The compiler (and zig wrappers, for a macOS target built on Linux unless the user chose a

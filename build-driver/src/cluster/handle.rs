@@ -145,9 +145,34 @@ impl Cluster {
         if check_port {
             check_port_free(daemon, port)?;
         }
+        let (mut cmd, isolated) = self.daemon_command(sh, daemon, first, port)?;
+        cmd.env("SLURM_CONF", l.conf());
+        let iso = if isolated {
+            self.isolation.as_ref()
+        } else {
+            None
+        };
+        let rec = procs::spawn_detached(daemon, cmd, iso, &l.daemon_output(daemon))?;
+        let pid = rec.pid;
+        self.state.record(rec)?;
+        self.until_ready(daemon, pid, first, port)?;
+        println!("  {daemon} ready (pid {pid}) in {:.1?}", t.elapsed());
+        Ok(())
+    }
+
+    /// How `daemon` is started (MariaDB installed first on the first start), and whether it
+    /// runs in the cluster's mount namespace.
+    fn daemon_command(
+        &self,
+        sh: &Shell,
+        daemon: &str,
+        first: bool,
+        port: u16,
+    ) -> Result<(Command, bool)> {
+        let l = self.layout();
         let sbin = self.state.prefix.join("sbin");
         let conf = l.conf();
-        let (cmd, isolated): (Command, bool) = match daemon {
+        Ok(match daemon {
             "mariadb" => {
                 if first {
                     mariadb::install(sh, &l)?;
@@ -163,17 +188,12 @@ impl Cluster {
                 Command::from(cmd!(sh, "{sbin}/slurmd -D -N {NODE} -f {conf}")),
                 true,
             ),
-        };
-        let mut cmd = cmd;
-        cmd.env("SLURM_CONF", &conf);
-        let iso = if isolated {
-            self.isolation.as_ref()
-        } else {
-            None
-        };
-        let rec = procs::spawn_detached(daemon, cmd, iso, &l.daemon_output(daemon))?;
-        let pid = rec.pid;
-        self.state.record(rec)?;
+        })
+    }
+
+    /// Waits until `daemon` (pid `pid`) serves; after its first start, the accounts it needs.
+    fn until_ready(&mut self, daemon: &str, pid: u32, first: bool, port: u16) -> Result<()> {
+        let l = self.layout();
         let when = if first {
             "during start"
         } else {
@@ -212,7 +232,6 @@ impl Cluster {
                         .is_some_and(|s| s == "idle" || s == "mixed" || s == "allocated"))
             })?,
         }
-        println!("  {daemon} ready (pid {pid}) in {:.1?}", t.elapsed());
         Ok(())
     }
 

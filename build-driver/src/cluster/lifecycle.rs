@@ -20,6 +20,43 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use xshell::{Shell, cmd};
 
+/// Whether daemons and clients get a private `/run` (asked, root, Linux); without one, the
+/// fixed SACK directories must be free (said so).
+fn isolation(asked: bool, user: &str, uid: u32) -> Result<bool> {
+    let isolated = asked && uid == 0 && procs::can_isolate();
+    if !isolated && !asked {
+        println!("note: no private /run for the daemons (the caller provides one)");
+    } else if !isolated {
+        if uid == 0 {
+            println!(
+                "note: no private /run here (mount namespaces are Linux's): one cluster at a time"
+            );
+        } else {
+            println!(
+                "note: not root: no private /run, so only one cluster at a time; SlurmUser is `{user}`"
+            );
+        }
+        super::host::require_sack_dirs(uid)?;
+    }
+    Ok(isolated)
+}
+
+/// The node's hardware as slurmd reports it (`slurmd -C`) and this machine's short hostname.
+fn node_hardware(sh: &Shell, prefix: &Path) -> Result<(config::NodeHw, String)> {
+    let slurmd_bin = prefix.join("sbin/slurmd");
+    let hw = config::parse_slurmd_c(&read_bounded(
+        Command::from(cmd!(sh, "{slurmd_bin} -C")),
+        Duration::from_secs(30),
+    )?)?;
+    let hostname = read_bounded(
+        Command::from(cmd!(sh, "hostname -s")),
+        Duration::from_secs(10),
+    )?
+    .trim()
+    .to_string();
+    Ok((hw, hostname))
+}
+
 /// What `up` needs.
 #[derive(Debug, Clone)]
 pub struct UpOptions {
@@ -67,32 +104,8 @@ pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
     layout.create()?;
 
     let (user, uid) = super::host::current_user()?;
-    let isolated = opts.isolate && uid == 0 && procs::can_isolate();
-    if !isolated && !opts.isolate {
-        println!("note: no private /run for the daemons (the caller provides one)");
-    } else if !isolated {
-        if uid == 0 {
-            println!(
-                "note: no private /run here (mount namespaces are Linux's): one cluster at a time"
-            );
-        } else {
-            println!(
-                "note: not root: no private /run, so only one cluster at a time; SlurmUser is `{user}`"
-            );
-        }
-        super::host::require_sack_dirs(uid)?;
-    }
-    let slurmd_bin = prefix.join("sbin/slurmd");
-    let hw = config::parse_slurmd_c(&read_bounded(
-        Command::from(cmd!(sh, "{slurmd_bin} -C")),
-        Duration::from_secs(30),
-    )?)?;
-    let hostname = read_bounded(
-        Command::from(cmd!(sh, "hostname -s")),
-        Duration::from_secs(10),
-    )?
-    .trim()
-    .to_string();
+    let isolated = isolation(opts.isolate, &user, uid)?;
+    let (hw, hostname) = node_hardware(sh, &prefix)?;
     let ports = match opts.ports {
         Some(p) => p,
         None => Ports::pick()?,

@@ -26,9 +26,10 @@ use crate::cli::PeerArgs;
 use crate::error::{Error, Result};
 use crate::personality::Personality;
 use crate::staging::Manifest;
+use crate::util::process::bounded::run_to_log_bounded;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use xshell::{Shell, cmd};
 
@@ -95,6 +96,67 @@ impl Install {
     }
 }
 
+/// The tests to run: all of them with `--all`, else the subset file's lines.
+fn selection(root: &Path, args: &PeerArgs) -> Result<Vec<String>> {
+    if args.all {
+        return Ok(vec!["tests".to_string()]);
+    }
+    let file = args
+        .subset
+        .clone()
+        .unwrap_or_else(|| root.join("ci/peer-subset.txt"));
+    let text = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, e))?;
+    let subset = parse_subset(&text);
+    if subset.is_empty() {
+        return Err(Error::file(file, "no tests listed"));
+    }
+    Ok(subset)
+}
+
+/// The differences between the native and darwin results that are there again when just
+/// those tests run once more on both builds (timing-sensitive tests on a loaded machine).
+fn reproduced_differences(
+    sh: &Shell,
+    installs: &[Install; 2],
+    results: &[crate::check::Results],
+    work: &Path,
+    args: &PeerArgs,
+) -> Result<Vec<crate::check::Difference>> {
+    let mut diffs = crate::check::differences(&results[0], &results[1]);
+    for d in &diffs {
+        println!("  differs (native -> darwin): {d}");
+    }
+    if diffs.is_empty() {
+        return Ok(diffs);
+    }
+    let ids: Vec<String> = diffs.iter().filter_map(|d| node_id(&d.test)).collect();
+    println!(
+        "peer suite: running the {} differing test(s) again on both builds",
+        ids.len()
+    );
+    let mut again = Vec::new();
+    for install in installs {
+        let dir = work.join(format!("{}-again", install.name));
+        again.push(run_one(sh, install, &dir, &ids, args)?);
+    }
+    diffs.retain(|d| {
+        let kept = again[0].get(&d.test) != again[1].get(&d.test);
+        if !kept {
+            println!(
+                "  not reproduced (both {}): {d}",
+                again[0]
+                    .get(&d.test)
+                    .map_or("absent".into(), |o| o.to_string())
+            );
+        }
+        kept
+    });
+    for d in &diffs {
+        println!("  reproduced: {d}");
+    }
+    Ok(diffs)
+}
+
 /// The whole command. Callable from `ci` in-process: outside the private namespace it runs
 /// the driver again as `cluster peer` with `args`.
 pub fn run(sh: &Shell, root: &Path, args: PeerArgs) -> Result<()> {
@@ -105,20 +167,7 @@ pub fn run(sh: &Shell, root: &Path, args: PeerArgs) -> Result<()> {
         Install::from_prefix(Personality::Native, &args.native)?,
         Install::from_prefix(Personality::Darwin, &args.darwin)?,
     ];
-    let selection = if args.all {
-        vec!["tests".to_string()]
-    } else {
-        let file = args
-            .subset
-            .clone()
-            .unwrap_or_else(|| root.join("ci/peer-subset.txt"));
-        let text = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, e))?;
-        let subset = parse_subset(&text);
-        if subset.is_empty() {
-            return Err(Error::file(file, "no tests listed"));
-        }
-        subset
-    };
+    let selection = selection(root, &args)?;
     test_user(sh)?;
     check_modules(sh)?;
     let work = work_dir()?;
@@ -140,40 +189,8 @@ pub fn run(sh: &Shell, root: &Path, args: PeerArgs) -> Result<()> {
         );
         results.push(r);
     }
-    let (native, darwin) = (&results[0], &results[1]);
-    let mut diffs = crate::check::differences(native, darwin);
-    for d in &diffs {
-        println!("  differs (native -> darwin): {d}");
-    }
-    if !diffs.is_empty() {
-        // Timing-sensitive tests on a loaded machine: a difference counts only if it is
-        // there again when just those tests run once more on both builds.
-        let ids: Vec<String> = diffs.iter().filter_map(|d| node_id(&d.test)).collect();
-        println!(
-            "peer suite: running the {} differing test(s) again on both builds",
-            ids.len()
-        );
-        let mut again = Vec::new();
-        for install in &installs {
-            let dir = work.join(format!("{}-again", install.name));
-            again.push(run_one(sh, install, &dir, &ids, &args)?);
-        }
-        diffs.retain(|d| {
-            let kept = again[0].get(&d.test) != again[1].get(&d.test);
-            if !kept {
-                println!(
-                    "  not reproduced (both {}): {d}",
-                    again[0]
-                        .get(&d.test)
-                        .map_or("absent".into(), |o| o.to_string())
-                );
-            }
-            kept
-        });
-        for d in &diffs {
-            println!("  reproduced: {d}");
-        }
-    }
+    let native = &results[0];
+    let diffs = reproduced_differences(sh, &installs, &results, &work, &args)?;
     let passed = native.values().filter(|o| **o == Outcome::Pass).count();
     let verdict = if passed == 0 {
         Err(Error::Scenario(format!(
@@ -306,30 +323,23 @@ fn run_pytest(
         p.display()
     );
     let tsconf = suite.parent().unwrap_or(suite).join("testsuite.conf");
-    let mut command = Command::new("runuser");
-    command
-        .args(["-u", TEST_USER, "--", "env", "-i"])
-        .arg(format!("HOME={home}"))
-        .arg(format!("USER={TEST_USER}"))
-        .arg(path)
-        .arg("LANG=C.UTF-8")
-        .arg(format!("SLURM_CONF={}", conf.display()))
-        .arg(format!("SLURM_TESTSUITE_CONF={}", tsconf.display()))
-        .args(["python3", "-m", "pytest", "-p", "no:cacheprovider", "-q"])
-        .args([
-            "-rfE",
-            "--no-color",
-            "--local-config",
-            "--allow-slurmdbd-modify",
-        ])
-        .arg(format!("--timeout={}", args.timeout))
-        .arg(format!("--junitxml={}", junit.display()))
-        .args(selection)
-        .current_dir(suite)
-        .stdin(Stdio::null());
-    let out = std::fs::File::create(log).map_err(|e| Error::io(log, e))?;
-    let err = out.try_clone().map_err(|e| Error::io(log, e))?;
-    command.stdout(out).stderr(err);
+    let env = [
+        format!("HOME={home}"),
+        format!("USER={TEST_USER}"),
+        path,
+        "LANG=C.UTF-8".to_string(),
+        format!("SLURM_CONF={}", conf.display()),
+        format!("SLURM_TESTSUITE_CONF={}", tsconf.display()),
+    ];
+    let timeout = format!("--timeout={}", args.timeout);
+    let junitxml = format!("--junitxml={}", junit.display());
+    let command = {
+        let _dir = sh.push_dir(suite);
+        Command::from(cmd!(
+            sh,
+            "runuser -u {TEST_USER} -- env -i {env...} python3 -m pytest -p no:cacheprovider -q -rfE --no-color --local-config --allow-slurmdbd-modify {timeout} {junitxml} {selection...}"
+        ))
+    };
     // The whole run is bounded too: every test may use its timeout, plus a margin.
     let per_selection = if args.all {
         400
@@ -337,31 +347,7 @@ fn run_pytest(
         selection.len() as u64
     };
     let deadline = Duration::from_secs(args.timeout * per_selection.max(1) + 600);
-    let t = Instant::now();
-    let mut child = command.spawn().map_err(|source| Error::Spawn {
-        program: "pytest".into(),
-        source,
-    })?;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if t.elapsed() > deadline => {
-                child.kill().ok();
-                child.wait().ok();
-                return Err(Error::Timeout {
-                    what: format!("pytest (see {})", log.display()),
-                    after: deadline,
-                });
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(500)),
-            Err(source) => {
-                return Err(Error::Wait {
-                    program: "pytest".into(),
-                    source,
-                });
-            }
-        }
-    };
+    let status = run_to_log_bounded(command, log, deadline)?;
     // pytest exits 1 when tests failed (a result, compared later), >1 on usage or internal
     // errors (no usable result).
     match status.code() {

@@ -128,6 +128,35 @@ pub fn run_inherit_bounded(cmd: impl Into<Command>, step: &str, timeout: Duratio
     }
 }
 
+/// Run `cmd` with stdin from `/dev/null` and stdout and stderr written to `log` (created),
+/// with a deadline; on timeout the child is killed and reaped. Returns its exit status.
+pub fn run_to_log_bounded(
+    cmd: impl Into<Command>,
+    log: &Path,
+    timeout: Duration,
+) -> Result<ExitStatus> {
+    let mut command: Command = cmd.into();
+    let shown = show(&command);
+    let out = std::fs::File::create(log).map_err(|e| Error::io(log, e))?;
+    let err = out.try_clone().map_err(|e| Error::io(log, e))?;
+    command.stdin(Stdio::null()).stdout(out).stderr(err);
+    let mut child = command.spawn().map_err(|source| Error::Spawn {
+        program: shown.clone(),
+        source,
+    })?;
+    match wait_until(&mut child, &shown, Instant::now() + timeout)? {
+        Some(status) => Ok(status),
+        None => {
+            child.kill().ok();
+            child.wait().ok();
+            Err(Error::Timeout {
+                what: format!("`{shown}` (see {})", log.display()),
+                after: timeout,
+            })
+        }
+    }
+}
+
 /// Poll `probe` every `every` until it returns `Some`, or fail after `timeout` with `what`.
 pub fn poll<T>(
     what: &str,
@@ -213,6 +242,25 @@ mod tests {
             read_bounded(command("echo", ["hi"]), Duration::from_secs(10)).unwrap(),
             "hi\n"
         );
+    }
+
+    #[test]
+    fn run_to_log_bounded__status_output_in_the_log_and_timeout() {
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join("x.log");
+        let st = run_to_log_bounded(
+            command("sh", ["-c", "echo out; echo err >&2; exit 4"]),
+            &log,
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert_eq!(st.code(), Some(4));
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "out\nerr\n");
+        let start = Instant::now();
+        let e = run_to_log_bounded(command("sleep", ["30"]), &log, Duration::from_millis(300))
+            .unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(10));
+        assert!(e.to_string().contains("did not finish"), "{e}");
     }
 
     #[test]

@@ -33,22 +33,8 @@ pub enum Progress {
     Steps(u64),
 }
 
-/// Runs `command` (already set up with its directory and environment) with stdout and
-/// stderr appended to `log`, showing progress; on failure, [`Error::Build`] with the log's
-/// tail. Returns the number of step lines seen.
-pub fn run_logged(
-    command: impl Into<Command>,
-    step: &str,
-    log: &Path,
-    progress: Progress,
-) -> Result<u64> {
-    let mut command: Command = command.into();
-    let file = File::create(log).map_err(|e| Error::io(log, e))?;
-    let file2 = file.try_clone().map_err(|e| Error::io(log, e))?;
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(file))
-        .stderr(Stdio::from(file2));
+/// The spinner or step bar of a logged run.
+fn progress_bar(progress: Progress, step: &str) -> ProgressBar {
     let bar = match progress {
         Progress::Spinner => {
             let b = ProgressBar::new_spinner();
@@ -69,6 +55,26 @@ pub fn run_logged(
     };
     bar.set_prefix(step.to_string());
     bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// Runs `command` (already set up with its directory and environment) with stdout and
+/// stderr appended to `log`, showing progress; on failure, [`Error::Build`] with the log's
+/// tail. Returns the number of step lines seen.
+pub fn run_logged(
+    command: impl Into<Command>,
+    step: &str,
+    log: &Path,
+    progress: Progress,
+) -> Result<u64> {
+    let mut command: Command = command.into();
+    let file = File::create(log).map_err(|e| Error::io(log, e))?;
+    let file2 = file.try_clone().map_err(|e| Error::io(log, e))?;
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(file))
+        .stderr(Stdio::from(file2));
+    let bar = progress_bar(progress, step);
     let mut child = command.spawn().map_err(|source| Error::Spawn {
         program: crate::util::process::bounded::show(&command),
         source,
