@@ -8,7 +8,12 @@ pub mod audit;
 pub mod make_check;
 
 use crate::error::{Error, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// `ci/expectations/<name>` below `root`.
+pub fn file(root: &Path, name: &str) -> PathBuf {
+    root.join("ci/expectations").join(name)
+}
 
 /// A kind of expectations file.
 pub trait Recorded: Default + Sized {

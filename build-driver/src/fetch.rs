@@ -645,23 +645,9 @@ mod tests {
             "  Major:\t9\n  Minor:\t1\n  Version:\t9.1.0\n",
         )
         .unwrap();
-        let git = |args: &[&str]| {
-            cmd!(sh, "git -C {repo} {args...}")
-                .env("GIT_AUTHOR_NAME", "t")
-                .env("GIT_AUTHOR_EMAIL", "t@example.org")
-                .env("GIT_COMMITTER_NAME", "t")
-                .env("GIT_COMMITTER_EMAIL", "t@example.org")
-                .quiet()
-                .read()
-                .unwrap()
-        };
-        git(&["init", "-q"]);
-        git(&["add", "."]);
-        git(&["commit", "-q", "-m", "one"]);
-        let commit = git(&["rev-parse", "HEAD"]);
+        let commit = crate::testing::git_commit_all(&sh, &repo, "one");
         fs::write(repo.join("later"), "x").unwrap();
-        git(&["add", "."]);
-        git(&["commit", "-q", "-m", "two"]);
+        crate::testing::git_commit_all(&sh, &repo, "two");
         let p = project(&format!(
             "[pin.\"9.1-snap\"]\nline = \"9.1\"\nkind = \"git\"\nrepo = \"https://example.org/r.git\"\ncommit = \"{commit}\"\n"
         ));
@@ -690,8 +676,7 @@ mod tests {
     #[test]
     fn fetch_download__tries_urls_in_order_verifies_and_renames_part() {
         let sh = Shell::new().unwrap();
-        if require_tool(&sh, "curl", "", "").is_err() {
-            eprintln!("SKIP: curl not installed");
+        if !crate::testing::have(&sh, &["curl"]) {
             return;
         }
         let d = tempfile::tempdir().unwrap();
@@ -728,19 +713,7 @@ mod tests {
         let repo = d.path().join("repo");
         fs::create_dir_all(&repo).unwrap();
         fs::write(repo.join("configure.ac"), "AC_INIT\n").unwrap();
-        let git = |args: &[&str]| {
-            cmd!(
-                sh,
-                "git -C {repo} -c user.name=t -c user.email=t@example.org {args...}"
-            )
-            .quiet()
-            .read()
-            .unwrap()
-        };
-        git(&["init", "-q"]);
-        git(&["add", "."]);
-        git(&["commit", "-q", "-m", "one"]);
-        let commit = git(&["rev-parse", "HEAD"]);
+        let commit = crate::testing::git_commit_all(&sh, &repo, "one");
         let url = format!("file://{}", repo.display());
         let p = project(&format!(
             "[pin.\"9-snap\"]\nline = \"9\"\nkind = \"git\"\nrepo = \"{url}\"\ncommit = \"{commit}\"\n"

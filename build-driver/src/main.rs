@@ -21,6 +21,8 @@ mod personality;
 mod pins;
 mod staging;
 mod targets;
+#[cfg(test)]
+mod testing;
 mod util;
 
 use clap::Parser;

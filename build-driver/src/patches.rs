@@ -418,10 +418,7 @@ pub fn regenerate(sh: &Shell, tree: &Path) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn write(p: &Path, s: &str) {
-        fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::write(p, s).unwrap();
-    }
+    use crate::testing::write;
 
     const GOOD: &str = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n\
 From: Test <test@example.org>\nSubject: [PATCH] change a\n\n---\n src/a.c | 2 +-\n 1 file changed\n\n\
@@ -592,13 +589,7 @@ error: src/x y.c: No such file or directory\nerror: corrupt patch at line 9\n";
     }
 
     fn have_autotools(sh: &Shell) -> bool {
-        let ok = ["autoreconf", "automake", "aclocal"]
-            .iter()
-            .all(|t| require_tool(sh, t, "", "").is_ok());
-        if !ok {
-            eprintln!("SKIP: autoreconf/automake/aclocal not installed");
-        }
-        ok
+        crate::testing::have(sh, &["autoreconf", "automake", "aclocal"])
     }
 
     #[test]
@@ -609,11 +600,7 @@ error: src/x y.c: No such file or directory\nerror: corrupt patch at line 9\n";
         }
         let d = tempfile::tempdir().unwrap();
         let tree = d.path().join("src");
-        write(
-            &tree.join("configure.ac"),
-            "AC_INIT([t], [1])\nAM_INIT_AUTOMAKE([foreign])\nAC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n",
-        );
-        write(&tree.join("Makefile.am"), "");
+        crate::testing::automake_tree(&tree, "");
         regenerate(&sh, &tree).unwrap();
         assert!(tree.join("configure").is_file() && tree.join("Makefile.in").is_file());
         assert!(d.path().join("autoreconf.log").is_file());
@@ -664,11 +651,7 @@ error: src/x y.c: No such file or directory\nerror: corrupt patch at line 9\n";
         }
         let d = tempfile::tempdir().unwrap();
         let tree = d.path().join("src");
-        write(
-            &tree.join("configure.ac"),
-            "AC_INIT([t], [1])\nAM_INIT_AUTOMAKE([foreign])\nAM_PATH_GLIB_2_0([2.0], [g=yes], [g=no])\nAC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n",
-        );
-        write(&tree.join("Makefile.am"), "");
+        crate::testing::automake_tree(&tree, "AM_PATH_GLIB_2_0([2.0], [g=yes], [g=no])\n");
         // A stand-in definition, as a shipped aclocal.m4 would carry it.
         write(
             &tree.join("aclocal.m4"),

@@ -250,13 +250,7 @@ fn absolute(p: &Path) -> Result<PathBuf> {
 }
 
 fn work_dir() -> Result<PathBuf> {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!("xtask-bench-{}-{nanos:x}", std::process::id()));
-    std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, e))?;
-    Ok(dir)
+    crate::util::fs::new_work_dir("xtask-bench", 0o755)
 }
 
 #[cfg(test)]

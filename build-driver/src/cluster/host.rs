@@ -7,36 +7,30 @@ use std::path::{Path, PathBuf};
 
 /// The programs and plugins the cluster needs.
 pub fn check_prefix(prefix: &Path) -> Result<()> {
-    let needed = crate::build_slurm::KEY_BINARIES
+    let programs = crate::build_slurm::KEY_BINARIES
         .iter()
-        .map(|(dir, name)| format!("{dir}/{name}"));
-    if let Some(missing) = needed.map(|p| prefix.join(p)).find(|p| !p.is_file()) {
-        return Err(Error::NotASlurmPrefix {
+        .map(|(dir, name)| (format!("{dir}/{name}"), ""));
+    let plugins = [
+        (
+            "lib/slurm/auth_slurm.so".to_string(),
+            ": this Slurm was configured without auth/slurm (it needs libjwt and json-c at configure time)",
+        ),
+        (
+            "lib/slurm/accounting_storage_mysql.so".to_string(),
+            ": this Slurm was configured without MariaDB, so slurmdbd cannot store accounting; install libmariadb-dev and libmariadb-dev-compat (ci/setup-debian.sh does) and rebuild with `cargo xtask build-slurm`",
+        ),
+    ];
+    match programs
+        .chain(plugins)
+        .map(|(rel, why)| (prefix.join(rel), why))
+        .find(|(p, _)| !p.is_file())
+    {
+        Some((missing, why)) => Err(Error::NotASlurmPrefix {
             path: prefix.to_path_buf(),
-            detail: format!("{} is missing", missing.display()),
-        });
+            detail: format!("{} is missing{why}", missing.display()),
+        }),
+        None => Ok(()),
     }
-    let auth = prefix.join("lib/slurm/auth_slurm.so");
-    if !auth.is_file() {
-        return Err(Error::NotASlurmPrefix {
-            path: prefix.to_path_buf(),
-            detail: format!(
-                "{} is missing: this Slurm was configured without auth/slurm (it needs libjwt and json-c at configure time)",
-                auth.display()
-            ),
-        });
-    }
-    let mysql = prefix.join("lib/slurm/accounting_storage_mysql.so");
-    if !mysql.is_file() {
-        return Err(Error::NotASlurmPrefix {
-            path: prefix.to_path_buf(),
-            detail: format!(
-                "{} is missing: this Slurm was configured without MariaDB, so slurmdbd cannot store accounting; install libmariadb-dev and libmariadb-dev-compat (ci/setup-debian.sh does) and rebuild with `cargo xtask build-slurm`",
-                mysql.display()
-            ),
-        });
-    }
-    Ok(())
 }
 
 /// The user this process runs as (its effective uid, as `id -un`/`id -u` give): name and uid.

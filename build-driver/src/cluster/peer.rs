@@ -30,7 +30,7 @@ use crate::util::process::bounded::run_to_log_bounded;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use xshell::{Shell, cmd};
 
 /// The Python modules the suite imports (installed by ci/setup-debian.sh, pinned).
@@ -419,16 +419,7 @@ fn user_home(sh: &Shell) -> Result<String> {
 
 /// A new directory for one peer run, readable by the test user.
 fn work_dir() -> Result<PathBuf> {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!("xtask-peer-{}-{nanos:x}", std::process::id()));
-    std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, e))?;
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| Error::io(&dir, e))?;
-    Ok(dir)
+    crate::util::fs::new_work_dir("xtask-peer", 0o755)
 }
 
 /// The pytest node id of a JUnit key: `tests.test_116_28.Test_x::test_y[p]` ->

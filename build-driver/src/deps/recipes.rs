@@ -43,6 +43,17 @@ impl Job<'_> {
         format!("{} {step}", self.lib.name)
     }
 
+    /// Runs one step of the build (`step` names it on the terminal) with its output in
+    /// `<log>.log`.
+    fn run(&self, command: xshell::Cmd<'_>, step: &str, log: &str) -> Result<u64> {
+        run_logged(
+            command,
+            &self.label(step),
+            &self.log(log),
+            Progress::Spinner,
+        )
+    }
+
     fn dep_flags(&self) -> (Vec<String>, Vec<String>) {
         let inc = self
             .deps
@@ -153,22 +164,12 @@ fn cmake(sh: &Shell, job: &Job<'_>) -> Result<()> {
     let c = cmd!(sh, "cmake {args...}")
         .env("PKG_CONFIG_LIBDIR", &pkg)
         .env("PKG_CONFIG_PATH", "");
-    run_logged(
-        c,
-        &job.label("cmake"),
-        &job.log("configure"),
-        Progress::Spinner,
-    )?;
+    job.run(c, "cmake", "configure")?;
     let jobs = job.jobs.to_string();
     let c = cmd!(sh, "cmake --build {b} --parallel {jobs}");
-    run_logged(c, &job.label("build"), &job.log("build"), Progress::Spinner)?;
+    job.run(c, "build", "build")?;
     let c = cmd!(sh, "cmake --install {b}").env("DESTDIR", job.destdir);
-    run_logged(
-        c,
-        &job.label("install"),
-        &job.log("install"),
-        Progress::Spinner,
-    )?;
+    job.run(c, "install", "install")?;
     Ok(())
 }
 
@@ -195,23 +196,13 @@ fn autotools(sh: &Shell, job: &Job<'_>) -> Result<()> {
     let _dir = sh.push_dir(&b);
     let configure = src.join("configure");
     let c = cmd!(sh, "{configure} {args...}").env("PKG_CONFIG_PATH", "");
-    run_logged(
-        c,
-        &job.label("configure"),
-        &job.log("configure"),
-        Progress::Spinner,
-    )?;
+    job.run(c, "configure", "configure")?;
     let jobs = format!("-j{}", job.jobs);
     let c = cmd!(sh, "make {jobs}");
-    run_logged(c, &job.label("make"), &job.log("build"), Progress::Spinner)?;
+    job.run(c, "make", "build")?;
     let destdir = format!("DESTDIR={}", job.destdir.display());
     let c = cmd!(sh, "make install {destdir}");
-    run_logged(
-        c,
-        &job.label("install"),
-        &job.log("install"),
-        Progress::Spinner,
-    )?;
+    job.run(c, "install", "install")?;
     Ok(())
 }
 
@@ -262,20 +253,10 @@ fn openssl(sh: &Shell, job: &Job<'_>) -> Result<()> {
         .env("AR", &job.tools.ar)
         .env("RANLIB", &job.tools.ranlib)
         .env_remove("CROSS_COMPILE");
-    run_logged(
-        c,
-        &job.label("Configure"),
-        &job.log("configure"),
-        Progress::Spinner,
-    )?;
+    job.run(c, "Configure", "configure")?;
     let jobs = format!("-j{}", job.jobs);
     let c = cmd!(sh, "make {jobs} build_generated libcrypto.a");
-    run_logged(
-        c,
-        &job.label("make libcrypto.a"),
-        &job.log("build"),
-        Progress::Spinner,
-    )?;
+    job.run(c, "make libcrypto.a", "build")?;
     let dest = job
         .destdir
         .join(job.prefix.strip_prefix("/").unwrap_or(job.prefix));

@@ -245,8 +245,7 @@ mod tests {
     #[test]
     fn download__hash_mismatch_leaves_no_file() {
         let sh = Shell::new().unwrap();
-        if require_tool(&sh, "curl", "", "").is_err() {
-            eprintln!("SKIP: curl not installed");
+        if !crate::testing::have(&sh, &["curl"]) {
             return;
         }
         let d = tempfile::tempdir().unwrap();

@@ -20,8 +20,7 @@ use std::path::{Path, PathBuf};
 
 /// Where CI expects the accepted audit findings of a release line and lane.
 pub fn path(root: &Path, line: &str, lane: &str) -> PathBuf {
-    root.join("ci/expectations")
-        .join(format!("audit-{line}-{lane}.toml"))
+    super::file(root, &format!("audit-{line}-{lane}.toml"))
 }
 
 #[derive(Debug, Default, Deserialize)]

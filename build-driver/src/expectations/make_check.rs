@@ -11,8 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// Where CI expects the darwin expectations of a release line.
 pub fn path(root: &Path, line: &str) -> PathBuf {
-    root.join("ci/expectations")
-        .join(format!("{line}-darwin.toml"))
+    super::file(root, &format!("{line}-darwin.toml"))
 }
 
 /// Differences between native and darwin results that are known and explained.

@@ -39,6 +39,19 @@ pub fn remove_optional(path: &Path) -> Result<()> {
     }
 }
 
+/// A new, empty directory `<tmp>/<stem>-<pid>-<nanos>` with permission bits `mode` (one
+/// scratch directory per run of a harness).
+pub fn new_work_dir(stem: &str, mode: u32) -> Result<PathBuf> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let dir = std::env::temp_dir().join(format!("{stem}-{}-{nanos:x}", std::process::id()));
+    fs::create_dir(&dir).map_err(|e| Error::io(&dir, e))?;
+    fs::set_permissions(&dir, fs::Permissions::from_mode(mode)).map_err(|e| Error::io(&dir, e))?;
+    Ok(dir)
+}
+
 /// `path` with `.part` appended to its file name: where an atomic write stages its bytes.
 pub fn part_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
@@ -177,11 +190,7 @@ pub fn copy_into(src: &Path, dst: &Path, exclude: &[&str]) -> Result<()> {
 #[allow(non_snake_case)]
 mod tests {
     use super::*;
-
-    fn write(p: &Path, s: &str) {
-        fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::write(p, s).unwrap();
-    }
+    use crate::testing::write;
 
     #[test]
     fn copy_tree__copies_files_links_modes_and_times_and_replaces_dst() {
