@@ -16,8 +16,10 @@
 //! (`ci/expectations/audit-<line>-<lane>.toml`): a new finding fails, and so does a listed
 //! one that is gone (remove it then). Without it, any finding fails.
 
-pub(crate) mod image;
+pub mod expect;
+mod image;
 pub mod loaders;
+pub mod report;
 mod resolve;
 mod tbd;
 
@@ -31,53 +33,9 @@ use std::rc::Rc;
 use std::time::Instant;
 use xshell::{Shell, cmd};
 
-pub use crate::expectations::audit::Expectations;
+pub use expect::Expectations;
 
-/// Unresolved imports of one plugin in one program's process.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
-    pub plugin: String,
-    pub program: String,
-    pub symbols: BTreeSet<String>,
-    /// Libraries that could not be found (`name (needed by file)`).
-    pub libraries: BTreeSet<String>,
-}
-
-#[derive(Debug)]
-pub struct Report {
-    /// Which rows of the loader table applied.
-    pub line: loaders::Line,
-    pub format: Format,
-    pub arch: String,
-    pub plugins: usize,
-    pub pairs: usize,
-    pub findings: Vec<Finding>,
-    /// Plugins whose type the table does not know.
-    pub unknown: Vec<String>,
-    /// Programs named by the table but not installed in the prefix.
-    pub not_installed: BTreeSet<String>,
-}
-
-impl Report {
-    pub fn unresolved_symbols(&self) -> usize {
-        self.findings.iter().map(|f| f.symbols.len()).sum()
-    }
-
-    pub fn summary(&self) -> String {
-        format!(
-            "{} plugins, {} (plugin, program) pairs, {} pairs with unresolved symbols ({} symbols, {} missing libraries), {} plugins of unknown type",
-            self.plugins,
-            self.pairs,
-            self.findings.len(),
-            self.unresolved_symbols(),
-            self.findings
-                .iter()
-                .map(|f| f.libraries.len())
-                .sum::<usize>(),
-            self.unknown.len()
-        )
-    }
-}
+pub use report::{Finding, Report};
 
 pub fn run(sh: &Shell, root: &Path, args: AuditArgs) -> Result<()> {
     check(sh, root, &args.prefix, args.expect.as_deref(), &args.tbd).map(|_| ())
@@ -98,7 +56,7 @@ pub fn check(
     let report = audit(sh, prefix, &stubs)?;
     print_report(prefix, &report);
     let verdict = match expect {
-        Some(file) => crate::expectations::audit::judge(&report, &Expectations::load(file)?, file),
+        Some(file) => expect::judge(&report, &Expectations::load(file)?, file),
         None if report.findings.is_empty() && report.unknown.is_empty() => Ok(()),
         None => Err(Error::Audit(format!(
             "{} pair(s) with unresolved symbols, {} plugin(s) of unknown type",

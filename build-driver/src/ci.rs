@@ -24,11 +24,12 @@
 
 mod report;
 
+use crate::audit::expect as audit_expectations;
 use crate::build_slurm::{self, BuildOutput};
 use crate::check::{self, Results};
 use crate::cli::{BuildArgs, CiArgs, DepsArgs, PeerArgs, SourceArgs};
 use crate::error::{Error, Result};
-use crate::expectations::{audit as audit_expectations, make_check as check_expectations};
+use crate::expectations::make_check as check_expectations;
 use crate::personality::Personality;
 use crate::util::process::bounded::run_inherit_bounded;
 use report::Report;

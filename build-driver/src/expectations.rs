@@ -2,9 +2,8 @@
 //! findings are known, each with its reason. One loader serves every kind: a missing file
 //! means nothing is expected (and says so), a file that does not parse names itself and
 //! what is wrong. The kinds: [`make_check`] (darwin vs native `make check` results) and
-//! [`audit`] (accepted plugin-linkage findings).
+//! `crate::audit::expect` (accepted plugin-linkage findings, beside the audit's report).
 
-pub mod audit;
 pub mod make_check;
 
 use crate::error::{Error, Result};
@@ -49,7 +48,7 @@ mod tests {
         assert!(none.expected.is_empty());
         let bad = d.path().join("bad.toml");
         std::fs::write(&bad, "[[accepted]]\nplugin = \"x.so\"\n").unwrap();
-        let e = load::<audit::Expectations>(&bad).unwrap_err();
+        let e = load::<crate::audit::Expectations>(&bad).unwrap_err();
         assert!(matches!(e, Error::File { .. }), "{e}");
         assert!(e.to_string().contains("bad.toml"), "{e}");
     }

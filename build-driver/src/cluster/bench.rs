@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use xshell::{Shell, cmd};
 
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
+use super::config::CLIENT_TIMEOUT;
 const PARTITION: &str = "bench";
 
 /// One build's figures in one round.

@@ -4,6 +4,9 @@
 
 use crate::error::{Error, Result};
 use crate::util::fs::write_atomic;
+
+/// How long one client command (`sbatch`, `scontrol`, `sacctmgr`, `mariadb`, ...) may take.
+pub const CLIENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@
 //! ones because they may need the mount namespace's pre-exec hook
 //! ([`crate::util::process::spawn`]), which xshell lacks.
 
-use super::config::Layout;
+use super::config::{CLIENT_TIMEOUT, Layout};
 use super::mariadb;
 use super::procs::{self, Isolation, Liveness, ProcRecord, Stopped};
 use super::state::State;
@@ -25,7 +25,6 @@ pub const NODE: &str = "node1";
 pub(super) const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a daemon gets to exit after SIGTERM before SIGKILL.
 pub(super) const STOP_GRACE: Duration = Duration::from_secs(15);
-pub(super) const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
 pub(super) const POLL: Duration = Duration::from_millis(200);
 
 /// The daemons in start order.

@@ -2,8 +2,8 @@
 //! service): installed with `mariadb-install-db`, started as `mariadbd`, and given the
 //! accounting database's account.
 
+use super::config::CLIENT_TIMEOUT;
 use super::config::{self, Layout};
-use super::handle::CLIENT_TIMEOUT;
 use crate::error::{Error, Result};
 use crate::util::process::bounded::{read_bounded, run_bounded};
 use crate::util::process::file_tail;

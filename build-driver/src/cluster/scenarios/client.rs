@@ -11,7 +11,7 @@ use std::time::Duration;
 use xshell::Shell;
 
 /// How long a client command may take.
-pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
+pub use super::super::config::CLIENT_TIMEOUT;
 /// How long a short job may take from submission to its end.
 pub const JOB_TIMEOUT: Duration = Duration::from_secs(60);
 pub const POLL: Duration = Duration::from_millis(200);

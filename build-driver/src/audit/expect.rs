@@ -11,16 +11,16 @@
 //! reason = "D1: slurmctld-only functions, only called in slurmctld"
 //! ```
 
-use super::{Recorded, load};
-use crate::audit::{Finding, Report};
+use super::report::{Finding, Report};
 use crate::error::{Error, Result};
+use crate::expectations::{Recorded, load};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Where CI expects the accepted audit findings of a release line and lane.
 pub fn path(root: &Path, line: &str, lane: &str) -> PathBuf {
-    super::file(root, &format!("audit-{line}-{lane}.toml"))
+    crate::expectations::file(root, &format!("audit-{line}-{lane}.toml"))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -208,8 +208,8 @@ fn suggest(new: &[(&Key, &Value)]) -> String {
 #[cfg(test)]
 mod tests {
     #![allow(non_snake_case)]
+    use super::super::image::Format;
     use super::*;
-    use crate::audit::image::Format;
 
     fn finding(plugin: &str, program: &str, symbols: &[&str]) -> Finding {
         Finding {
@@ -222,7 +222,7 @@ mod tests {
 
     fn report(findings: Vec<Finding>) -> Report {
         Report {
-            line: crate::audit::loaders::Line::L24_11,
+            line: super::super::loaders::Line::L24_11,
             format: Format::Elf,
             arch: "x86_64".into(),
             plugins: 2,
