@@ -324,7 +324,7 @@ fn arch_name(a: object::Architecture) -> String {
 /// libiconv), which zig lacks; they stand for macOS libraries the cross-built binaries load.
 /// Not on a Mac, where the SDK has the real ones.
 fn cross_sdk_stubs(root: &Path) -> Result<Vec<PathBuf>> {
-    let dir = root.join("build-driver/cross-sdk/lib");
+    let dir = crate::cross::zig::sdk_dir(root).join("lib");
     if cfg!(target_os = "macos") || !dir.is_dir() {
         return Ok(Vec::new());
     }

@@ -46,12 +46,7 @@ mod sdk_layout;
 pub mod zig;
 
 use crate::targets::{Os, Target};
-use std::path::{Path, PathBuf};
-
-/// The stand-in headers and link stubs of the zig lane (`build-driver/cross-sdk`).
-pub fn cross_sdk_dir(root: &Path) -> PathBuf {
-    root.join("build-driver").join("cross-sdk")
-}
+use std::path::Path;
 
 /// Whether a build of `target` on `host` uses the zig toolchain by default (Linux host,
 /// macOS target).

@@ -71,8 +71,8 @@ pub mod tools;
 use crate::build_slurm::link::cargo_target_dir;
 use crate::cli::DepsArgs;
 use crate::error::{Error, Result};
-use crate::fetch::archive::Staging;
 use crate::targets::{self, Target};
+use crate::util::fs::Staging;
 use crate::util::process::{on_path, require_tool};
 use crate::util::stamp::{Inputs, contents_digest};
 use pins::{BuildKind, DepPins};
@@ -82,8 +82,7 @@ use std::time::Instant;
 pub use tools::CrossTools;
 use xshell::Shell;
 
-/// The stamp file inside each `pkgs/<name>` and inside the prefix.
-pub const STAMP: &str = ".deps-stamp";
+pub use prefix::STAMP;
 
 /// A finished prefix and how Slurm's configure uses it.
 #[derive(Debug, Clone, PartialEq, Eq)]

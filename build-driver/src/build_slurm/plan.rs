@@ -268,7 +268,7 @@ impl Plan {
             inputs.add("zig", &z.version);
             inputs.add(
                 "cross-sdk",
-                stamp::contents_digest(root, &[cross::cross_sdk_dir(root)])?,
+                stamp::contents_digest(root, &[cross::zig::sdk_dir(root)])?,
             );
         }
         if self.uses_shim {

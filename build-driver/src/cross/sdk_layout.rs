@@ -192,7 +192,7 @@ mod tests {
             return;
         };
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        let ours = crate::cross::cross_sdk_dir(root).join("include");
+        let ours = crate::cross::zig::sdk_dir(root).join("include");
         let sdk = std::env::var_os("SLURM_ON_MAC_SDK_INCLUDE").map(std::path::PathBuf::from);
         if sdk.is_none() {
             eprintln!(

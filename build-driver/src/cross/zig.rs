@@ -24,7 +24,6 @@
 //! Every link (not a compile) also gets `-L<cross-sdk>/lib`, so `-lresolv` and `-liconv`
 //! find the lane's stubs as they would find the SDK's (see [`configure_env`]).
 
-use crate::cross::cross_sdk_dir;
 use crate::error::{Error, Result};
 use crate::targets::Target;
 use crate::util::fs::write_script;
@@ -33,6 +32,11 @@ use xshell::{Shell, cmd};
 
 /// The pinned zig release (PyPI `ziglang`); `ci/setup-debian.sh` installs the same.
 pub const ZIG_VERSION: &str = "0.17.0";
+
+/// The stand-in headers and link stubs of the zig lane (`build-driver/cross-sdk`).
+pub fn sdk_dir(root: &Path) -> PathBuf {
+    root.join("build-driver").join("cross-sdk")
+}
 
 /// How to install the pinned zig.
 pub fn install_hint() -> String {
@@ -194,7 +198,7 @@ pub fn write_wrappers(
     ccache: bool,
 ) -> Result<ZigToolchain> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let sdk = cross_sdk_dir(root);
+    let sdk = sdk_dir(root);
     let tc = ZigToolchain {
         zig: zig.to_path_buf(),
         version: version.to_string(),

@@ -5,12 +5,15 @@
 
 use super::tools::CrossTools;
 use crate::error::{Error, Result};
-use crate::fetch::archive::Staging;
 use crate::macho::{self, Kind};
 use crate::targets::Target;
+use crate::util::fs::Staging;
 use std::fs;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
+
+/// The stamp file inside each `pkgs/<name>` and inside the prefix.
+pub const STAMP: &str = ".deps-stamp";
 
 /// Rewrites `old` to `new` in every `.pc` file below `<dir>/lib/pkgconfig`.
 pub fn relocate_pc_files(dir: &Path, old: &Path, new: &Path) -> Result<()> {
@@ -47,7 +50,7 @@ pub fn assemble(prefix: &Path, pkgs: &[(String, PathBuf)], stamp: &str) -> Resul
         relocate_pc_files(&out, dir, prefix)?;
     }
     remove_la_files(&out.join("lib"))?;
-    let stamp_file = out.join(super::STAMP);
+    let stamp_file = out.join(STAMP);
     fs::write(&stamp_file, stamp).map_err(|e| Error::io(&stamp_file, e))?;
     if prefix.exists() {
         let old = staging.dir.join("old");
@@ -320,10 +323,7 @@ mod tests {
             fs::read_to_string(prefix.join("lib/pkgconfig/b.pc")).unwrap(),
             format!("prefix={}\n", prefix.display())
         );
-        assert_eq!(
-            fs::read_to_string(prefix.join(super::super::STAMP)).unwrap(),
-            "stamp-1"
-        );
+        assert_eq!(fs::read_to_string(prefix.join(STAMP)).unwrap(), "stamp-1");
         let left: Vec<String> = fs::read_dir(d.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -6,9 +6,10 @@
 
 use super::pins::{Lib, Tarball};
 use crate::error::{Error, Result};
-use crate::fetch::archive::{Staging, verify_sha256};
+use crate::fetch::archive::verify_sha256;
 use crate::fetch::debian;
 use crate::pins::DebianPin;
+use crate::util::fs::Staging;
 use crate::util::fs::sha256_file;
 use crate::util::process::logged::step;
 use crate::util::process::{require_tool, run_checked};

@@ -5,6 +5,7 @@
 //! `slurm-src/.<version>.complete` is written last.
 
 use crate::error::{Error, Result};
+use crate::util::fs::Staging;
 use crate::util::fs::sha256_file;
 use flate2::read::GzDecoder;
 use std::fs;
@@ -51,40 +52,6 @@ impl Layout {
     pub fn is_complete(&self, version: &str, identity: &str) -> bool {
         fs::read_to_string(self.marker(version)).is_ok_and(|m| m.trim_end() == identity)
             && self.tree(version).join("configure.ac").is_file()
-    }
-}
-
-/// A temporary directory beside the destination, removed on drop unless kept.
-#[derive(Debug)]
-pub struct Staging {
-    pub dir: PathBuf,
-}
-
-impl Staging {
-    /// Creates `<parent>/.tmp-<tag>-<pid>-<n>`.
-    pub fn new(parent: &Path, tag: &str) -> Result<Staging> {
-        fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        for n in 0..100u32 {
-            let dir = parent.join(format!(".tmp-{tag}-{}-{nanos}-{n}", std::process::id()));
-            match fs::create_dir(&dir) {
-                Ok(()) => return Ok(Staging { dir }),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(Error::io(&dir, e)),
-            }
-        }
-        Err(Error::File {
-            path: parent.to_path_buf(),
-            problem: "cannot create a temporary directory".into(),
-        })
-    }
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -2,9 +2,10 @@
 //! apt state directory whose single `deb-src` line uses the Debian mirror this machine's
 //! own apt configuration already uses (never a host name written here).
 
-use super::archive::{Staging, verify_sha256};
+use super::archive::verify_sha256;
 use crate::error::{Error, Result};
 use crate::pins::DebianPin;
+use crate::util::fs::Staging;
 use crate::util::process::logged::step;
 use crate::util::process::{require_tool, run_checked, tail};
 use std::fs;

@@ -39,17 +39,50 @@ pub fn remove_optional(path: &Path) -> Result<()> {
     }
 }
 
-/// A new, empty directory `<tmp>/<stem>-<pid>-<nanos>` with permission bits `mode` (one
-/// scratch directory per run of a harness).
-pub fn new_work_dir(stem: &str, mode: u32) -> Result<PathBuf> {
+/// A new, empty directory `<parent>/<stem>-<pid>-<nanos>-<n>` (parent created if missing).
+fn unique_dir(parent: &Path, stem: &str) -> Result<PathBuf> {
+    fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!("{stem}-{}-{nanos:x}", std::process::id()));
-    fs::create_dir(&dir).map_err(|e| Error::io(&dir, e))?;
+        .map_or(0, |d| d.subsec_nanos());
+    for n in 0..100u32 {
+        let dir = parent.join(format!("{stem}-{}-{nanos:x}-{n}", std::process::id()));
+        match fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(Error::io(&dir, e)),
+        }
+    }
+    Err(Error::file(parent, "cannot create a temporary directory"))
+}
+
+/// A new, empty directory below the system's temporary directory with permission bits
+/// `mode` (one scratch directory per run of a harness; kept).
+pub fn new_work_dir(stem: &str, mode: u32) -> Result<PathBuf> {
+    let dir = unique_dir(&std::env::temp_dir(), stem)?;
     fs::set_permissions(&dir, fs::Permissions::from_mode(mode)).map_err(|e| Error::io(&dir, e))?;
     Ok(dir)
+}
+
+/// A temporary directory beside the destination (`<parent>/.tmp-<tag>-...`), removed on
+/// drop: nothing half-made survives a failure.
+#[derive(Debug)]
+pub struct Staging {
+    pub dir: PathBuf,
+}
+
+impl Staging {
+    pub fn new(parent: &Path, tag: &str) -> Result<Staging> {
+        Ok(Staging {
+            dir: unique_dir(parent, &format!(".tmp-{tag}"))?,
+        })
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// `path` with `.part` appended to its file name: where an atomic write stages its bytes.
