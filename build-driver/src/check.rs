@@ -435,15 +435,6 @@ mod tests {
         assert_eq!(summary(&r), "PASS 2, FAIL 1; failing: y");
     }
 
-    fn have_make() -> bool {
-        let sh = Shell::new().unwrap();
-        cmd!(sh, "make --version")
-            .quiet()
-            .ignore_stdout()
-            .run()
-            .is_ok()
-    }
-
     #[test]
     fn make_check_in__refuses_an_unconfigured_directory() {
         let dir = tempfile::tempdir().unwrap();
@@ -458,8 +449,7 @@ mod tests {
     /// exits non-zero; the results are returned, not an error.
     #[test]
     fn make_check_in__failing_make_still_returns_results() {
-        if !have_make() {
-            eprintln!("skipped: make is not installed");
+        if !crate::testing::have(&Shell::new().unwrap(), &["make"]) {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
@@ -486,8 +476,7 @@ mod tests {
 
     #[test]
     fn make_check_in__unexplained_make_failure_is_recorded() {
-        if !have_make() {
-            eprintln!("skipped: make is not installed");
+        if !crate::testing::have(&Shell::new().unwrap(), &["make"]) {
             return;
         }
         let dir = tempfile::tempdir().unwrap();

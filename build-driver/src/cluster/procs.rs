@@ -428,6 +428,16 @@ mod tests {
     #![allow(non_snake_case)]
     use super::*;
 
+    /// Whether mount namespaces can be made here; if not, says why the test is skipped.
+    #[cfg(target_os = "linux")]
+    fn isolation_or_skip() -> bool {
+        let ok = can_isolate();
+        if !ok {
+            eprintln!("skipped: mount namespaces need root");
+        }
+        ok
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn run_mount_is__only_our_directory_on_our_device() {
@@ -540,8 +550,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn isolation__binds_our_directory_on_run() {
-        if !can_isolate() {
-            eprintln!("skipped: mount namespaces need root");
+        if !isolation_or_skip() {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
@@ -561,8 +570,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn processes_in_namespace__finds_ours_and_ignores_a_namespace_with_another_run() {
-        if !can_isolate() {
-            eprintln!("skipped: mount namespaces need root");
+        if !isolation_or_skip() {
             return;
         }
         let ours = tempfile::tempdir().unwrap();

@@ -194,6 +194,15 @@ pub fn unpack_and_install(
 #[allow(non_snake_case)]
 mod tests {
     use super::*;
+
+    /// An empty `slurm-src/` stand-in in a fresh temporary directory.
+    fn tmp_layout() -> (tempfile::TempDir, Layout) {
+        let d = tempfile::tempdir().unwrap();
+        let layout = Layout {
+            dir: d.path().to_path_buf(),
+        };
+        (d, layout)
+    }
     use flate2::{Compression, write::GzEncoder};
 
     /// A .tar.gz with the given (path, contents) files; paths ending in `/` are directories.
@@ -255,10 +264,7 @@ mod tests {
 
     #[test]
     fn unpack_and_install__installs_contents_of_top_dir_and_marker() {
-        let d = tempfile::tempdir().unwrap();
-        let layout = Layout {
-            dir: d.path().to_path_buf(),
-        };
+        let (d, layout) = tmp_layout();
         let tgz = d.path().join("in.tar.gz");
         slurmish(&tgz, "slurm-1");
         let dest = unpack_and_install(&layout, "1.2.3", &tgz, Some("slurm-1"), "sha256 x").unwrap();
@@ -276,10 +282,7 @@ mod tests {
 
     #[test]
     fn unpack_and_install__truncated_archive_is_an_error_and_leaves_no_tree() {
-        let d = tempfile::tempdir().unwrap();
-        let layout = Layout {
-            dir: d.path().to_path_buf(),
-        };
+        let (d, layout) = tmp_layout();
         let tgz = d.path().join("in.tar.gz");
         slurmish(&tgz, "slurm-1");
         let bytes = fs::read(&tgz).unwrap();
@@ -300,10 +303,7 @@ mod tests {
 
     #[test]
     fn unpack_and_install__wrong_top_dir_is_an_error() {
-        let d = tempfile::tempdir().unwrap();
-        let layout = Layout {
-            dir: d.path().to_path_buf(),
-        };
+        let (d, layout) = tmp_layout();
         let tgz = d.path().join("in.tar.gz");
         slurmish(&tgz, "other-top");
         let e = unpack_and_install(&layout, "v", &tgz, Some("slurm-1"), "i").unwrap_err();
@@ -317,10 +317,7 @@ mod tests {
 
     #[test]
     fn unpack_and_install__multiple_top_dirs_or_top_level_file_is_an_error() {
-        let d = tempfile::tempdir().unwrap();
-        let layout = Layout {
-            dir: d.path().to_path_buf(),
-        };
+        let (d, layout) = tmp_layout();
         let tgz = d.path().join("in.tar.gz");
         make_tgz(&tgz, &[("a/configure.ac", "x"), ("b/configure.ac", "y")]);
         let e = unpack_and_install(&layout, "v", &tgz, None, "i").unwrap_err();
@@ -340,10 +337,7 @@ mod tests {
 
     #[test]
     fn install__replaces_a_stale_tree_without_marker() {
-        let d = tempfile::tempdir().unwrap();
-        let layout = Layout {
-            dir: d.path().to_path_buf(),
-        };
+        let (d, layout) = tmp_layout();
         fs::create_dir_all(layout.tree("v").join("junk")).unwrap();
         assert!(!layout.is_complete("v", "i"));
         let tgz = d.path().join("in.tar.gz");
