@@ -16,9 +16,10 @@
 //! (`ci/expectations/audit-<line>-<lane>.toml`): a new finding fails, and so does a listed
 //! one that is gone (remove it then). Without it, any finding fails.
 
-mod expect;
+pub mod expect;
 mod image;
 pub mod loaders;
+pub mod report;
 mod resolve;
 mod tbd;
 
@@ -34,51 +35,7 @@ use xshell::{Shell, cmd};
 
 pub use expect::Expectations;
 
-/// Unresolved imports of one plugin in one program's process.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
-    pub plugin: String,
-    pub program: String,
-    pub symbols: BTreeSet<String>,
-    /// Libraries that could not be found (`name (needed by file)`).
-    pub libraries: BTreeSet<String>,
-}
-
-#[derive(Debug)]
-pub struct Report {
-    /// Which rows of the loader table applied.
-    pub line: loaders::Line,
-    pub format: Format,
-    pub arch: String,
-    pub plugins: usize,
-    pub pairs: usize,
-    pub findings: Vec<Finding>,
-    /// Plugins whose type the table does not know.
-    pub unknown: Vec<String>,
-    /// Programs named by the table but not installed in the prefix.
-    pub not_installed: BTreeSet<String>,
-}
-
-impl Report {
-    pub fn unresolved_symbols(&self) -> usize {
-        self.findings.iter().map(|f| f.symbols.len()).sum()
-    }
-
-    pub fn summary(&self) -> String {
-        format!(
-            "{} plugins, {} (plugin, program) pairs, {} pairs with unresolved symbols ({} symbols, {} missing libraries), {} plugins of unknown type",
-            self.plugins,
-            self.pairs,
-            self.findings.len(),
-            self.unresolved_symbols(),
-            self.findings
-                .iter()
-                .map(|f| f.libraries.len())
-                .sum::<usize>(),
-            self.unknown.len()
-        )
-    }
-}
+pub use report::{Finding, Report};
 
 pub fn run(sh: &Shell, root: &Path, args: AuditArgs) -> Result<()> {
     check(sh, root, &args.prefix, args.expect.as_deref(), &args.tbd).map(|_| ())
@@ -173,6 +130,52 @@ fn print_report(prefix: &Path, r: &Report) {
 
 /// Audit the prefix; `extra_stubs`: more `.tbd` files for a Mach-O prefix.
 pub fn audit(sh: &Shell, prefix: &Path, extra_stubs: &[PathBuf]) -> Result<Report> {
+    let (plugin_dir, names, programs) = installed(prefix)?;
+    let line = release_line(prefix)?;
+
+    // The first plugin decides the format and architecture; all must agree.
+    let first = Image::read(&plugin_dir.join(&names[0]))?
+        .ok_or_else(|| Error::file(plugin_dir.join(&names[0]), "not an ELF or Mach-O file"))?;
+    let (format, arch) = (first.format, arch_name(first.arch));
+    let stubs = match format {
+        Format::MachO => {
+            let mut s = if cfg!(target_os = "macos") {
+                sdk_stubs(sh)?
+            } else {
+                zig_stubs(sh)?
+            };
+            s.extend(extra_stubs.iter().cloned());
+            s
+        }
+        Format::Elf => extra_stubs.to_vec(),
+    };
+    let mut resolver = Resolver::new(prefix, &stubs, &arch)?;
+    let program_images = program_closures(&mut resolver, &programs, format)?;
+    let mut report = Report {
+        line,
+        format,
+        arch: arch.clone(),
+        plugins: 0,
+        pairs: 0,
+        findings: Vec::new(),
+        unknown: Vec::new(),
+        not_installed: BTreeSet::new(),
+    };
+    for name in &names {
+        audit_plugin(
+            &mut resolver,
+            &plugin_dir,
+            name,
+            &program_images,
+            &mut report,
+        )?;
+    }
+    Ok(report)
+}
+
+/// What the prefix installs: its plugin directory, the plugins' file names (sorted), and the
+/// known programs present in `sbin/` or `bin/`.
+fn installed(prefix: &Path) -> Result<(PathBuf, Vec<String>, BTreeMap<&'static str, PathBuf>)> {
     let not_prefix = |detail: &str| Error::NotASlurmPrefix {
         path: prefix.to_path_buf(),
         detail: detail.to_string(),
@@ -195,8 +198,6 @@ pub fn audit(sh: &Shell, prefix: &Path, extra_stubs: &[PathBuf]) -> Result<Repor
     if names.is_empty() {
         return Err(Error::NoPlugins(plugin_dir));
     }
-
-    // Programs: the known names present in sbin/ or bin/.
     let mut programs: BTreeMap<&'static str, PathBuf> = BTreeMap::new();
     for p in loaders::CLIENTS.iter().chain(loaders::DAEMONS) {
         for dir in ["sbin", "bin"] {
@@ -211,111 +212,93 @@ pub fn audit(sh: &Shell, prefix: &Path, extra_stubs: &[PathBuf]) -> Result<Repor
             "no Slurm program (slurmd, slurmctld, srun, ...) in sbin/ or bin/",
         ));
     }
+    Ok((plugin_dir, names, programs))
+}
 
-    let line = release_line(prefix)?;
+type ProgramImages = BTreeMap<&'static str, (Rc<Image>, resolve::Closure)>;
 
-    // The first plugin decides the format and architecture; all must agree.
-    let first = Image::read(&plugin_dir.join(&names[0]))?.ok_or_else(|| Error::Io {
-        path: plugin_dir.join(&names[0]),
-        detail: "not an ELF or Mach-O file".into(),
-    })?;
-    let (format, arch) = (first.format, arch_name(first.arch));
-    let stubs = match format {
-        Format::MachO => {
-            let mut s = if cfg!(target_os = "macos") {
-                sdk_stubs(sh)?
-            } else {
-                zig_stubs(sh)?
-            };
-            s.extend(extra_stubs.iter().cloned());
-            s
-        }
-        Format::Elf => extra_stubs.to_vec(),
-    };
-    let mut resolver = Resolver::new(prefix, &stubs, &arch)?;
-
-    let mut program_images: BTreeMap<&'static str, (Rc<Image>, resolve::Closure)> = BTreeMap::new();
-    for (name, path) in &programs {
+/// Each program's image and the closure of what it loads; scripts are skipped.
+fn program_closures(
+    resolver: &mut Resolver,
+    programs: &BTreeMap<&'static str, PathBuf>,
+    format: Format,
+) -> Result<ProgramImages> {
+    let mut out = ProgramImages::new();
+    for (name, path) in programs {
         let Some(img) = resolver.image(path)? else {
             continue; // a script
         };
         if !img.executable {
-            return Err(Error::Io {
-                path: path.clone(),
-                detail: "a program name, but not an executable".into(),
-            });
+            return Err(Error::file(path, "a program name, but not an executable"));
         }
         if img.format != format {
-            return Err(Error::Io {
-                path: path.clone(),
-                detail: format!("{} file in a prefix whose plugins are {format}", img.format),
-            });
+            return Err(Error::file(
+                path,
+                format!("{} file in a prefix whose plugins are {format}", img.format),
+            ));
         }
         let closure = resolver.closure(&img, &img)?;
-        program_images.insert(name, (img, closure));
+        out.insert(name, (img, closure));
     }
+    Ok(out)
+}
 
-    let mut report = Report {
-        line,
-        format,
-        arch: arch.clone(),
-        plugins: 0,
-        pairs: 0,
-        findings: Vec::new(),
-        unknown: Vec::new(),
-        not_installed: BTreeSet::new(),
+/// The findings of one plugin in every program that loads it.
+fn audit_plugin(
+    resolver: &mut Resolver,
+    plugin_dir: &Path,
+    name: &str,
+    programs: &ProgramImages,
+    report: &mut Report,
+) -> Result<()> {
+    let path = plugin_dir.join(name);
+    let Some(plugin) = resolver.image(&path)? else {
+        return Err(Error::file(path, "not an ELF or Mach-O file"));
     };
-    for name in &names {
-        let path = plugin_dir.join(name);
-        let Some(plugin) = resolver.image(&path)? else {
-            return Err(Error::Io {
-                path,
-                detail: "not an ELF or Mach-O file".into(),
-            });
-        };
-        report.plugins += 1;
-        let Some(ty) = loaders::plugin_type(name) else {
-            report.unknown.push(name.clone());
+    report.plugins += 1;
+    let Some(ty) = loaders::plugin_type(name) else {
+        report.unknown.push(name.to_string());
+        return Ok(());
+    };
+    for program in loaders::programs(ty, report.line) {
+        let Some((prog, prog_closure)) = programs.get(program) else {
+            report.not_installed.insert(program.to_string());
             continue;
         };
-        for program in loaders::programs(ty, line) {
-            let Some((prog, prog_closure)) = program_images.get(program) else {
-                report.not_installed.insert(program.to_string());
-                continue;
-            };
-            report.pairs += 1;
-            let plug_closure = resolver.closure(&plugin, prog)?;
-            let symbols: BTreeSet<String> = plugin
-                .imports
-                .iter()
-                .filter(|i| !i.weak)
-                .filter(|i| !prog_closure.defines(&i.name) && !plug_closure.defines(&i.name))
-                .map(|i| i.name.clone())
-                .collect();
-            let libraries: BTreeSet<String> = prog_closure
-                .missing
-                .union(&plug_closure.missing)
-                .cloned()
-                .collect();
-            if !symbols.is_empty() || !libraries.is_empty() {
-                report.findings.push(Finding {
-                    plugin: name.clone(),
-                    program: program.to_string(),
-                    symbols,
-                    libraries,
-                });
-            }
+        report.pairs += 1;
+        let plug_closure = resolver.closure(&plugin, prog)?;
+        let symbols: BTreeSet<String> = plugin
+            .imports
+            .iter()
+            .filter(|i| !i.weak)
+            .filter(|i| !prog_closure.defines(&i.name) && !plug_closure.defines(&i.name))
+            .map(|i| i.name.clone())
+            .collect();
+        let libraries: BTreeSet<String> = prog_closure
+            .missing
+            .union(&plug_closure.missing)
+            .cloned()
+            .collect();
+        if !symbols.is_empty() || !libraries.is_empty() {
+            report.findings.push(Finding {
+                plugin: name.to_string(),
+                program: program.to_string(),
+                symbols,
+                libraries,
+            });
         }
     }
-    Ok(report)
+    Ok(())
 }
 
 /// The release line, from `SLURM_VERSION_NUMBER` in `include/slurm/slurm_version.h`.
 fn release_line(prefix: &Path) -> Result<loaders::Line> {
     let header = prefix.join("include/slurm/slurm_version.h");
-    let text = std::fs::read_to_string(&header).map_err(|e| Error::NotASlurmPrefix {
-        path: prefix.to_path_buf(),
-        detail: format!("cannot read include/slurm/slurm_version.h ({e}), which tells the release"),
+    let text = std::fs::read_to_string(&header).map_err(|e| {
+        Error::io(&header, e).context(format!(
+            "{} is not a Slurm install prefix: include/slurm/slurm_version.h tells the release",
+            prefix.display()
+        ))
     })?;
     text.lines()
         .find_map(|l| {
@@ -323,9 +306,9 @@ fn release_line(prefix: &Path) -> Result<loaders::Line> {
             u32::from_str_radix(v.strip_prefix("0x")?, 16).ok()
         })
         .map(loaders::Line::from_version_number)
-        .ok_or_else(|| Error::Io {
+        .ok_or_else(|| Error::File {
             path: header,
-            detail: "no `#define SLURM_VERSION_NUMBER 0x...`".into(),
+            problem: "no `#define SLURM_VERSION_NUMBER 0x...`".into(),
         })
 }
 
@@ -341,7 +324,7 @@ fn arch_name(a: object::Architecture) -> String {
 /// libiconv), which zig lacks; they stand for macOS libraries the cross-built binaries load.
 /// Not on a Mac, where the SDK has the real ones.
 fn cross_sdk_stubs(root: &Path) -> Result<Vec<PathBuf>> {
-    let dir = root.join("build-driver/cross-sdk/lib");
+    let dir = crate::cross::zig::sdk_dir(root).join("lib");
     if cfg!(target_os = "macos") || !dir.is_dir() {
         return Ok(Vec::new());
     }

@@ -37,22 +37,34 @@
 //! `<cargo target dir>/slurm/<version>-<personality>[-nopatch][-<triple>]/` holds `src/`
 //! (the patched copy), `build/` (kept after install so `make check` can run in it),
 //! `prefix/` (unless `--prefix`), the logs and `stamp`. `-<triple>` is added only when
-//! cross-compiling. The stamp holds the hash of every input (see [`stamp`]); when it matches,
-//! nothing is rebuilt. The make variables a later `make` in the build dir needs (the shim's
-//! `LIB_LDFLAGS`) are written to `make-vars` beside it.
+//! cross-compiling. The stamp holds the hash of every input (see [`crate::util::stamp`]); when it matches,
+//! nothing is rebuilt. What was staged (source, build dir, the make variables a later `make`
+//! in the build dir needs, personality, target, line) is written to the staging manifest
+//! beside the prefix ([`crate::staging::Manifest`]), which `check`, `cluster` and `ci` read.
+//!
+//! # Shape
+//!
+//! [`build`] is plan -> stamp -> run -> verify: [`plan::Plan`] decides everything once,
+//! [`run`] does the work, [`verify`] checks the install, and the manifest and the stamp are
+//! written last.
 
 pub mod configure;
 pub mod link;
 pub mod make;
-pub mod stamp;
+pub mod plan;
+mod run;
 
-use crate::cli::{BuildArgs, Personality};
+use crate::cli::BuildArgs;
 use crate::error::{Error, Result};
-use crate::targets::{self, Os, Target};
-use crate::{cross, fetch, patches};
+use crate::personality::Personality;
+use crate::staging::Manifest;
+use crate::targets::{self, Os};
+use crate::util::process::is_executable;
+use crate::util::stamp::{self, Inputs};
+use plan::Plan;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use xshell::{Shell, cmd};
+use xshell::Shell;
 
 /// What a build produced.
 #[derive(Clone, Debug)]
@@ -70,6 +82,21 @@ pub struct BuildOutput {
     pub rebuilt: bool,
 }
 
+impl BuildOutput {
+    fn of(plan: &Plan, rebuilt: bool) -> BuildOutput {
+        BuildOutput {
+            prefix: plan.dirs.prefix.clone(),
+            build_dir: plan.dirs.build.clone(),
+            src_dir: plan.dirs.src.clone(),
+            version: plan.source.version.clone(),
+            line: plan.source.line.clone(),
+            personality: plan.personality,
+            patched: !plan.series.is_empty(),
+            rebuilt,
+        }
+    }
+}
+
 /// The programs the summary looks for: `(dir under the prefix, name)`.
 pub const KEY_BINARIES: &[(&str, &str)] = &[
     ("sbin", "slurmctld"),
@@ -83,392 +110,58 @@ pub const KEY_BINARIES: &[(&str, &str)] = &[
     ("bin", "scontrol"),
 ];
 
-/// The personality's command-line name.
-pub fn personality_name(p: Personality) -> &'static str {
-    match p {
-        Personality::Native => "native",
-        Personality::Darwin => "darwin",
-    }
-}
-
-/// The staging directory name: `<version>-<personality>[-nopatch][-<triple>]`.
-pub fn staging_name(
-    version: &str,
-    p: Personality,
-    no_patches: bool,
-    target: &Target,
-    host: &Target,
-) -> String {
-    let mut s = format!("{version}-{}", personality_name(p));
-    if no_patches {
-        s.push_str("-nopatch");
-    }
-    if target.rust != host.rust {
-        s.push('-');
-        s.push_str(target.rust);
-    }
-    s
-}
-
-/// Refuses combinations that make no sense: the darwin personality emulates macOS on Linux,
-/// so it needs a Linux host and a Linux target.
-pub fn check_personality(p: Personality, target: &Target, host: &Target) -> Result<()> {
-    if p != Personality::Darwin {
-        return Ok(());
-    }
-    if host.os != Os::Linux {
-        return Err(Error::Unsupported(format!(
-            "the darwin personality emulates macOS on a Linux host; this host is {}: build with \
-             --personality native, which on macOS is the real thing",
-            host.rust
-        )));
-    }
-    if target.os != Os::Linux {
-        return Err(Error::Unsupported(format!(
-            "the darwin personality builds for a Linux target; for {} use --personality native",
-            target.rust
-        )));
-    }
-    Ok(())
-}
-
-fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok()
-}
-
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| is_executable(&d.join(program))))
-        .unwrap_or(false)
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
-
-fn require(program: &str, step: &str, fix: &str) -> Result<()> {
-    if on_path(program) {
-        Ok(())
-    } else {
-        Err(Error::MissingTool {
-            program: program.into(),
-            step: step.into(),
-            fix: fix.into(),
-        })
-    }
-}
-
-/// The shim header that the build force-includes.
-pub fn shim_header(root: &Path) -> PathBuf {
-    root.join("shim").join("include").join("slurm_shim.h")
-}
-
-/// Does the work; prints progress but no final summary.
+/// Does the work; prints progress but no final summary. Plan -> stamp -> run -> verify.
 pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
-    let host = targets::host();
-    let target = match &args.target {
-        Some(t) => targets::lookup(t)?,
-        None => host,
-    };
-    check_personality(args.personality, target, host)?;
-    require(
-        "make",
-        "building Slurm",
-        "install GNU make (Debian: apt-get install make)",
-    )?;
-    require(
-        "pkg-config",
-        "finding Slurm's dependencies",
-        "Debian: apt-get install pkg-config; macOS: brew install pkgconf",
-    )?;
-
-    let source = fetch::resolve(sh, root, &args.src)?;
-    let base = link::cargo_target_dir(root, env_var("CARGO_TARGET_DIR"))
-        .join("slurm")
-        .join(staging_name(
-            &source.version,
-            args.personality,
-            args.no_patches,
-            target,
-            host,
-        ));
-    let src_dir = base.join("src");
-    let build_dir = base.join("build");
-    let prefix = match &args.prefix {
-        Some(p) => std::path::absolute(p).map_err(|e| Error::io(p, e))?,
-        None => base.join("prefix"),
-    };
-    let series = if args.no_patches {
-        Vec::new()
-    } else {
-        patches::series(root, &source.line)?
-    };
-
-    // A macOS target built on Linux: zig, unless the user chose a compiler.
-    let zig = if cross::default_is_zig(target, host)
-        && configure::user_compiler(target, host, &env_var).is_none()
-    {
-        Some(cross::zig::prepare(
-            sh,
-            root,
-            &base,
-            target,
-            on_path("ccache"),
-        )?)
-    } else {
-        None
-    };
-    let compiler = configure::compiler(
-        target,
-        host,
-        &env_var,
-        on_path("ccache"),
-        zig.as_ref().map(|z| z.cc.as_path()),
-    )?;
-    let deps_prefix = args
-        .deps_prefix
-        .as_ref()
-        .map(|p| std::path::absolute(p).map_err(|e| Error::io(p, e)))
-        .transpose()?;
-    let spec = configure::ConfigureSpec {
-        personality: args.personality,
-        target,
-        host,
-        prefix: prefix.clone(),
-        compiler: compiler.clone(),
-        header: shim_header(root),
-        user_cppflags: env_var("CPPFLAGS"),
-        deps_prefix: deps_prefix.clone(),
-        tool_vars: zig
-            .as_ref()
-            .map(|z| cross::zig::configure_env(z, env_var("LDFLAGS").as_deref()))
-            .unwrap_or_default(),
-    };
-    let uses_shim = configure::uses_shim(args.personality, target);
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        })
-        .max(1);
-
-    // The inputs and the make variables.
-    let mut inputs = stamp::Inputs::default();
-    inputs.add("driver", env!("CARGO_PKG_VERSION"));
-    inputs.add("target", target.rust);
-    inputs.add("personality", personality_name(args.personality));
-    inputs.add(
-        "source",
-        format!(
-            "{} {} {}",
-            source.version,
-            source.line,
-            stamp::tree_metadata_digest(&source.path)?
-        ),
-    );
-    if !args.no_patches {
-        let series_file = root.join("patches").join(&source.line).join("series");
-        inputs.add("series", stamp::file_digest(&series_file)?);
-        for p in &series {
-            inputs.add(format!("patch {}", p.display()), stamp::file_digest(p)?);
-        }
-    }
-    if let Some(z) = &zig {
-        inputs.add("zig", &z.version);
-        inputs.add(
-            "cross-sdk",
-            stamp::contents_digest(root, &[cross::cross_sdk_dir(root)])?,
-        );
-    }
-    let mut make_vars = vec!["V=0".to_string()];
-    if target.os == Os::Apple {
-        make_vars.extend(cross::apple_make_vars());
-        if target.rust != host.rust {
-            make_vars.extend(cross::cross_make_vars());
-        }
-        make_vars.extend(configure::apple_make_cppflags(&spec));
-    }
-    if uses_shim {
-        if !spec.header.is_file() {
-            return Err(Error::Io {
-                path: spec.header.clone(),
-                detail: "the shim header is missing: run `cargo xtask codegen`".into(),
-            });
-        }
-        let shim_inputs = [
-            root.join("shim").join("src"),
-            root.join("shim").join("Cargo.toml"),
-            root.join("Cargo.lock"),
-            spec.header.clone(),
-        ];
-        inputs.add("shim", stamp::contents_digest(root, &shim_inputs)?);
-        eprintln!("build-slurm: building the shim for {}", target.rust);
-        let mut shim = link::build_shim(sh, root, target)?;
-        if target.os == Os::Linux {
-            shim = link::relocatable_object(
-                sh,
-                target,
-                host,
-                &shim,
-                &base.join("shim").join("slurm_shim.o"),
-            )?;
-        }
-        let flags = link::lib_ldflags(target, &shim, &link::shim_symbols());
-        make_vars.push(format!("LIB_LDFLAGS={}", flags.join(" ")));
-    }
-    let conf_args = configure::configure_args(&spec);
-    inputs.add("compiler", &compiler.cc);
-    inputs.add(
-        "configure",
-        conf_args
-            .iter()
-            .filter(|a| !a.starts_with("CC="))
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\u{1f}"),
-    );
-    inputs.add("make", make_vars.join("\u{1f}"));
-
-    let stamp_path = base.join("stamp");
-    let out = BuildOutput {
-        prefix: prefix.clone(),
-        build_dir: build_dir.clone(),
-        src_dir: src_dir.clone(),
-        version: source.version.clone(),
-        line: source.line.clone(),
-        personality: args.personality,
-        patched: !series.is_empty(),
-        rebuilt: true,
-    };
-    if stamp::read(&stamp_path).as_deref() == Some(inputs.hash().as_str())
-        && prefix.is_dir()
-        && build_dir.is_dir()
+    let mut plan = Plan::new(sh, root, args)?;
+    plan.link_shim(sh, root)?;
+    let inputs = plan.inputs(root)?;
+    let dirs = &plan.dirs;
+    if stamp::read(&dirs.stamp()).as_deref() == Some(inputs.hash().as_str())
+        && dirs.prefix.is_dir()
+        && dirs.build.is_dir()
     {
         eprintln!(
             "build-slurm: {} is up to date (inputs unchanged)",
-            base.display()
+            dirs.base.display()
         );
-        return Ok(BuildOutput {
-            rebuilt: false,
-            ..out
-        });
-    }
-
-    // From here on, an interrupted build must not leave a stamp behind.
-    std::fs::create_dir_all(&base).map_err(|e| Error::io(&base, e))?;
-    stamp::remove(&stamp_path)?;
-
-    let t = Instant::now();
-    eprintln!(
-        "build-slurm: copying {} to {}",
-        source.path.display(),
-        src_dir.display()
-    );
-    patches::copy_tree(&source.path, &src_dir)?;
-    if !series.is_empty() {
-        eprintln!(
-            "build-slurm: applying {} patch(es) from patches/{}/series",
-            series.len(),
-            source.line
-        );
-        patches::apply(sh, &series, &src_dir)?;
-        patches::regenerate(sh, &src_dir)?;
-    }
-    eprintln!(
-        "build-slurm: source ready in {:.1}s",
-        t.elapsed().as_secs_f64()
-    );
-
-    if build_dir.exists() {
-        std::fs::remove_dir_all(&build_dir).map_err(|e| Error::io(&build_dir, e))?;
-    }
-    std::fs::create_dir_all(&build_dir).map_err(|e| Error::io(&build_dir, e))?;
-
-    // configure
-    let t = Instant::now();
-    let configure_script = src_dir.join("configure");
-    let mut conf = {
-        let _dir = sh.push_dir(&build_dir);
-        let mut c = cmd!(sh, "{configure_script} {conf_args...}");
-        if target.rust != host.rust && env_var("PKG_CONFIG_LIBDIR").is_none() {
-            // Never let the build machine's .pc files describe the target's libraries.
-            c = c.env("PKG_CONFIG_LIBDIR", "");
+        // A build staged before the manifest existed gets one; its inputs are the plan's.
+        let manifest = plan.manifest();
+        if Manifest::read(&dirs.prefix).ok().as_ref() != Some(&manifest) {
+            manifest.write()?;
         }
-        std::process::Command::from(c)
-    };
-    conf.current_dir(&build_dir);
-    eprintln!(
-        "build-slurm: configure ({}, {}, CC={})",
-        personality_name(args.personality),
-        target.rust,
-        compiler.command()
-    );
-    make::run_logged(
-        conf,
-        "configure",
-        &base.join("configure.log"),
-        make::Progress::Spinner,
-    )?;
-    configure::fix_config_h(&build_dir, args.personality)?;
-    eprintln!(
-        "build-slurm: configure done in {:.0}s",
-        t.elapsed().as_secs_f64()
-    );
+        return Ok(BuildOutput::of(&plan, false));
+    }
+    // From here on, an interrupted build must not leave a stamp behind.
+    std::fs::create_dir_all(&dirs.base).map_err(|e| Error::io(&dirs.base, e))?;
+    stamp::remove(&dirs.stamp())?;
+    crate::util::fs::remove_optional(&Manifest::path_for(&dirs.prefix))?;
+    run::all(sh, &plan)?;
+    verify(sh, &plan)?;
+    record(&plan, &inputs)?;
+    Ok(BuildOutput::of(&plan, true))
+}
 
-    // make
-    let t = Instant::now();
-    let make_log = base.join("make.log");
-    let estimate = make::estimate(&make_log, &src_dir);
-    let jobs_arg = format!("-j{jobs}");
-    let make_refs: Vec<&String> = make_vars.iter().collect();
-    let mut mk = {
-        let _dir = sh.push_dir(&build_dir);
-        std::process::Command::from(cmd!(sh, "make {jobs_arg} {make_refs...}"))
-    };
-    mk.current_dir(&build_dir);
-    let steps = make::run_logged(mk, "make", &make_log, make::Progress::Steps(estimate))?;
-    eprintln!(
-        "build-slurm: make done in {:.0}s ({steps} compile/link steps, -j{jobs})",
-        t.elapsed().as_secs_f64()
-    );
-
-    // make install
-    let t = Instant::now();
-    let mut inst = {
-        let _dir = sh.push_dir(&build_dir);
-        let make_refs: Vec<&String> = make_vars.iter().collect();
-        std::process::Command::from(cmd!(sh, "make {jobs_arg} {make_refs...} install"))
-    };
-    inst.current_dir(&build_dir);
-    make::run_logged(
-        inst,
-        "make install",
-        &base.join("install.log"),
-        make::Progress::Spinner,
-    )?;
-    eprintln!(
-        "build-slurm: install done in {:.0}s",
-        t.elapsed().as_secs_f64()
-    );
-
-    if target.os == Os::Apple {
-        let report =
-            cross::macho::check_prefix(&prefix, target, &source.line, deps_prefix.is_some())?;
+/// Checks the install: a macOS target's Mach-O files; the darwin personality's `config.h`
+/// answers and its shim link.
+fn verify(sh: &Shell, plan: &Plan) -> Result<()> {
+    let prefix = &plan.dirs.prefix;
+    if plan.target.os == Os::Apple {
+        let report = crate::cross::macho::check_prefix(
+            prefix,
+            plan.target,
+            &plan.source.line,
+            plan.deps_prefix.is_some(),
+        )?;
         eprintln!(
             "build-slurm: Mach-O check passed: all {} required programs, libraries and plugins \
              are {} Mach-O; {} Mach-O files in the prefix",
-            report.required, target.rust, report.macho_files
+            report.required, plan.target.rust, report.macho_files
         );
     }
-    if args.personality == Personality::Darwin {
+    if plan.personality == Personality::Darwin {
         // A config.status rerun during make would have restored the Linux answers.
-        configure::verify_config_h(&build_dir)?;
-        let report = link::verify_darwin_link(sh, &prefix)?;
+        configure::verify_config_h(&plan.dirs.build)?;
+        let report = link::verify_darwin_link(sh, prefix)?;
         eprintln!(
             "build-slurm: darwin link check passed: libslurmfull.so defines all {} slurm_shim_* symbols, \
              imports none of {}; {} plugins carry no copy of the shim",
@@ -477,25 +170,13 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
             report.plugins_checked
         );
     }
-    let vars_file = base.join("make-vars");
-    std::fs::write(&vars_file, make_vars.join("\n") + "\n")
-        .map_err(|e| Error::io(&vars_file, e))?;
-    stamp::write(&stamp_path, &inputs)?;
-    Ok(out)
+    Ok(())
 }
 
-/// The make variables a build used (`V=0`, and `LIB_LDFLAGS=...` when the shim is linked),
-/// to pass to any later `make` in its build directory (e.g. `make check`) so nothing is
-/// relinked without the shim.
-pub fn make_vars(out: &BuildOutput) -> Result<Vec<String>> {
-    let base = out.build_dir.parent().unwrap_or(&out.build_dir);
-    let path = base.join("make-vars");
-    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-    Ok(text
-        .lines()
-        .filter(|l| !l.is_empty())
-        .map(str::to_string)
-        .collect())
+/// The staging manifest beside the prefix, then the stamp (last: it says "all done").
+fn record(plan: &Plan, inputs: &Inputs) -> Result<()> {
+    plan.manifest().write()?;
+    stamp::write(&plan.dirs.stamp(), inputs)
 }
 
 /// What the summary reports about an installed prefix.
@@ -545,7 +226,7 @@ pub fn run(sh: &Shell, root: &Path, args: BuildArgs) -> Result<BuildOutput> {
         "Slurm {} (line {}), personality {}, target {}, {}",
         out.version,
         out.line,
-        personality_name(out.personality),
+        out.personality.name(),
         target,
         if out.patched {
             "patched"
@@ -584,46 +265,6 @@ pub fn run(sh: &Shell, root: &Path, args: BuildArgs) -> Result<BuildOutput> {
 mod tests {
     #![allow(non_snake_case)]
     use super::*;
-    use crate::targets::lookup;
-
-    #[test]
-    fn staging_name__personality_nopatch_and_cross_triple() {
-        let linux = lookup("x86_64-unknown-linux-gnu").unwrap();
-        let arm = lookup("aarch64-unknown-linux-gnu").unwrap();
-        assert_eq!(
-            staging_name("24.11.5", Personality::Native, false, linux, linux),
-            "24.11.5-native"
-        );
-        assert_eq!(
-            staging_name("24.11.5", Personality::Native, true, linux, linux),
-            "24.11.5-native-nopatch"
-        );
-        assert_eq!(
-            staging_name("24.11.5", Personality::Darwin, false, linux, linux),
-            "24.11.5-darwin"
-        );
-        assert_eq!(
-            staging_name("24.11.5", Personality::Native, false, arm, linux),
-            "24.11.5-native-aarch64-unknown-linux-gnu"
-        );
-    }
-
-    #[test]
-    fn check_personality__darwin_needs_linux_host_and_target() {
-        let linux = lookup("x86_64-unknown-linux-gnu").unwrap();
-        let mac = lookup("aarch64-apple-darwin").unwrap();
-        assert!(check_personality(Personality::Darwin, linux, linux).is_ok());
-        assert!(matches!(
-            check_personality(Personality::Darwin, linux, mac),
-            Err(Error::Unsupported(_))
-        ));
-        assert!(matches!(
-            check_personality(Personality::Darwin, mac, linux),
-            Err(Error::Unsupported(_))
-        ));
-        assert!(check_personality(Personality::Native, mac, linux).is_ok());
-        assert!(check_personality(Personality::Native, linux, mac).is_ok());
-    }
 
     #[test]
     fn inspect__counts_programs_and_plugins() {

@@ -8,6 +8,7 @@
 //! an error here: the results are what matter, and CI compares them between trees.
 
 use crate::error::{Error, Result};
+use crate::util::process::tail;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -66,11 +67,17 @@ pub type Results = BTreeMap<String, Outcome>;
 /// result explains it (a test program that did not compile or link, for example).
 pub const MAKE_FAILED: &str = "<make check: failed outside the test results>";
 
-/// Run `make -k check` in the build directory of `out`, with the make variables its build
-/// used (so a relink keeps the shim in a darwin build), and collect the results.
-pub fn make_check(sh: &Shell, out: &crate::build_slurm::BuildOutput) -> Result<Results> {
-    let vars = crate::build_slurm::make_vars(out)?;
-    make_check_with(sh, &out.build_dir, default_jobs(), &vars)
+/// Run `make -k check` in the build directory of the staged `prefix` (its staging
+/// manifest), with the make variables its build used (so a relink keeps the shim in a
+/// darwin build), and collect the results.
+pub fn make_check(sh: &Shell, prefix: &Path) -> Result<Results> {
+    let staged = crate::staging::Manifest::read(prefix)?;
+    make_check_with(
+        sh,
+        &staged.build_dir,
+        crate::util::process::default_jobs(),
+        &staged.make_vars,
+    )
 }
 
 /// `make -k check -j<jobs> <vars>` in `build_dir` (a configured and built Slurm tree); the full
@@ -84,9 +91,9 @@ pub fn make_check_with(
     vars: &[String],
 ) -> Result<Results> {
     if !build_dir.join("Makefile").is_file() {
-        return Err(Error::Io {
+        return Err(Error::File {
             path: build_dir.to_path_buf(),
-            detail: "no Makefile: not a configured Slurm build directory (run `cargo xtask build-slurm` first)".into(),
+            problem: "no Makefile: not a configured Slurm build directory (run `cargo xtask build-slurm` first)".into(),
         });
     }
     let testsuite = build_dir.join("testsuite");
@@ -137,20 +144,6 @@ pub fn make_check_with(
     Ok(results)
 }
 
-/// The last `n` lines of a byte buffer, lossily decoded.
-pub fn tail(text: &[u8], n: usize) -> String {
-    let s = String::from_utf8_lossy(text);
-    let lines: Vec<&str> = s.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
-/// Parallel jobs for `make check`: the number of CPUs (CI machines have 2).
-pub fn default_jobs() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-}
-
 /// All `.trs` files below `dir` (none if `dir` does not exist), sorted.
 fn trs_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut found = Vec::new();
@@ -182,9 +175,9 @@ pub fn collect(testsuite: &Path) -> Result<Results> {
             .with_extension("");
         let name = rel.to_string_lossy().replace('\\', "/");
         let text = std::fs::read_to_string(&trs).map_err(|e| Error::io(&trs, e))?;
-        let outcome = parse_trs(&text).ok_or_else(|| Error::Io {
+        let outcome = parse_trs(&text).ok_or_else(|| Error::File {
             path: trs.clone(),
-            detail: "no valid `:test-result:` line (interrupted test run?)".into(),
+            problem: "no valid `:test-result:` line (interrupted test run?)".into(),
         })?;
         results.insert(name.clone(), outcome);
         let log = trs.with_extension("log");
@@ -398,7 +391,7 @@ mod tests {
     fn collect__truncated_trs_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("x-test.trs"), ":copy-in-global-log: no\n").unwrap();
-        assert!(matches!(collect(dir.path()), Err(Error::Io { .. })));
+        assert!(matches!(collect(dir.path()), Err(Error::File { .. })));
     }
 
     #[test]
@@ -442,22 +435,13 @@ mod tests {
         assert_eq!(summary(&r), "PASS 2, FAIL 1; failing: y");
     }
 
-    fn have_make() -> bool {
-        let sh = Shell::new().unwrap();
-        cmd!(sh, "make --version")
-            .quiet()
-            .ignore_stdout()
-            .run()
-            .is_ok()
-    }
-
     #[test]
     fn make_check_in__refuses_an_unconfigured_directory() {
         let dir = tempfile::tempdir().unwrap();
         let sh = Shell::new().unwrap();
         assert!(matches!(
             make_check_with(&sh, dir.path(), 1, &[]),
-            Err(Error::Io { .. })
+            Err(Error::File { .. })
         ));
     }
 
@@ -465,8 +449,7 @@ mod tests {
     /// exits non-zero; the results are returned, not an error.
     #[test]
     fn make_check_in__failing_make_still_returns_results() {
-        if !have_make() {
-            eprintln!("skipped: make is not installed");
+        if !crate::testing::have(&Shell::new().unwrap(), &["make"]) {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
@@ -493,8 +476,7 @@ mod tests {
 
     #[test]
     fn make_check_in__unexplained_make_failure_is_recorded() {
-        if !have_make() {
-            eprintln!("skipped: make is not installed");
+        if !crate::testing::have(&Shell::new().unwrap(), &["make"]) {
             return;
         }
         let dir = tempfile::tempdir().unwrap();

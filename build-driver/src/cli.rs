@@ -1,5 +1,6 @@
 //! The command line (binding names: see DESIGN.md, "The build driver").
 
+use crate::personality::Personality;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -83,14 +84,6 @@ pub struct FetchArgs {
     /// Get the tarball from a distribution's source package instead of the pin's URLs.
     #[arg(long, value_enum)]
     pub from: Option<Origin>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Personality {
-    /// Plain upstream behaviour: the shim header is inert and the shim is not linked.
-    Native,
-    /// Linux only: the shim replaces glibc's functions and configure sees macOS's answers.
-    Darwin,
 }
 
 #[derive(Debug, Args, Clone)]

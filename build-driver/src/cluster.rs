@@ -27,10 +27,13 @@
 
 mod bench;
 mod config;
-mod daemons;
+mod handle;
+mod host;
 mod jobs;
 mod lab;
 pub mod lifecycle;
+mod lock;
+mod mariadb;
 pub mod peer;
 mod private_ns;
 mod procs;
@@ -42,11 +45,9 @@ pub use lifecycle::{UpOptions, default_dir, down, up};
 
 use crate::cli::{ClusterAction, ClusterArgs, ClusterTarget};
 use crate::error::{Error, Result};
-use daemons::read_bounded;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
-use xshell::{Shell, cmd};
+use std::time::Instant;
+use xshell::Shell;
 
 pub fn run(sh: &Shell, root: &Path, args: ClusterArgs) -> Result<()> {
     match args.action {
@@ -63,7 +64,9 @@ pub fn run(sh: &Shell, root: &Path, args: ClusterArgs) -> Result<()> {
             if code == 0 {
                 Ok(())
             } else {
-                Err(Error::Cluster(format!("command exited with status {code}")))
+                Err(Error::Scenario(format!(
+                    "command exited with status {code}"
+                )))
             }
         }
         ClusterAction::Test {
@@ -111,7 +114,7 @@ fn check_name(name: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::Cluster(format!(
+        Err(Error::Usage(format!(
             "cluster name `{name}`: use lowercase letters, digits and `_`, starting with a letter (it becomes Slurm's ClusterName and MariaDB table names)"
         )))
     }
@@ -133,7 +136,7 @@ pub struct TestOptions {
 /// stopped first (said so). The directory is removed when everything passed.
 pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
     let start = Instant::now();
-    let _lock = lifecycle::lock(&opts.name, &opts.dir)?;
+    let _lock = lock::lock(&opts.name, &opts.dir)?;
     if let Some(old) = state::State::load(&opts.dir)? {
         let running = old.running();
         if !running.is_empty() {
@@ -164,6 +167,29 @@ pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
     } else {
         down(&opts.dir)
     };
+    let failed = print_results(opts, &results, start);
+    down_result?;
+    if failed > 0 {
+        return Err(Error::Scenario(format!(
+            "{failed} scenario(s) failed; files kept in {}",
+            opts.dir.display()
+        )));
+    }
+    if results.is_empty() {
+        return Err(Error::Usage(format!(
+            "no scenario matches --only {:?}",
+            opts.only
+        )));
+    }
+    if !opts.keep {
+        std::fs::remove_dir_all(&opts.dir).map_err(|e| Error::io(&opts.dir, e))?;
+    }
+    Ok(())
+}
+
+/// The table of scenario results and the closing `N passed, N failed, N skipped` line;
+/// returns the number that failed.
+fn print_results(opts: &TestOptions, results: &[scenarios::Outcome], start: Instant) -> usize {
     let failed = results.iter().filter(|r| !r.passed).count();
     let gaps = results
         .iter()
@@ -175,7 +201,7 @@ pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
         opts.name,
         opts.prefix.display()
     );
-    for r in &results {
+    for r in results {
         println!(
             "  {:<4} {:<28} {:>6.1}s",
             match (r.passed, &r.gap) {
@@ -194,23 +220,7 @@ pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
         }
     }
     println!("scenarios: {passed} passed, {failed} failed, {gaps} skipped");
-    down_result?;
-    if failed > 0 {
-        return Err(Error::Cluster(format!(
-            "{failed} scenario(s) failed; files kept in {}",
-            opts.dir.display()
-        )));
-    }
-    if results.is_empty() {
-        return Err(Error::Cluster(format!(
-            "no scenario matches --only {:?}",
-            opts.only
-        )));
-    }
-    if !opts.keep {
-        std::fs::remove_dir_all(&opts.dir).map_err(|e| Error::io(&opts.dir, e))?;
-    }
-    Ok(())
+    failed
 }
 
 /// The scenarios of `smoke`.
@@ -218,165 +228,35 @@ const SMOKE: [&str; 3] = ["batch-exit-codes", "srun", "cancel-process-tree"];
 
 /// The quick live-cluster check `cargo xtask ci` runs on a built prefix (batch job with exit
 /// codes in sacct, srun, cancel of a process tree), in a cluster named after the prefix's
-/// staging directory (so native and darwin do not collide). `test` runs every scenario.
+/// staged build (so native and darwin do not collide). `test` runs every scenario.
 pub fn smoke(sh: &Shell, _root: &Path, prefix: &Path) -> Result<()> {
-    test(sh, &ci_options(prefix, &SMOKE))
+    test(sh, &ci_options(prefix, &SMOKE)?)
 }
 
 /// Every scenario on a built prefix, as `cargo xtask cluster test` runs them, in a cluster
-/// named after the prefix's staging directory (what `cargo xtask ci` runs on the darwin
+/// named after the prefix's staged build (what `cargo xtask ci` runs on the darwin
 /// personality).
 pub fn scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
-    test(sh, &ci_options(prefix, &[]))
+    test(sh, &ci_options(prefix, &[])?)
 }
 
-fn ci_options(prefix: &Path, only: &[&str]) -> TestOptions {
-    let name = format!(
-        "ci_{}",
-        prefix
-            .parent()
-            .and_then(|p| p.file_name())
-            .map(|n| {
-                n.to_string_lossy()
-                    .to_ascii_lowercase()
-                    .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
-            })
-            .unwrap_or_default()
-    );
-    TestOptions {
+/// `cluster test` options for CI: a cluster named after the prefix's staged build
+/// (`ci_<version>_<personality>`, so native and darwin do not collide).
+fn ci_options(prefix: &Path, only: &[&str]) -> Result<TestOptions> {
+    let name = format!("ci_{}", crate::staging::Manifest::read(prefix)?.slug());
+    Ok(TestOptions {
         prefix: prefix.to_path_buf(),
         dir: default_dir(&name),
         name,
         only: only.iter().map(|s| s.to_string()).collect(),
         keep: false,
-    }
-}
-
-/// The programs and plugins the cluster needs.
-fn check_prefix(prefix: &Path) -> Result<()> {
-    let needed = crate::build_slurm::KEY_BINARIES
-        .iter()
-        .map(|(dir, name)| format!("{dir}/{name}"));
-    if let Some(missing) = needed.map(|p| prefix.join(p)).find(|p| !p.is_file()) {
-        return Err(Error::Cluster(format!(
-            "{} is missing: {} is not a complete Slurm installation (run `cargo xtask build-slurm`)",
-            missing.display(),
-            prefix.display()
-        )));
-    }
-    let auth = prefix.join("lib/slurm/auth_slurm.so");
-    if !auth.is_file() {
-        return Err(Error::Cluster(format!(
-            "{} is missing: this Slurm was configured without auth/slurm (it needs libjwt and json-c at configure time)",
-            auth.display()
-        )));
-    }
-    let mysql = prefix.join("lib/slurm/accounting_storage_mysql.so");
-    if !mysql.is_file() {
-        return Err(Error::Cluster(format!(
-            "{} is missing: this Slurm was configured without MariaDB, so slurmdbd cannot store accounting; install libmariadb-dev and libmariadb-dev-compat (ci/setup-debian.sh does) and rebuild with `cargo xtask build-slurm`",
-            mysql.display()
-        )));
-    }
-    Ok(())
-}
-
-/// The user name and uid (`id -un`, `id -u`).
-pub(crate) fn current_user(sh: &Shell) -> Result<(String, u32)> {
-    let name = read_bounded(Command::from(cmd!(sh, "id -un")), Duration::from_secs(10))?
-        .trim()
-        .to_string();
-    let uid = read_bounded(Command::from(cmd!(sh, "id -u")), Duration::from_secs(10))?
-        .trim()
-        .parse::<u32>()
-        .map_err(|e| Error::Cluster(format!("`id -u`: {e}")))?;
-    Ok((name, uid))
-}
-
-/// The SACK socket directories of auth/slurm: fixed under `/run` in Slurm 24.11, under
-/// `/var/run` on macOS (patches/24.11/0011; macOS's `/` is read-only).
-fn sack_dirs() -> [PathBuf; 3] {
-    let run = Path::new(if cfg!(target_os = "macos") {
-        "/var/run"
-    } else {
-        "/run"
-    });
-    ["slurmctld", "slurm", "slurmdbd"].map(|d| run.join(d))
-}
-
-/// Without a private `/run` (not root, or no mount namespaces: macOS): the SACK directories
-/// must not be served by another daemon, and must exist (root creates them; anyone else
-/// needs them to exist and belong to them).
-fn require_sack_dirs(uid: u32) -> Result<()> {
-    for dir in sack_dirs() {
-        let socket = dir.join("sack.socket");
-        if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
-            return Err(Error::Cluster(format!(
-                "{} is served by another Slurm daemon; without a private /run only one cluster runs at a time, so stop it first",
-                socket.display()
-            )));
-        }
-        if !dir.is_dir() {
-            if uid == 0 {
-                std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-            } else {
-                let d = dir.display();
-                return Err(Error::Cluster(format!(
-                    "{d} does not exist and only root can create it; as root: mkdir -p {d} && chown {uid} {d}"
-                )));
-            }
-        }
-    }
-    Ok(())
+    })
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(non_snake_case)]
     use super::*;
-
-    #[test]
-    fn sack_dirs__run_on_linux_var_run_on_macos() {
-        let base = if cfg!(target_os = "macos") {
-            "/var/run"
-        } else {
-            "/run"
-        };
-        let dirs = sack_dirs();
-        assert!(
-            dirs.iter().all(|d| d.parent() == Some(Path::new(base))),
-            "{dirs:?}"
-        );
-        assert!(dirs.iter().any(|d| d.ends_with("slurmctld")));
-    }
-
-    #[test]
-    fn check_prefix__names_the_missing_program() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("sbin")).unwrap();
-        std::fs::write(dir.path().join("sbin/slurmctld"), "").unwrap();
-        let err = check_prefix(dir.path()).unwrap_err().to_string();
-        assert!(err.contains("sbin/slurmd is missing"), "{err}");
-    }
-
-    #[test]
-    fn check_prefix__requires_auth_slurm() {
-        let dir = tempfile::tempdir().unwrap();
-        for (d, n) in crate::build_slurm::KEY_BINARIES {
-            let p = format!("{d}/{n}");
-            let f = dir.path().join(p);
-            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
-            std::fs::write(f, "").unwrap();
-        }
-        let err = check_prefix(dir.path()).unwrap_err().to_string();
-        assert!(err.contains("auth_slurm.so is missing"), "{err}");
-        std::fs::create_dir_all(dir.path().join("lib/slurm")).unwrap();
-        std::fs::write(dir.path().join("lib/slurm/auth_slurm.so"), "").unwrap();
-        let err = check_prefix(dir.path()).unwrap_err().to_string();
-        assert!(err.contains("configured without MariaDB"), "{err}");
-        std::fs::write(dir.path().join("lib/slurm/accounting_storage_mysql.so"), "").unwrap();
-        check_prefix(dir.path()).unwrap();
-    }
 
     #[test]
     fn check_name__slurm_and_sql_safe() {
@@ -386,13 +266,5 @@ mod tests {
         for bad in ["", "2x", "Native", "a-b", "a b", "a/b"] {
             assert!(check_name(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn current_user__matches_id() {
-        let sh = Shell::new().unwrap();
-        let (name, uid) = current_user(&sh).unwrap();
-        assert!(!name.is_empty());
-        assert_eq!(uid.to_string(), cmd!(sh, "id -u").read().unwrap());
     }
 }

@@ -21,7 +21,7 @@ use crate::cli::CodegenArgs;
 use crate::error::{Error, Result};
 use slurm_shim::table::{ENTRIES, Map};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use xshell::Shell;
 
 /// Where the generated header lives, relative to the project root.
@@ -151,7 +151,7 @@ pub fn run(sh: &Shell, root: &Path, args: CodegenArgs) -> Result<()> {
         println!("{HEADER} unchanged");
         return Ok(());
     }
-    write_atomically(&path, &text)?;
+    crate::util::fs::write_atomic(&path, text.as_bytes(), 0o644)?;
     println!("wrote {HEADER} ({} functions mapped)", ENTRIES.len());
     Ok(())
 }
@@ -307,10 +307,4 @@ fn keep_shim_items(text: &str) -> String {
         }
     }
     out
-}
-
-fn write_atomically(path: &Path, text: &str) -> Result<()> {
-    let tmp: PathBuf = path.with_extension("h.tmp");
-    std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
 }

@@ -6,7 +6,7 @@
 //!   package `ziglang` pinned to [`zig::ZIG_VERSION`] (`ci/setup-debian.sh` installs it;
 //!   by hand: `python3 -m pip install ziglang==0.17.0`). [`zig::prepare`] writes wrapper
 //!   scripts `cc`, `ar`, `ranlib` into the staging directory; `cc` is
-//!   `zig cc -target <arch>-macos.<MACOS_MIN>` plus this lane's SDK stand-ins (see
+//!   `zig cc -target <arch>-macos.<macos_min>` plus this lane's SDK stand-ins (see
 //!   `build-driver/cross-sdk/README.md`), and it rewrites the one argument where zig
 //!   differs from Apple's toolchain in a way libtool depends on (`-bundle`, see
 //!   [`zig::cc_wrapper`]). This is the default compiler for an Apple target built on Linux;
@@ -36,9 +36,9 @@
 //!
 //! # Minimum macOS version
 //!
-//! [`MACOS_MIN`] (12.0, Monterey) for zig's `-target` and for cargo (`MACOSX_DEPLOYMENT_TARGET`),
-//! so the shim and Slurm agree. Apple Silicon needs 11.0 at least; 12.0 is the first release
-//! whose ld64 defaults to chained fixups, the load behaviour DESIGN.md's zig pitfall warns about.
+//! The target table's `macos_min` (12.0, Monterey, for both Apple rows; see
+//! [`crate::targets::Target::macos_min`]) for zig's `-target` and for cargo
+//! (`MACOSX_DEPLOYMENT_TARGET`), so the shim and Slurm agree.
 
 pub mod macho;
 #[cfg(test)]
@@ -46,15 +46,7 @@ mod sdk_layout;
 pub mod zig;
 
 use crate::targets::{Os, Target};
-use std::path::{Path, PathBuf};
-
-/// The minimum macOS version every macOS build targets.
-pub const MACOS_MIN: &str = "12.0";
-
-/// The stand-in headers and link stubs of the zig lane (`build-driver/cross-sdk`).
-pub fn cross_sdk_dir(root: &Path) -> PathBuf {
-    root.join("build-driver").join("cross-sdk")
-}
+use std::path::Path;
 
 /// Whether a build of `target` on `host` uses the zig toolchain by default (Linux host,
 /// macOS target).

@@ -62,7 +62,6 @@
 //! hwloc are usable as they are (`--with-json=$(brew --prefix json-c)`), libjwt must be
 //! this 1.x build because Homebrew's libjwt 3 is refused by Slurm's configure.
 
-pub mod macho;
 pub mod pins;
 pub mod prefix;
 pub mod recipes;
@@ -70,12 +69,12 @@ pub mod source;
 pub mod tools;
 
 use crate::build_slurm::link::cargo_target_dir;
-use crate::build_slurm::stamp::{Inputs, contents_digest};
 use crate::cli::DepsArgs;
 use crate::error::{Error, Result};
-use crate::fetch::archive::Staging;
-use crate::fetch::require_tool;
 use crate::targets::{self, Target};
+use crate::util::fs::Staging;
+use crate::util::process::{on_path, require_tool};
+use crate::util::stamp::{Inputs, contents_digest};
 use pins::{BuildKind, DepPins};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -83,8 +82,7 @@ use std::time::Instant;
 pub use tools::CrossTools;
 use xshell::Shell;
 
-/// The stamp file inside each `pkgs/<name>` and inside the prefix.
-pub const STAMP: &str = ".deps-stamp";
+pub use prefix::STAMP;
 
 /// A finished prefix and how Slurm's configure uses it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,11 +123,7 @@ pub fn base_dir(root: &Path, target: &Target) -> PathBuf {
 pub fn run(sh: &Shell, root: &Path, args: DepsArgs) -> Result<DepsPrefix> {
     let target = targets::lookup(&args.target)?;
     let tools = CrossTools::for_target(sh, &base_dir(root, target).join("tools"), target)?;
-    let jobs = args.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
+    let jobs = args.jobs.unwrap_or_else(crate::util::process::default_jobs);
     let p = ensure_with(
         sh,
         root,
@@ -174,7 +168,7 @@ pub const HOMEBREW_LIBS: &[&str] = &["json-c", "hwloc"];
 /// `brew --prefix <formula>` of each installed formula among `names` (macOS; an absent
 /// `brew` or formula gives nothing, and the library is built instead).
 fn homebrew(sh: &Shell, names: &[&str]) -> Vec<(String, PathBuf)> {
-    if require_tool(sh, "brew", "", "").is_err() {
+    if !on_path(sh, "brew") {
         return Vec::new();
     }
     names
@@ -233,9 +227,55 @@ pub fn ensure_with(
     let pins = DepPins::load(root)?;
     let base = base_dir(root, target);
     let pkgs_dir = base.join("pkgs");
-    let downloads = root.join("slurm-src/downloads");
-    let prefix_dir = base.join("prefix");
     fs::create_dir_all(&pkgs_dir).map_err(|e| Error::io(&pkgs_dir, e))?;
+    require_build_tools(sh, &pins, tools)?;
+    // Staging directories left by a killed run (a normal failure removes its own).
+    for dir in [base.join("build"), pkgs_dir.clone(), base.clone()] {
+        remove_stale_staging(&dir);
+    }
+    let start = Instant::now();
+    let system = if cfg!(target_os = "macos") {
+        homebrew(sh, HOMEBREW_LIBS)
+    } else {
+        Vec::new()
+    };
+    let run = LibRun {
+        sh,
+        root,
+        target,
+        tools,
+        jobs,
+        debian_mirror,
+        base: &base,
+        pkgs_dir: &pkgs_dir,
+    };
+    let mut done: Vec<(String, PathBuf, String)> = Vec::new();
+    let mut timings: Vec<(String, Option<f64>)> = Vec::new();
+    for lib in &pins.libs {
+        if let Some((_, p)) = system.iter().find(|(n, _)| n == &lib.name) {
+            eprintln!("deps: {}: using Homebrew's ({})", lib.name, p.display());
+            continue;
+        }
+        let (dir, hash, secs) = run.lib(lib, &done)?;
+        timings.push((lib.name.clone(), secs));
+        done.push((lib.name.clone(), dir, hash));
+    }
+    let (result, rebuilt) = run.prefix(&done, &system)?;
+    if rebuilt {
+        eprintln!("deps: timings ({} jobs):", jobs);
+        for (n, t) in &timings {
+            match t {
+                Some(s) => eprintln!("  {n:<10} {s:>6.0}s"),
+                None => eprintln!("  {n:<10}  (up to date)"),
+            }
+        }
+        eprintln!("  {:<10} {:>6.0}s", "total", start.elapsed().as_secs_f64());
+    }
+    Ok(result)
+}
+
+/// The build tools the pinned libraries need, on the PATH.
+fn require_build_tools(sh: &Shell, pins: &DepPins, tools: &CrossTools) -> Result<()> {
     let need = |kind: BuildKind| pins.libs.iter().any(|l| l.build == kind);
     if need(BuildKind::Cmake) {
         require_tool(
@@ -259,81 +299,74 @@ pub fn ensure_with(
             "install a C compiler",
         )?;
     }
+    Ok(())
+}
 
-    // Staging directories left by a killed run (a normal failure removes its own).
-    for dir in [base.join("build"), pkgs_dir.clone(), base.clone()] {
-        remove_stale_staging(&dir);
-    }
-    let start = Instant::now();
-    let mut done: Vec<(String, PathBuf, String)> = Vec::new();
-    let mut timings: Vec<(String, Option<f64>)> = Vec::new();
-    let system = if cfg!(target_os = "macos") {
-        homebrew(sh, HOMEBREW_LIBS)
-    } else {
-        Vec::new()
-    };
-    for lib in &pins.libs {
-        if let Some((_, p)) = system.iter().find(|(n, _)| n == &lib.name) {
-            eprintln!("deps: {}: using Homebrew's ({})", lib.name, p.display());
-            continue;
-        }
-        let dir = pkgs_dir.join(&lib.name);
+/// What every library build of one `deps` run shares.
+struct LibRun<'a> {
+    sh: &'a Shell,
+    root: &'a Path,
+    target: &'a Target,
+    tools: &'a CrossTools,
+    jobs: usize,
+    debian_mirror: Option<&'a str>,
+    base: &'a Path,
+    pkgs_dir: &'a Path,
+}
+
+impl LibRun<'_> {
+    /// Builds `lib` unless its installation is current: its directory, its input hash, and
+    /// the seconds the build took (`None`: up to date).
+    fn lib(
+        &self,
+        lib: &pins::Lib,
+        done: &[(String, PathBuf, String)],
+    ) -> Result<(PathBuf, String, Option<f64>)> {
+        let dir = self.pkgs_dir.join(&lib.name);
         let deps: Vec<(String, PathBuf)> = lib
             .needs
             .iter()
             .filter_map(|n| done.iter().find(|(d, _, _)| d == n))
             .map(|(n, p, _)| (n.clone(), p.clone()))
             .collect();
-        let logs = base.join("logs").join(&lib.name);
-        let build_parent = base.join("build");
+        let logs = self.base.join("logs").join(&lib.name);
+        let build_parent = self.base.join("build");
         let probe = recipes::Job {
             lib,
-            target,
-            tools,
+            target: self.target,
+            tools: self.tools,
             src: None,
             work: &build_parent,
             prefix: &dir,
             destdir: &build_parent,
             deps: deps.clone(),
-            jobs,
+            jobs: self.jobs,
             logs: &logs,
         };
-        let mut inputs = lib_inputs(&probe, &done);
+        let mut inputs = lib_inputs(&probe, done);
         let overlay = lib
             .overlay
             .as_ref()
-            .map(|o| root.join(pins::OVERLAY_DIR).join(o));
+            .map(|o| self.root.join(pins::OVERLAY_DIR).join(o));
         if let Some(o) = &overlay {
             inputs.add("overlay", contents_digest(o, std::slice::from_ref(o))?);
         }
         let hash = inputs.hash();
         if is_current(&dir, &hash) {
             eprintln!("deps: {} {}: up to date", lib.name, lib.version);
-            timings.push((lib.name.clone(), None));
-            done.push((lib.name.clone(), dir, hash));
-            continue;
+            return Ok((dir, hash, None));
         }
         eprintln!("deps: {} {} ({})", lib.name, lib.version, lib.why);
         let t0 = Instant::now();
-        let (src_staging, tree) = match &lib.tarball {
-            Some(t) => {
-                let tarball = source::tarball(sh, lib, t, &downloads, debian_mirror)?;
-                let (s, tree) = source::unpack(sh, &tarball, &t.top_dir, &build_parent)?;
-                if let Some(o) = &overlay {
-                    recipes::copy_tree(o, &tree)?;
-                }
-                (s, Some(tree))
-            }
-            None => (Staging::new(&build_parent, &lib.name)?, None),
-        };
-        let dest = Staging::new(&pkgs_dir, &lib.name)?;
+        let (src_staging, tree) = self.source(lib, overlay.as_deref(), &build_parent)?;
+        let dest = Staging::new(self.pkgs_dir, &lib.name)?;
         let job = recipes::Job {
             src: tree.as_deref(),
             work: &src_staging.dir,
             destdir: &dest.dir,
             ..probe
         };
-        recipes::build(&job)?;
+        recipes::build(self.sh, &job)?;
         let installed = dest.dir.join(dir.strip_prefix("/").unwrap_or(&dir));
         if !installed.join("lib").is_dir() {
             return Err(Error::Build {
@@ -342,25 +375,7 @@ pub fn ensure_with(
                 tail: format!("nothing was installed below {}", installed.display()),
             });
         }
-        if !lib.bundle.is_empty() {
-            let own = prefix::archives_in(&installed.join("lib"))?;
-            let [own] = own.as_slice() else {
-                return Err(Error::Unsupported(format!(
-                    "deps: {} bundles {:?} but installed {} archives (expected one)",
-                    lib.name,
-                    lib.bundle,
-                    own.len()
-                )));
-            };
-            let mut others = Vec::new();
-            for b in &lib.bundle {
-                let dir = &deps.iter().find(|(n, _)| n == b).map(|(_, d)| d.clone());
-                if let Some(d) = dir {
-                    others.extend(prefix::archives_in(&d.join("lib"))?);
-                }
-            }
-            prefix::merge_archives(sh, &tools.ar, own, &others)?;
-        }
+        self.bundle(lib, &installed, &deps)?;
         let st = installed.join(STAMP);
         fs::write(&st, inputs.stamp_text()).map_err(|e| Error::io(&st, e))?;
         if dir.exists() {
@@ -370,63 +385,108 @@ pub fn ensure_with(
         drop(src_staging);
         let secs = t0.elapsed().as_secs_f64();
         eprintln!("deps: {} built in {secs:.0}s", lib.name);
-        timings.push((lib.name.clone(), Some(secs)));
-        done.push((lib.name.clone(), dir, hash));
+        Ok((dir, hash, Some(secs)))
     }
 
-    let mut all = Inputs::default();
-    for (n, _, h) in &done {
-        all.add(n.clone(), h.clone());
-    }
-    for (n, l, text) in prefix::SMOKES {
-        all.add(format!("smoke {n} {l}"), *text);
-    }
-    for (n, p) in &system {
-        all.add(format!("homebrew {n}"), p.display().to_string());
-    }
-    let result = DepsPrefix {
-        dir: prefix_dir.clone(),
-        target: target.rust.to_string(),
-        system: system.clone(),
-    };
-    if is_current(&prefix_dir, &all.hash()) {
-        eprintln!("deps: prefix up to date: {}", prefix_dir.display());
-        return Ok(result);
-    }
-    let pkgs: Vec<(String, PathBuf)> = done
-        .iter()
-        .map(|(n, p, _)| (n.clone(), p.clone()))
-        .collect();
-    // Check before the prefix is replaced: assemble into a staging copy first.
-    let check_dir = Staging::new(&base, "check")?;
-    let trial = check_dir.dir.join("prefix");
-    prefix::assemble(&trial, &pkgs, &all.stamp_text())?;
-    let archives = prefix::check_archives(&trial, target)?;
-    for (a, n) in &archives {
-        eprintln!(
-            "deps: {a}: {n} objects, all 64-bit Mach-O for {}",
-            target.rust
-        );
-    }
-    let extra: Vec<PathBuf> = system.iter().map(|(_, p)| p.clone()).collect();
-    let smokes = prefix::link_smoke(sh, &trial, &extra, target, tools, &base)?;
-    for p in &smokes {
-        eprintln!(
-            "deps: test program links for {} (not run: no Mac here): {}",
-            target.rust,
-            p.display()
-        );
-    }
-    prefix::assemble(&prefix_dir, &pkgs, &all.stamp_text())?;
-    eprintln!("deps: timings ({} jobs):", jobs);
-    for (n, t) in &timings {
-        match t {
-            Some(s) => eprintln!("  {n:<10} {s:>6.0}s"),
-            None => eprintln!("  {n:<10}  (up to date)"),
+    /// `lib`'s source unpacked (with its overlay) in a staging directory below
+    /// `build_parent`; `None` for a library without a tarball (openssl-src's bundled source).
+    fn source(
+        &self,
+        lib: &pins::Lib,
+        overlay: Option<&Path>,
+        build_parent: &Path,
+    ) -> Result<(Staging, Option<PathBuf>)> {
+        let Some(t) = &lib.tarball else {
+            return Ok((Staging::new(build_parent, &lib.name)?, None));
+        };
+        let downloads = self.root.join("slurm-src/downloads");
+        let tarball = source::tarball(self.sh, lib, t, &downloads, self.debian_mirror)?;
+        let (s, tree) = source::unpack(self.sh, &tarball, &t.top_dir, build_parent)?;
+        if let Some(o) = overlay {
+            crate::util::fs::copy_into(o, &tree, &[])?;
         }
+        Ok((s, Some(tree)))
     }
-    eprintln!("  {:<10} {:>6.0}s", "total", start.elapsed().as_secs_f64());
-    Ok(result)
+
+    /// Merges the archives of `lib.bundle`'s libraries into `lib`'s one archive.
+    fn bundle(&self, lib: &pins::Lib, installed: &Path, deps: &[(String, PathBuf)]) -> Result<()> {
+        if lib.bundle.is_empty() {
+            return Ok(());
+        }
+        let own = prefix::archives_in(&installed.join("lib"))?;
+        let [own] = own.as_slice() else {
+            return Err(Error::Unsupported(format!(
+                "deps: {} bundles {:?} but installed {} archives (expected one)",
+                lib.name,
+                lib.bundle,
+                own.len()
+            )));
+        };
+        let mut others = Vec::new();
+        for b in &lib.bundle {
+            let dir = &deps.iter().find(|(n, _)| n == b).map(|(_, d)| d.clone());
+            if let Some(d) = dir {
+                others.extend(prefix::archives_in(&d.join("lib"))?);
+            }
+        }
+        prefix::merge_archives(self.sh, &self.tools.ar, own, &others)
+    }
+
+    /// The prefix of every built library, assembled and checked in a staging copy before it
+    /// replaces the old one; `true` when it was (re)assembled.
+    fn prefix(
+        &self,
+        done: &[(String, PathBuf, String)],
+        system: &[(String, PathBuf)],
+    ) -> Result<(DepsPrefix, bool)> {
+        let (sh, target, base) = (self.sh, self.target, self.base);
+        let prefix_dir = base.join("prefix");
+        let mut all = Inputs::default();
+        for (n, _, h) in done {
+            all.add(n.clone(), h.clone());
+        }
+        for (n, l, text) in prefix::SMOKES {
+            all.add(format!("smoke {n} {l}"), *text);
+        }
+        for (n, p) in system {
+            all.add(format!("homebrew {n}"), p.display().to_string());
+        }
+        let result = DepsPrefix {
+            dir: prefix_dir.clone(),
+            target: target.rust.to_string(),
+            system: system.to_vec(),
+        };
+        if is_current(&prefix_dir, &all.hash()) {
+            eprintln!("deps: prefix up to date: {}", prefix_dir.display());
+            return Ok((result, false));
+        }
+        let pkgs: Vec<(String, PathBuf)> = done
+            .iter()
+            .map(|(n, p, _)| (n.clone(), p.clone()))
+            .collect();
+        // Check before the prefix is replaced: assemble into a staging copy first.
+        let check_dir = Staging::new(base, "check")?;
+        let trial = check_dir.dir.join("prefix");
+        prefix::assemble(&trial, &pkgs, &all.stamp_text())?;
+        let archives = prefix::check_archives(&trial, target)?;
+        for (a, n) in &archives {
+            eprintln!(
+                "deps: {a}: {n} objects, all 64-bit Mach-O for {}",
+                target.rust
+            );
+        }
+        let extra: Vec<PathBuf> = system.iter().map(|(_, p)| p.clone()).collect();
+        let smokes = prefix::link_smoke(sh, &trial, &extra, target, self.tools, base)?;
+        for p in &smokes {
+            eprintln!(
+                "deps: test program links for {} (not run: no Mac here): {}",
+                target.rust,
+                p.display()
+            );
+        }
+        prefix::assemble(&prefix_dir, &pkgs, &all.stamp_text())?;
+        Ok((result, true))
+    }
 }
 
 #[cfg(test)]

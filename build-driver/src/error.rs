@@ -1,13 +1,45 @@
 //! The driver's one error type. Every message names the step, the program or file, and a fix.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::time::Duration;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("could not start a shell: {0}")]
-    Shell(String),
+    Shell(#[source] xshell::Error),
+    #[error("{0}")]
+    Xshell(#[from] xshell::Error),
+    #[error("cannot run `{program}`: {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot wait for `{program}`: {source}")]
+    Wait {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{call} failed: {source}")]
+    Os {
+        call: String,
+        #[source]
+        source: nix::errno::Errno,
+    },
+    #[error(
+        "uid {0} has no entry in the password database (getpwuid); add the user or run as one that has one"
+    )]
+    UnknownUid(u32),
+    #[error("{what} did not finish within {after:?}")]
+    Timeout { what: String, after: Duration },
+    #[error("timed out after {after:?} waiting for {waiting_for}")]
+    TimedOut {
+        waiting_for: String,
+        after: Duration,
+    },
     #[error("{step}: `{program}` failed: {detail}")]
     Command {
         step: String,
@@ -20,8 +52,14 @@ pub enum Error {
         step: String,
         fix: String,
     },
-    #[error("{path}: {detail}")]
-    Io { path: PathBuf, detail: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {problem}")]
+    File { path: PathBuf, problem: String },
     #[error("codegen: {0}")]
     Codegen(String),
     #[error("slurm_shim.h is stale: run `cargo xtask codegen` and commit the result")]
@@ -62,8 +100,68 @@ pub enum Error {
     },
     #[error("non-regression: test results differ between the pristine and the patched tree:\n{0}")]
     Regression(String),
+    #[error("{context}: {source}")]
+    Context {
+        context: String,
+        #[source]
+        source: Box<Error>,
+    },
+    #[error("{what}: {source}")]
+    Parse {
+        what: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("{0}")]
+    Usage(String),
+    #[error(
+        "{prefix} was not staged by `cargo xtask build-slurm` (no {manifest}); build it with `cargo xtask build-slurm --prefix {prefix}`, or pass a prefix that was"
+    )]
+    NotStaged { prefix: PathBuf, manifest: PathBuf },
+    /// What a cluster scenario (or peer/bench run) saw, against what it expects.
     #[error("cluster: {0}")]
-    Cluster(String),
+    Scenario(String),
+    #[error("{what} must run as root: {why}")]
+    NeedsRoot { what: String, why: String },
+    #[error("no cluster in {dir} (no cluster.toml): start one with `cargo xtask cluster up`")]
+    NoCluster { dir: PathBuf },
+    #[error(
+        "{dir} exists and is not a cluster directory (no cluster.toml); choose another --dir or --name than `{name}`, or remove it"
+    )]
+    NotAClusterDir { dir: PathBuf, name: String },
+    #[error(
+        "cluster `{name}` ({dir}) is in use by another `cargo xtask cluster test` (pid {holder}); wait for it or use another --name"
+    )]
+    ClusterBusy {
+        name: String,
+        dir: PathBuf,
+        holder: String,
+    },
+    #[error(
+        "{socket} is served by another Slurm daemon; without a private /run only one cluster runs at a time, so stop it first"
+    )]
+    SackInUse { socket: PathBuf },
+    #[error(
+        "{dir} does not exist and only root can create it; as root: mkdir -p {dir} && chown {uid} {dir}"
+    )]
+    SackDirMissing { dir: PathBuf, uid: u32 },
+    #[error("cluster: {name} (pid {pid}) exited at once; see {output}")]
+    ExitedAtOnce {
+        name: String,
+        pid: u32,
+        output: PathBuf,
+    },
+    #[error("cluster: {name} (pid {pid}) survived SIGKILL for 10 s (stuck in the kernel?)")]
+    Unkillable { name: String, pid: u32 },
+    #[error("cluster: cannot signal {name} (pid {pid}): {source}")]
+    Signal {
+        name: String,
+        pid: u32,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cluster: down of {dir}: {failures}")]
+    DownFailed { dir: PathBuf, failures: String },
     #[error(
         "pin `{version}` in {path} has no verified sha256 yet (sha256 = \"\"): verify the release tarball and fill in its hash first"
     )]
@@ -133,30 +231,38 @@ pub enum Error {
 }
 
 impl Error {
-    /// An I/O error on `path`.
-    pub fn io(path: impl Into<PathBuf>, e: std::io::Error) -> Error {
-        Error::Io {
-            path: path.into(),
-            detail: e.to_string(),
+    /// This error with `context` (what was being done) in front; the error stays its source.
+    pub fn context(self, context: impl Into<String>) -> Error {
+        Error::Context {
+            context: context.into(),
+            source: Box::new(self),
         }
     }
-}
 
-/// The text of `path`, or `None` when there is no such file (other I/O errors are errors).
-pub fn read_optional(path: &Path) -> Result<Option<String>> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Ok(Some(t)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(path, e)),
+    /// A value that did not parse: `what` names it and where it came from.
+    pub fn parse(
+        what: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Error {
+        Error::Parse {
+            what: what.into(),
+            source: source.into(),
+        }
     }
-}
 
-impl From<xshell::Error> for Error {
-    fn from(e: xshell::Error) -> Error {
-        Error::Command {
-            step: "command".into(),
-            program: String::new(),
-            detail: e.to_string(),
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A file (or directory) that is there but wrong: `problem` says how, and how to fix it.
+    pub fn file(path: impl Into<PathBuf>, problem: impl Into<String>) -> Error {
+        Error::File {
+            path: path.into(),
+            problem: problem.into(),
         }
     }
 }

@@ -22,10 +22,13 @@ pub(crate) mod debian;
 use crate::cli::{FetchArgs, Origin, SourceArgs};
 use crate::error::{Error, Result};
 use crate::pins::{Pin, PinSource, Pins};
-use archive::{Layout, Staging};
+use crate::util::fs::Staging;
+use crate::util::fs::{copy_tree_excluding, sha256_file};
+use crate::util::process::logged;
+use crate::util::process::{require_tool, run_checked};
+use archive::Layout;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 use xshell::{Shell, cmd};
 
 /// A pristine, verified source tree.
@@ -109,61 +112,9 @@ fn already(layout: &Layout, pin: &Pin) -> Option<SourceTree> {
     }
 }
 
-/// Fails with `MissingTool` unless `program` is an executable file on the shell's PATH.
-/// Runs `command` quietly; a non-zero exit becomes [`Error::Command`] naming `step` and
-/// `program`, with the last lines of its standard error.
-pub(crate) fn run_checked(command: xshell::Cmd<'_>, step: &str, program: &str) -> Result<()> {
-    let out = command.quiet().ignore_status().output()?;
-    if out.status.success() {
-        return Ok(());
-    }
-    Err(Error::Command {
-        step: step.into(),
-        program: program.into(),
-        detail: stderr_tail(&out.stderr, 15),
-    })
-}
-
-/// The last `n` lines of a command's output, trimmed.
-pub(crate) fn stderr_tail(bytes: &[u8], n: usize) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let lines: Vec<&str> = text.trim().lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
-pub(crate) fn require_tool(sh: &Shell, program: &str, step: &str, fix: &str) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = sh.var_os("PATH").unwrap_or_default();
-    let found = std::env::split_paths(&path).any(|d| {
-        fs::metadata(d.join(program))
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    });
-    if found {
-        Ok(())
-    } else {
-        Err(Error::MissingTool {
-            program: program.into(),
-            step: step.into(),
-            fix: fix.into(),
-        })
-    }
-}
-
-/// Runs a long step with a spinner (on a terminal) and start/end lines on stderr.
-pub(crate) fn step<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    eprintln!("fetch: {what} ...");
-    let start = Instant::now();
-    let bar = indicatif::ProgressBar::new_spinner();
-    bar.set_message(what.to_string());
-    bar.enable_steady_tick(Duration::from_millis(120));
-    let r = f();
-    bar.finish_and_clear();
-    let secs = start.elapsed().as_secs_f64();
-    match &r {
-        Ok(_) => eprintln!("fetch: {what}: done in {secs:.1}s"),
-        Err(_) => eprintln!("fetch: {what}: failed after {secs:.1}s"),
-    }
-    r
+/// A long fetch step with a spinner (see [`logged::step`]).
+fn step<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    logged::step("fetch", what, f)
 }
 
 fn tarball_parts<'p>(pin: &'p Pin, pins: &Pins) -> Result<(&'p str, &'p str, &'p [String])> {
@@ -209,7 +160,7 @@ fn cached_tarball(layout: &Layout, pin: &Pin, sha: &str) -> Option<PathBuf> {
     names
         .into_iter()
         .map(|n| layout.downloads().join(n))
-        .find(|p| p.is_file() && archive::sha256_file(p).is_ok_and(|h| h == sha))
+        .find(|p| p.is_file() && sha256_file(p).is_ok_and(|h| h == sha))
 }
 
 /// `fetch --version V`: from the pin's URLs (tarball) or repository (git).
@@ -386,35 +337,7 @@ fn from_source(sh: &Shell, root: &Path, path: &Path, version: Option<&str>) -> R
     let pins = Pins::load(root)?;
     let layout = Layout::new(root);
     if meta.is_file() {
-        let actual = step(&format!("sha256 of {}", path.display()), || {
-            archive::sha256_file(path)
-        })?;
-        let pin = match version {
-            Some(v) => {
-                let pin = pins.get(v)?;
-                let expected = pin.require_sha256(&pins.path)?;
-                if actual != expected {
-                    return Err(Error::HashMismatch {
-                        what: path.display().to_string(),
-                        expected: expected.into(),
-                        actual,
-                    });
-                }
-                pin
-            }
-            None => pins
-                .by_sha256(&actual)
-                .ok_or_else(|| Error::UnknownTarball {
-                    path: path.to_path_buf(),
-                    actual: actual.clone(),
-                    known: pins.known(),
-                })?,
-        };
-        let (_, top_dir, _) = tarball_parts(pin, &pins)?;
-        if let Some(t) = already(&layout, pin) {
-            return Ok(t);
-        }
-        return install_tarball(&layout, pin, path, top_dir);
+        return from_tarball(&layout, &pins, path, version);
     }
     if !meta.is_dir() {
         return Err(not_source("neither a file nor a directory"));
@@ -449,17 +372,70 @@ fn from_source(sh: &Shell, root: &Path, path: &Path, version: Option<&str>) -> R
             "not a tarball, not a git directory, and not an unpacked tree (configure.ac and META)",
         ));
     };
+    from_git_dir(sh, &layout, &pins, path, &g)
+}
+
+/// `--source TARBALL [--version V]`: checked against `V`'s pin, or the pin with its sha256.
+fn from_tarball(
+    layout: &Layout,
+    pins: &Pins,
+    path: &Path,
+    version: Option<&str>,
+) -> Result<SourceTree> {
+    let actual = step(&format!("sha256 of {}", path.display()), || {
+        sha256_file(path)
+    })?;
+    let pin = match version {
+        Some(v) => {
+            let pin = pins.get(v)?;
+            let expected = pin.require_sha256(&pins.path)?;
+            if actual != expected {
+                return Err(Error::HashMismatch {
+                    what: path.display().to_string(),
+                    expected: expected.into(),
+                    actual,
+                });
+            }
+            pin
+        }
+        None => pins
+            .by_sha256(&actual)
+            .ok_or_else(|| Error::UnknownTarball {
+                path: path.to_path_buf(),
+                actual: actual.clone(),
+                known: pins.known(),
+            })?,
+    };
+    let (_, top_dir, _) = tarball_parts(pin, pins)?;
+    if let Some(t) = already(layout, pin) {
+        return Ok(t);
+    }
+    install_tarball(layout, pin, path, top_dir)
+}
+
+/// `--source GIT_DIR` without `--version`: the one git pin whose commit the repository has.
+fn from_git_dir(
+    sh: &Shell,
+    layout: &Layout,
+    pins: &Pins,
+    path: &Path,
+    g: &Path,
+) -> Result<SourceTree> {
+    let not_source = |detail: &str| Error::NotASource {
+        path: path.to_path_buf(),
+        detail: detail.into(),
+    };
     require_tool(sh, "git", "fetch --source GIT_DIR", "install git")?;
     let mut found = Vec::new();
     for pin in pins.git_pins() {
         if let PinSource::Git { commit, .. } = &pin.source {
-            if has_commit(sh, &g, commit)? {
+            if has_commit(sh, g, commit)? {
                 found.push(pin);
             }
         }
     }
     match found.as_slice() {
-        [pin] => export_git(sh, &layout, pin, &g),
+        [pin] => export_git(sh, layout, pin, g),
         [] => Err(not_source(&format!(
             "the repository contains none of the pinned commits ({})",
             pins.git_pins()
@@ -503,7 +479,7 @@ fn copy_local_tree(layout: &Layout, path: &Path) -> Result<SourceTree> {
     let staging = Staging::new(&layout.dir, &version)?;
     let copy = staging.dir.join("tree");
     step(&format!("copying {}", path.display()), || {
-        crate::patches::copy_tree_excluding(&src_c, &copy, &[".git"])
+        copy_tree_excluding(&src_c, &copy, &[".git"])
     })?;
     archive::install(
         layout,
@@ -570,7 +546,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let tgz = d.path().join("t.tar.gz");
         fake_tgz(&tgz, "top-1");
-        let sha = archive::sha256_file(&tgz).unwrap();
+        let sha = sha256_file(&tgz).unwrap();
         let p = project(&format!(
             "[pin.\"1.2.3\"]\nline = \"1.2\"\nkind = \"tarball\"\nsha256 = \"{sha}\"\ntop_dir = \"top-1\"\n"
         ));
@@ -670,23 +646,9 @@ mod tests {
             "  Major:\t9\n  Minor:\t1\n  Version:\t9.1.0\n",
         )
         .unwrap();
-        let git = |args: &[&str]| {
-            cmd!(sh, "git -C {repo} {args...}")
-                .env("GIT_AUTHOR_NAME", "t")
-                .env("GIT_AUTHOR_EMAIL", "t@example.org")
-                .env("GIT_COMMITTER_NAME", "t")
-                .env("GIT_COMMITTER_EMAIL", "t@example.org")
-                .quiet()
-                .read()
-                .unwrap()
-        };
-        git(&["init", "-q"]);
-        git(&["add", "."]);
-        git(&["commit", "-q", "-m", "one"]);
-        let commit = git(&["rev-parse", "HEAD"]);
+        let commit = crate::testing::git_commit_all(&sh, &repo, "one");
         fs::write(repo.join("later"), "x").unwrap();
-        git(&["add", "."]);
-        git(&["commit", "-q", "-m", "two"]);
+        crate::testing::git_commit_all(&sh, &repo, "two");
         let p = project(&format!(
             "[pin.\"9.1-snap\"]\nline = \"9.1\"\nkind = \"git\"\nrepo = \"https://example.org/r.git\"\ncommit = \"{commit}\"\n"
         ));
@@ -715,14 +677,13 @@ mod tests {
     #[test]
     fn fetch_download__tries_urls_in_order_verifies_and_renames_part() {
         let sh = Shell::new().unwrap();
-        if require_tool(&sh, "curl", "", "").is_err() {
-            eprintln!("SKIP: curl not installed");
+        if !crate::testing::have(&sh, &["curl"]) {
             return;
         }
         let d = tempfile::tempdir().unwrap();
         let tgz = d.path().join("t.tar.gz");
         fake_tgz(&tgz, "top-1");
-        let sha = archive::sha256_file(&tgz).unwrap();
+        let sha = sha256_file(&tgz).unwrap();
         let (missing, good) = (
             format!("file://{}/nope.tar.gz", d.path().display()),
             format!("file://{}", tgz.display()),
@@ -753,19 +714,7 @@ mod tests {
         let repo = d.path().join("repo");
         fs::create_dir_all(&repo).unwrap();
         fs::write(repo.join("configure.ac"), "AC_INIT\n").unwrap();
-        let git = |args: &[&str]| {
-            cmd!(
-                sh,
-                "git -C {repo} -c user.name=t -c user.email=t@example.org {args...}"
-            )
-            .quiet()
-            .read()
-            .unwrap()
-        };
-        git(&["init", "-q"]);
-        git(&["add", "."]);
-        git(&["commit", "-q", "-m", "one"]);
-        let commit = git(&["rev-parse", "HEAD"]);
+        let commit = crate::testing::git_commit_all(&sh, &repo, "one");
         let url = format!("file://{}", repo.display());
         let p = project(&format!(
             "[pin.\"9-snap\"]\nline = \"9\"\nkind = \"git\"\nrepo = \"{url}\"\ncommit = \"{commit}\"\n"
@@ -784,16 +733,5 @@ mod tests {
         let text = "##\n  Meta:\t\t1\n  Name:\t\tslurm\n  Major:\t24\n  Minor:\t11\n  Micro:\t5\n  Version:\t24.11.5\n";
         assert_eq!(parse_meta(text), Some(("24.11.5".into(), "24.11".into())));
         assert_eq!(parse_meta("  Version:\t1\n"), None);
-    }
-
-    #[test]
-    fn require_tool__missing_program_is_missing_tool() {
-        let sh = Shell::new().unwrap();
-        let e = require_tool(&sh, "no-such-program-xyz", "testing", "install it").unwrap_err();
-        assert!(
-            matches!(e, Error::MissingTool { ref program, .. } if program == "no-such-program-xyz"),
-            "{e}"
-        );
-        require_tool(&sh, "sh", "testing", "").unwrap();
     }
 }

@@ -11,12 +11,19 @@ mod codegen;
 mod cross;
 mod deps;
 mod error;
+mod expectations;
 mod fetch;
+mod macho;
 #[cfg(test)]
 mod macos_workflow;
 mod patches;
+mod personality;
 mod pins;
+mod staging;
 mod targets;
+#[cfg(test)]
+mod testing;
+mod util;
 
 use clap::Parser;
 use error::{Error, Result};
@@ -36,7 +43,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: cli::Cli) -> Result<()> {
-    let sh = Shell::new().map_err(|e| Error::Shell(e.to_string()))?;
+    let sh = Shell::new().map_err(Error::Shell)?;
     let root = project_root();
     sh.change_dir(&root);
     match cli.command {

@@ -16,7 +16,7 @@
 //! regenerates everything consistently.
 
 use crate::error::{Error, Result};
-use crate::fetch::require_tool;
+use crate::util::process::require_tool;
 use std::fs;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
@@ -31,20 +31,19 @@ const AUTOTOOLS_FIX: &str = "install autoconf, automake and libtool (Debian: apt
 pub fn series(root: &Path, line: &str) -> Result<Vec<PathBuf>> {
     let dir = root.join("patches").join(line);
     let file = dir.join("series");
-    let text = fs::read_to_string(&file).map_err(|e| Error::Io {
-        path: file.clone(),
-        detail: format!(
-            "{e}: no patch series for line {line} (create patches/{line}/series; it may be empty)"
-        ),
+    let text = fs::read_to_string(&file).map_err(|e| {
+        Error::io(&file, e).context(format!(
+            "no patch series for line {line} (create patches/{line}/series; it may be empty)"
+        ))
     })?;
     parse_series(&dir, &file, &text)
 }
 
 /// Parses a series file's text; entries are relative to `dir` and must exist.
 fn parse_series(dir: &Path, file: &Path, text: &str) -> Result<Vec<PathBuf>> {
-    let bad = |n: usize, detail: String| Error::Io {
+    let bad = |n: usize, detail: String| Error::File {
         path: file.to_path_buf(),
-        detail: format!("line {n}: {detail}"),
+        problem: format!("line {n}: {detail}"),
     };
     let mut out: Vec<PathBuf> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
@@ -378,9 +377,9 @@ pub fn regenerate(sh: &Shell, tree: &Path) -> Result<()> {
     if provide_external_macros(sh, tree, &extra)? {
         let mut dirs = vec![extra.clone()];
         dirs.extend(std::env::split_paths(&aclocal_path));
-        aclocal_path = std::env::join_paths(dirs).map_err(|e| Error::Io {
+        aclocal_path = std::env::join_paths(dirs).map_err(|e| Error::File {
             path: extra.clone(),
-            detail: e.to_string(),
+            problem: e.to_string(),
         })?;
     }
     let start = std::time::Instant::now();
@@ -414,110 +413,12 @@ pub fn regenerate(sh: &Shell, tree: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A fresh copy of `src` at `dst` (`dst` is removed first). Keeps modes, modification times
-/// and symlinks.
-pub fn copy_tree(src: &Path, dst: &Path) -> Result<()> {
-    copy_tree_excluding(src, dst, &[])
-}
-
-/// [`copy_tree`], skipping the top-level entries named in `exclude` (e.g. `.git`).
-pub(crate) fn copy_tree_excluding(src: &Path, dst: &Path, exclude: &[&str]) -> Result<()> {
-    let src_c = src.canonicalize().map_err(|e| Error::io(src, e))?;
-    if !src_c.is_dir() {
-        return Err(Error::Io {
-            path: src.to_path_buf(),
-            detail: "not a directory".into(),
-        });
-    }
-    let dst_parent = dst
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let dst_parent_c = dst_parent
-        .canonicalize()
-        .map_err(|e| Error::io(dst_parent, e))?;
-    let dst_c = match dst.file_name() {
-        Some(n) => dst_parent_c.join(n),
-        None => {
-            return Err(Error::Io {
-                path: dst.to_path_buf(),
-                detail: "not a directory name".into(),
-            });
-        }
-    };
-    if dst_c.starts_with(&src_c) || src_c.starts_with(&dst_c) {
-        return Err(Error::Io {
-            path: dst.to_path_buf(),
-            detail: format!("cannot copy {} into itself", src.display()),
-        });
-    }
-    match fs::symlink_metadata(dst) {
-        Ok(m) if m.is_dir() => fs::remove_dir_all(dst).map_err(|e| Error::io(dst, e))?,
-        Ok(_) => fs::remove_file(dst).map_err(|e| Error::io(dst, e))?,
-        Err(_) => {}
-    }
-    copy_dir(&src_c, dst, exclude)
-}
-
-fn copy_dir(src: &Path, dst: &Path, exclude: &[&str]) -> Result<()> {
-    let set_mtime = |path: &Path, meta: &fs::Metadata| -> Result<()> {
-        let t = meta.modified().map_err(|e| Error::io(path, e))?;
-        fs::File::open(path)
-            .and_then(|f| f.set_modified(t))
-            .map_err(|e| Error::io(path, e))
-    };
-    fs::create_dir(dst).map_err(|e| Error::io(dst, e))?;
-    let mut dirs = vec![(
-        dst.to_path_buf(),
-        fs::metadata(src).map_err(|e| Error::io(src, e))?,
-    )];
-    let mut stack = vec![(src.to_path_buf(), dst.to_path_buf(), true)];
-    while let Some((s, d, top)) = stack.pop() {
-        for entry in fs::read_dir(&s).map_err(|e| Error::io(&s, e))? {
-            let entry = entry.map_err(|e| Error::io(&s, e))?;
-            let name = entry.file_name();
-            if top && exclude.iter().any(|x| name == *x) {
-                continue;
-            }
-            let (sp, dp) = (entry.path(), d.join(&name));
-            let meta = fs::symlink_metadata(&sp).map_err(|e| Error::io(&sp, e))?;
-            let ft = meta.file_type();
-            if ft.is_dir() {
-                fs::create_dir(&dp).map_err(|e| Error::io(&dp, e))?;
-                dirs.push((dp.clone(), meta));
-                stack.push((sp, dp, false));
-            } else if ft.is_symlink() {
-                let target = fs::read_link(&sp).map_err(|e| Error::io(&sp, e))?;
-                std::os::unix::fs::symlink(&target, &dp).map_err(|e| Error::io(&dp, e))?;
-            } else if ft.is_file() {
-                fs::copy(&sp, &dp).map_err(|e| Error::io(&dp, e))?;
-                set_mtime(&dp, &meta)?;
-            } else {
-                return Err(Error::Io {
-                    path: sp,
-                    detail: "not a regular file, directory or symlink".into(),
-                });
-            }
-        }
-    }
-    // Directory times and modes last: filling a directory changes its mtime.
-    for (d, meta) in dirs.iter().rev() {
-        set_mtime(d, meta)?;
-        fs::set_permissions(d, meta.permissions()).map_err(|e| Error::io(d, e))?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 #[allow(non_snake_case)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
-    fn write(p: &Path, s: &str) {
-        fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::write(p, s).unwrap();
-    }
+    use crate::testing::write;
 
     const GOOD: &str = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n\
 From: Test <test@example.org>\nSubject: [PATCH] change a\n\n---\n src/a.c | 2 +-\n 1 file changed\n\n\
@@ -688,13 +589,7 @@ error: src/x y.c: No such file or directory\nerror: corrupt patch at line 9\n";
     }
 
     fn have_autotools(sh: &Shell) -> bool {
-        let ok = ["autoreconf", "automake", "aclocal"]
-            .iter()
-            .all(|t| require_tool(sh, t, "", "").is_ok());
-        if !ok {
-            eprintln!("SKIP: autoreconf/automake/aclocal not installed");
-        }
-        ok
+        crate::testing::have(sh, &["autoreconf", "automake", "aclocal"])
     }
 
     #[test]
@@ -705,11 +600,7 @@ error: src/x y.c: No such file or directory\nerror: corrupt patch at line 9\n";
         }
         let d = tempfile::tempdir().unwrap();
         let tree = d.path().join("src");
-        write(
-            &tree.join("configure.ac"),
-            "AC_INIT([t], [1])\nAM_INIT_AUTOMAKE([foreign])\nAC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n",
-        );
-        write(&tree.join("Makefile.am"), "");
+        crate::testing::automake_tree(&tree, "");
         regenerate(&sh, &tree).unwrap();
         assert!(tree.join("configure").is_file() && tree.join("Makefile.in").is_file());
         assert!(d.path().join("autoreconf.log").is_file());
@@ -760,11 +651,7 @@ error: src/x y.c: No such file or directory\nerror: corrupt patch at line 9\n";
         }
         let d = tempfile::tempdir().unwrap();
         let tree = d.path().join("src");
-        write(
-            &tree.join("configure.ac"),
-            "AC_INIT([t], [1])\nAM_INIT_AUTOMAKE([foreign])\nAM_PATH_GLIB_2_0([2.0], [g=yes], [g=no])\nAC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n",
-        );
-        write(&tree.join("Makefile.am"), "");
+        crate::testing::automake_tree(&tree, "AM_PATH_GLIB_2_0([2.0], [g=yes], [g=no])\n");
         // A stand-in definition, as a shipped aclocal.m4 would carry it.
         write(
             &tree.join("aclocal.m4"),
@@ -823,7 +710,7 @@ error: src/x y.c: No such file or directory\nerror: corrupt patch at line 9\n";
         let d = tempfile::tempdir().unwrap();
         let copy = d.path().join("src");
         let t = std::time::Instant::now();
-        copy_tree(tree, &copy).unwrap();
+        crate::util::fs::copy_tree(tree, &copy).unwrap();
         eprintln!("copy_tree: {:.2}s", t.elapsed().as_secs_f64());
         apply(&sh, &series(&crate::project_root(), line).unwrap(), &copy).unwrap();
         let configure = fs::read(copy.join("configure")).unwrap();
@@ -838,51 +725,5 @@ error: src/x y.c: No such file or directory\nerror: corrupt patch at line 9\n";
         );
         // The pristine tree is untouched.
         assert!(!tree.join("autom4te.cache").exists());
-    }
-
-    #[test]
-    fn copy_tree__copies_files_links_modes_and_times_and_replaces_dst() {
-        let d = tempfile::tempdir().unwrap();
-        let src = d.path().join("src");
-        write(&src.join("a/b/file.txt"), "hello");
-        write(&src.join("script"), "#!/bin/sh\n");
-        fs::set_permissions(src.join("script"), fs::Permissions::from_mode(0o755)).unwrap();
-        std::os::unix::fs::symlink("a/b/file.txt", src.join("link")).unwrap();
-        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
-        fs::File::open(src.join("a/b/file.txt"))
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
-        let dst = d.path().join("dst");
-        write(&dst.join("stale"), "x");
-        copy_tree(&src, &dst).unwrap();
-        assert!(!dst.join("stale").exists());
-        assert_eq!(
-            fs::read_to_string(dst.join("a/b/file.txt")).unwrap(),
-            "hello"
-        );
-        assert_eq!(
-            fs::metadata(dst.join("a/b/file.txt"))
-                .unwrap()
-                .modified()
-                .unwrap(),
-            old
-        );
-        assert_eq!(
-            fs::metadata(dst.join("script"))
-                .unwrap()
-                .permissions()
-                .mode()
-                & 0o777,
-            0o755
-        );
-        assert_eq!(
-            fs::read_link(dst.join("link")).unwrap(),
-            Path::new("a/b/file.txt")
-        );
-        let e = copy_tree(&src, &src.join("a/inner"))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("into itself"), "{e}");
     }
 }

@@ -89,21 +89,36 @@ fn is_hex(s: &str, len: usize) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+/// The text of the pins file `rel` below `root` (`slurm-src/pins.toml`, `slurm-src/deps.toml`).
+pub fn read_file(root: &Path, rel: &str) -> Result<(PathBuf, String)> {
+    let path = root.join(rel);
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    Ok((path, text))
+}
+
+/// A pins file's TOML, and the error for any problem found in it later.
+pub fn parse_toml<'p, T: serde::de::DeserializeOwned>(
+    path: &'p Path,
+    text: &str,
+) -> Result<(T, impl Fn(String) -> Error + 'p)> {
+    let bad = move |detail: String| Error::Pins {
+        path: path.to_path_buf(),
+        detail,
+    };
+    let raw = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+    Ok((raw, bad))
+}
+
 impl Pins {
     /// Reads `slurm-src/pins.toml` below `root`.
     pub fn load(root: &Path) -> Result<Pins> {
-        let path = root.join(PINS_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let (path, text) = read_file(root, PINS_FILE)?;
         Pins::parse(&path, &text)
     }
 
     /// Parses and validates the text of a pins file.
     pub fn parse(path: &Path, text: &str) -> Result<Pins> {
-        let bad = |detail: String| Error::Pins {
-            path: path.to_path_buf(),
-            detail,
-        };
-        let raw: RawFile = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        let (raw, bad): (RawFile, _) = parse_toml(path, text)?;
         let mut pins = BTreeMap::new();
         for (version, r) in raw.pin {
             if version.is_empty() || version.contains(['/', '\\']) || version.starts_with('.') {

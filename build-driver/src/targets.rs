@@ -1,5 +1,6 @@
 //! The exhaustive target table: Rust target triple → autoconf host triple, OS family, default
-//! C compilers and Homebrew bottle tag (openssl-src's approach). An unknown triple is an
+//! C compilers, Homebrew bottle tag, zig target, minimum macOS and Apple `-arch` name
+//! (openssl-src's approach). An unknown triple is an
 //! error that lists the known ones; nothing is ever guessed from a substring of the triple.
 
 use crate::error::{Error, Result};
@@ -34,6 +35,42 @@ pub struct Target {
     /// user set none. `None`: there is no conventional one (macOS targets from Linux need an
     /// explicit `CC_<triple>`, e.g. `zig cc -target aarch64-macos`).
     pub cross_cc: Option<&'static str>,
+    /// zig's name of the target (`zig cc -target <zig>.<macos_min>`); `None`: zig does not
+    /// build for it here.
+    pub zig: Option<&'static str>,
+    /// Apple targets: the oldest macOS built for (zig's `-target`, `MACOSX_DEPLOYMENT_TARGET`,
+    /// `-mmacosx-version-min`). 12.0 (Monterey) for both: Apple Silicon needs 11.0 at least;
+    /// 12.0 is the first release whose ld64 defaults to chained fixups, the load behaviour
+    /// DESIGN.md's zig pitfall warns about.
+    pub macos_min: Option<&'static str>,
+    /// Apple targets: the `-arch` name (Apple's clang, CMake's `CMAKE_SYSTEM_PROCESSOR`).
+    pub apple_arch: Option<&'static str>,
+}
+
+impl Target {
+    /// zig's `-target` for this target: `<arch>-macos.<macos_min>`.
+    pub fn zig_target(&self) -> Result<String> {
+        match (self.zig, self.macos_min) {
+            (Some(zig), Some(min)) => Ok(format!("{zig}.{min}")),
+            _ => Err(self.not_apple("the zig toolchain builds for macOS targets only")),
+        }
+    }
+
+    /// The oldest macOS this (Apple) target is built for.
+    pub fn macos_min(&self) -> Result<&'static str> {
+        self.macos_min
+            .ok_or_else(|| self.not_apple("a minimum macOS version exists only for Apple targets"))
+    }
+
+    /// Apple's `-arch` name of this (Apple) target.
+    pub fn apple_arch(&self) -> Result<&'static str> {
+        self.apple_arch
+            .ok_or_else(|| self.not_apple("`-arch` names exist only for Apple targets"))
+    }
+
+    fn not_apple(&self, what: &str) -> Error {
+        Error::Unsupported(format!("{what}, not {}", self.rust))
+    }
 }
 
 /// Every supported target. Keep it sorted by triple.
@@ -45,6 +82,9 @@ pub const TARGETS: &[Target] = &[
         bottle_tag: Some("arm64_sonoma"),
         native_cc: "cc",
         cross_cc: None,
+        zig: Some("aarch64-macos"),
+        macos_min: Some("12.0"),
+        apple_arch: Some("arm64"),
     },
     Target {
         rust: "aarch64-unknown-linux-gnu",
@@ -53,6 +93,9 @@ pub const TARGETS: &[Target] = &[
         bottle_tag: Some("arm64_linux"),
         native_cc: "gcc",
         cross_cc: Some("aarch64-linux-gnu-gcc"),
+        zig: None,
+        macos_min: None,
+        apple_arch: None,
     },
     Target {
         rust: "x86_64-apple-darwin",
@@ -61,6 +104,9 @@ pub const TARGETS: &[Target] = &[
         bottle_tag: Some("sonoma"),
         native_cc: "cc",
         cross_cc: None,
+        zig: Some("x86_64-macos"),
+        macos_min: Some("12.0"),
+        apple_arch: Some("x86_64"),
     },
     Target {
         rust: "x86_64-unknown-linux-gnu",
@@ -69,6 +115,9 @@ pub const TARGETS: &[Target] = &[
         bottle_tag: Some("x86_64_linux"),
         native_cc: "gcc",
         cross_cc: Some("x86_64-linux-gnu-gcc"),
+        zig: None,
+        macos_min: None,
+        apple_arch: None,
     },
 ];
 
@@ -182,5 +231,25 @@ mod tests {
                 assert_eq!(t.cross_cc, None, "{}", t.rust);
             }
         }
+    }
+
+    #[test]
+    fn zig_target__arch_and_minimum_macos_only_for_apple_rows() {
+        let a = lookup("aarch64-apple-darwin").unwrap();
+        let x = lookup("x86_64-apple-darwin").unwrap();
+        assert_eq!(a.zig_target().unwrap(), "aarch64-macos.12.0");
+        assert_eq!(x.zig_target().unwrap(), "x86_64-macos.12.0");
+        assert_eq!(
+            (a.apple_arch().unwrap(), x.apple_arch().unwrap()),
+            ("arm64", "x86_64")
+        );
+        for t in TARGETS {
+            let apple = t.os == Os::Apple;
+            assert_eq!(t.zig_target().is_ok(), apple, "{}", t.rust);
+            assert_eq!(t.macos_min().is_ok(), apple, "{}", t.rust);
+            assert_eq!(t.apple_arch().is_ok(), apple, "{}", t.rust);
+        }
+        let l = lookup("x86_64-unknown-linux-gnu").unwrap();
+        assert!(matches!(l.zig_target(), Err(Error::Unsupported(_))));
     }
 }

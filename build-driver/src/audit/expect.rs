@@ -11,11 +11,17 @@
 //! reason = "D1: slurmctld-only functions, only called in slurmctld"
 //! ```
 
-use super::{Finding, Report};
+use super::report::{Finding, Report};
 use crate::error::{Error, Result};
+use crate::expectations::{Recorded, load};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Where CI expects the accepted audit findings of a release line and lane.
+pub fn path(root: &Path, line: &str, lane: &str) -> PathBuf {
+    crate::expectations::file(root, &format!("audit-{line}-{lane}.toml"))
+}
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,20 +48,27 @@ type Value = (BTreeSet<String>, BTreeSet<String>);
 impl Expectations {
     /// Read the file; a missing file means nothing is accepted (and says so).
     pub fn load(path: &Path) -> Result<Expectations> {
-        let Some(text) = crate::error::read_optional(path)? else {
-            println!(
-                "no expectations file {}: every finding fails",
-                path.display()
-            );
-            return Ok(Expectations::default());
-        };
-        Expectations::parse(&text).map_err(|detail| Error::Io {
-            path: path.to_path_buf(),
-            detail,
-        })
+        load(path)
     }
 
-    pub fn parse(text: &str) -> std::result::Result<Expectations, String> {
+    fn pairs(&self) -> BTreeMap<Key, (Value, &str)> {
+        let mut out = BTreeMap::new();
+        for a in &self.accepted {
+            for p in &a.programs {
+                out.insert(
+                    (a.plugin.clone(), p.clone()),
+                    ((a.symbols.clone(), a.libraries.clone()), a.reason.as_str()),
+                );
+            }
+        }
+        out
+    }
+}
+
+impl Recorded for Expectations {
+    const UNLISTED: &'static str = "finding";
+
+    fn parse(text: &str) -> std::result::Result<Expectations, String> {
         let e: Expectations = toml::from_str(text).map_err(|e| e.to_string())?;
         let mut seen = BTreeSet::new();
         for a in &e.accepted {
@@ -75,19 +88,6 @@ impl Expectations {
             }
         }
         Ok(e)
-    }
-
-    fn pairs(&self) -> BTreeMap<Key, (Value, &str)> {
-        let mut out = BTreeMap::new();
-        for a in &self.accepted {
-            for p in &a.programs {
-                out.insert(
-                    (a.plugin.clone(), p.clone()),
-                    ((a.symbols.clone(), a.libraries.clone()), a.reason.as_str()),
-                );
-            }
-        }
-        out
     }
 }
 

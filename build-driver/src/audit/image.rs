@@ -82,18 +82,18 @@ impl Image {
             Ok(FileKind::Elf32) => elf_image::<elf::FileHeader32<Endianness>>(path, data),
             Ok(FileKind::MachO64) => macho_image(path, data),
             Ok(FileKind::MachOFat32 | FileKind::MachOFat64) => {
-                return Err(Error::Io {
+                return Err(Error::File {
                     path: path.to_path_buf(),
-                    detail: "universal (fat) Mach-O file: audit one architecture at a time \
+                    problem: "universal (fat) Mach-O file: audit one architecture at a time \
                              (lipo -thin ARCH)"
                         .into(),
                 });
             }
             Ok(_) | Err(_) => return Ok(None),
         };
-        image.map(Some).map_err(|e| Error::Io {
+        image.map(Some).map_err(|e| Error::File {
             path: path.to_path_buf(),
-            detail: format!("malformed binary: {e}"),
+            problem: format!("malformed binary: {e}"),
         })
     }
 }
@@ -102,14 +102,14 @@ fn utf8(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn elf_image<H: FileHeader<Endian = Endianness>>(
-    path: &Path,
-    data: &[u8],
-) -> object::Result<Image> {
-    let file = ElfFile::<H>::parse(data)?;
+/// Undefined non-local symbols are imports (weak ones weak); defined symbols of dynamic
+/// scope (default or protected visibility, not private-extern) are exports.
+fn imports_and_exports<'data, S: ObjectSymbol<'data>>(
+    symbols: impl Iterator<Item = S>,
+) -> (Vec<Import>, HashSet<String>) {
     let mut imports = Vec::new();
     let mut exports = HashSet::new();
-    for sym in file.dynamic_symbols() {
+    for sym in symbols {
         let Ok(name) = sym.name() else { continue };
         if name.is_empty() {
             continue;
@@ -125,6 +125,15 @@ fn elf_image<H: FileHeader<Endian = Endianness>>(
             exports.insert(name.to_string());
         }
     }
+    (imports, exports)
+}
+
+fn elf_image<H: FileHeader<Endian = Endianness>>(
+    path: &Path,
+    data: &[u8],
+) -> object::Result<Image> {
+    let file = ElfFile::<H>::parse(data)?;
+    let (imports, exports) = imports_and_exports(file.dynamic_symbols());
     let mut needed = Vec::new();
     let mut rpath = Vec::new();
     let mut runpath = Vec::new();
@@ -170,24 +179,7 @@ fn has_interp<H: FileHeader<Endian = Endianness>>(file: &ElfFile<'_, H>) -> bool
 fn macho_image(path: &Path, data: &[u8]) -> object::Result<Image> {
     let file = MachOFile::<macho::MachHeader64<Endianness>>::parse(data)?;
     let endian = file.endian();
-    let mut imports = Vec::new();
-    let mut exports = HashSet::new();
-    for sym in file.symbols() {
-        let Ok(name) = sym.name() else { continue };
-        if name.is_empty() {
-            continue;
-        }
-        if sym.is_undefined() {
-            if sym.is_global() {
-                imports.push(Import {
-                    name: name.to_string(),
-                    weak: sym.is_weak(),
-                });
-            }
-        } else if sym.scope() == SymbolScope::Dynamic {
-            exports.insert(name.to_string());
-        }
-    }
+    let (mut imports, exports) = imports_and_exports(file.symbols());
     let mut needed = Vec::new();
     let mut rpaths = Vec::new();
     // What dyld acts on: each bound symbol's weak-import flag in the bind information (classic

@@ -71,9 +71,9 @@ impl Resolver {
         let mut stubs = HashMap::new();
         for f in stub_files {
             let text = std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?;
-            let libs = tbd::parse(&text, arch).map_err(|detail| Error::Io {
+            let libs = tbd::parse(&text, arch).map_err(|detail| Error::File {
                 path: f.clone(),
-                detail: format!("not a readable .tbd stub: {detail}"),
+                problem: format!("not a readable .tbd stub: {detail}"),
             })?;
             for l in libs {
                 stubs.insert(l.install_name.clone(), Rc::new(l));

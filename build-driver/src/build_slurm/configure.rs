@@ -1,9 +1,9 @@
 //! Configure arguments per personality, the C compiler choice, and the darwin personality's
 //! configure answers (cache variables, plus the two `config.h` answers that have none).
 
-use crate::cli::Personality;
 use crate::cross;
 use crate::error::{Error, Result};
+use crate::personality::Personality;
 use crate::targets::{Os, Target};
 use std::path::{Path, PathBuf};
 
@@ -116,10 +116,9 @@ impl Compiler {
 /// `CC_<triple_with_underscores>`, `TARGET_CC` (cross) or `HOST_CC` (native), `CC`.
 pub fn user_compiler(
     target: &Target,
-    host: &Target,
+    cross: bool,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<Compiler> {
-    let cross = target.rust != host.rust;
     let names = [
         format!("CC_{}", target.rust),
         format!("CC_{}", target.rust.replace('-', "_")),
@@ -147,11 +146,12 @@ pub fn user_compiler(
 pub fn compiler(
     target: &Target,
     host: &Target,
+    cross: bool,
     env: &dyn Fn(&str) -> Option<String>,
     ccache_on_path: bool,
     zig_cc: Option<&Path>,
 ) -> Result<Compiler> {
-    if let Some(c) = user_compiler(target, host, env) {
+    if let Some(c) = user_compiler(target, cross, env) {
         return Ok(c);
     }
     if let Some(z) = zig_cc {
@@ -161,7 +161,6 @@ pub fn compiler(
             launcher: None,
         });
     }
-    let cross = target.rust != host.rust;
     let cc = if cross {
         target.cross_cc.ok_or_else(|| {
             Error::Unsupported(format!(
@@ -169,11 +168,7 @@ pub fn compiler(
                 target.rust,
                 host.rust,
                 target.rust.replace('-', "_"),
-                match target.rust {
-                    "aarch64-apple-darwin" => "aarch64-macos",
-                    "x86_64-apple-darwin" => "x86_64-macos",
-                    other => other,
-                }
+                target.zig.unwrap_or(target.rust)
             ))
         })?
     } else {
@@ -192,6 +187,8 @@ pub struct ConfigureSpec<'a> {
     pub personality: Personality,
     pub target: &'a Target,
     pub host: &'a Target,
+    /// Whether target and host differ (the plan decides it once).
+    pub cross: bool,
     pub prefix: PathBuf,
     pub compiler: Compiler,
     /// The force-included shim header (used when [`uses_shim`] is true).
@@ -300,7 +297,7 @@ fn apple_configure_cppflags(spec: &ConfigureSpec) -> Option<String> {
 /// every [`DARWIN_CACHE_VARS`] as `var=no`.
 pub fn configure_args(spec: &ConfigureSpec) -> Vec<String> {
     let mut args = vec![format!("--prefix={}", spec.prefix.display())];
-    if spec.target.rust != spec.host.rust {
+    if spec.cross {
         args.push(format!("--build={}", spec.host.autoconf_host));
         args.push(format!("--host={}", spec.target.autoconf_host));
     }
@@ -317,7 +314,7 @@ pub fn configure_args(spec: &ConfigureSpec) -> Vec<String> {
     }
     if spec.target.os == Os::Apple {
         args.extend(cross::APPLE_SWITCHES.iter().map(|s| s.to_string()));
-        if spec.target.rust != spec.host.rust {
+        if spec.cross {
             args.extend(cross::CROSS_SWITCHES.iter().map(|s| s.to_string()));
         }
         args.extend(cross::dep_switches(spec.deps_prefix.as_deref()));
@@ -399,9 +396,9 @@ pub fn fix_config_h(build_dir: &Path, personality: Personality) -> Result<()> {
     }
     let path = build_dir.join("config.h");
     let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-    let new = apply_config_h_answers(&text).map_err(|detail| Error::Io {
+    let new = apply_config_h_answers(&text).map_err(|detail| Error::File {
         path: path.clone(),
-        detail,
+        problem: detail,
     })?;
     if new != text {
         std::fs::write(&path, &new).map_err(|e| Error::io(&path, e))?;
@@ -417,9 +414,9 @@ pub fn verify_config_h(build_dir: &Path) -> Result<()> {
     if bad.is_empty() {
         Ok(())
     } else {
-        Err(Error::Io {
+        Err(Error::File {
             path,
-            detail: format!(
+            problem: format!(
                 "darwin personality: configure gave Linux answers: {}; the cache variable names \
                  in build_slurm/configure.rs may not match this Slurm version's configure",
                 bad.join("; ")
@@ -444,6 +441,7 @@ mod tests {
             personality: p,
             target,
             host,
+            cross: target.rust != host.rust,
             prefix: PathBuf::from(prefix),
             compiler: Compiler {
                 cc: "gcc".into(),
@@ -617,19 +615,19 @@ mod tests {
             "CC" => Some("gcc-12".to_string()),
             _ => None,
         };
-        let c = compiler(linux(), linux(), &env, true, None).unwrap();
+        let c = compiler(linux(), linux(), false, &env, true, None).unwrap();
         assert_eq!(c.command(), "clang-16");
         assert_eq!(c.from_env.as_deref(), Some("CC_x86_64_unknown_linux_gnu"));
         let only_cc = |k: &str| (k == "CC").then(|| "gcc-12".to_string());
         assert_eq!(
-            compiler(linux(), linux(), &only_cc, true, None)
+            compiler(linux(), linux(), false, &only_cc, true, None)
                 .unwrap()
                 .command(),
             "gcc-12"
         );
         let host_cc = |k: &str| (k == "HOST_CC").then(|| "gcc-13".to_string());
         assert_eq!(
-            compiler(linux(), linux(), &host_cc, true, None)
+            compiler(linux(), linux(), false, &host_cc, true, None)
                 .unwrap()
                 .command(),
             "gcc-13"
@@ -640,20 +638,20 @@ mod tests {
     fn compiler__default_uses_ccache_only_when_present() {
         let none = |_: &str| None;
         assert_eq!(
-            compiler(linux(), linux(), &none, true, None)
+            compiler(linux(), linux(), false, &none, true, None)
                 .unwrap()
                 .command(),
             "ccache gcc"
         );
         assert_eq!(
-            compiler(linux(), linux(), &none, false, None)
+            compiler(linux(), linux(), false, &none, false, None)
                 .unwrap()
                 .command(),
             "gcc"
         );
         let arm = lookup("aarch64-unknown-linux-gnu").unwrap();
         assert_eq!(
-            compiler(arm, linux(), &none, false, None)
+            compiler(arm, linux(), true, &none, false, None)
                 .unwrap()
                 .command(),
             "aarch64-linux-gnu-gcc"
@@ -664,12 +662,12 @@ mod tests {
     fn compiler__macos_target_from_linux_zig_default_and_user_override() {
         let mac = lookup("aarch64-apple-darwin").unwrap();
         let none = |_: &str| None;
-        match compiler(mac, linux(), &none, true, None) {
+        match compiler(mac, linux(), true, &none, true, None) {
             Err(Error::Unsupported(m)) => assert!(m.contains("CC_aarch64_apple_darwin"), "{m}"),
             other => panic!("expected Unsupported, got {other:?}"),
         }
         let zig = Path::new("/s/toolchain/cc");
-        let c = compiler(mac, linux(), &none, true, Some(zig)).unwrap();
+        let c = compiler(mac, linux(), true, &none, true, Some(zig)).unwrap();
         assert_eq!(
             c.command(),
             "/s/toolchain/cc",
@@ -678,16 +676,16 @@ mod tests {
         assert_eq!(c.from_env, None);
         let user = |k: &str| (k == "CC_aarch64_apple_darwin").then(|| "my-cc".to_string());
         assert_eq!(
-            compiler(mac, linux(), &user, true, Some(zig))
+            compiler(mac, linux(), true, &user, true, Some(zig))
                 .unwrap()
                 .command(),
             "my-cc"
         );
-        assert!(user_compiler(mac, linux(), &none).is_none());
+        assert!(user_compiler(mac, true, &none).is_none());
         let target_cc =
             |k: &str| (k == "TARGET_CC").then(|| "zig cc -target aarch64-macos".to_string());
         assert_eq!(
-            compiler(mac, linux(), &target_cc, true, None)
+            compiler(mac, linux(), true, &target_cc, true, None)
                 .unwrap()
                 .command(),
             "zig cc -target aarch64-macos"

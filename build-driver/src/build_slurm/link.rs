@@ -54,7 +54,12 @@ pub fn cargo_target_dir(root: &Path, env: Option<String>) -> PathBuf {
 /// `cargo rustc -p slurm-shim --release --target <triple> --crate-type staticlib -- --print
 /// native-static-libs`: builds the archive and reports std's native libraries in one step
 /// (cargo replays the note when the crate is fresh).
-pub fn build_shim(sh: &Shell, root: &Path, target: &Target) -> Result<ShimLib> {
+pub fn build_shim(
+    sh: &Shell,
+    root: &Path,
+    target: &Target,
+    macos_min: Option<&str>,
+) -> Result<ShimLib> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let triple = target.rust;
     let out = {
@@ -63,9 +68,9 @@ pub fn build_shim(sh: &Shell, root: &Path, target: &Target) -> Result<ShimLib> {
             sh,
             "{cargo} rustc -p slurm-shim --release --target {triple} --crate-type staticlib -- --print native-static-libs"
         );
-        if target.os == Os::Apple {
+        if let Some(min) = macos_min {
             // The same minimum macOS as the C code (zig's -target, Apple's -mmacosx-version-min).
-            c = c.env("MACOSX_DEPLOYMENT_TARGET", crate::cross::MACOS_MIN);
+            c = c.env("MACOSX_DEPLOYMENT_TARGET", min);
         }
         c.quiet().ignore_status().output()?
     };
@@ -91,9 +96,9 @@ pub fn build_shim(sh: &Shell, root: &Path, target: &Target) -> Result<ShimLib> {
         .join("release")
         .join("libslurm_shim.a");
     if !archive.is_file() {
-        return Err(Error::Io {
+        return Err(Error::File {
             path: archive,
-            detail: "cargo succeeded but the shim archive is not there".into(),
+            problem: "cargo succeeded but the shim archive is not there".into(),
         });
     }
     Ok(ShimLib {
@@ -108,11 +113,11 @@ pub fn build_shim(sh: &Shell, root: &Path, target: &Target) -> Result<ShimLib> {
 pub fn relocatable_object(
     sh: &Shell,
     target: &Target,
-    host: &Target,
+    cross: bool,
     shim: &ShimLib,
     out: &Path,
 ) -> Result<ShimLib> {
-    let (ld, objcopy) = if target.rust == host.rust {
+    let (ld, objcopy) = if !cross {
         ("ld".to_string(), "objcopy".to_string())
     } else {
         (
@@ -126,10 +131,10 @@ pub fn relocatable_object(
     std::fs::write(&keep, shim_symbols().join("\n") + "\n").map_err(|e| Error::io(&keep, e))?;
     let whole = dir.join("slurm_shim.whole.o");
     let archive = &shim.archive;
-    let fail = |program: &str, e: xshell::Error| Error::Command {
-        step: "preparing the shim object".into(),
-        program: program.to_string(),
-        detail: format!("{e} (binutils needed: Debian: apt-get install binutils)"),
+    let fail = |program: &str, e: xshell::Error| {
+        Error::from(e).context(format!(
+            "preparing the shim object with {program} (binutils needed: Debian: apt-get install binutils)"
+        ))
     };
     cmd!(sh, "{ld} -r -o {whole} --whole-archive {archive}")
         .quiet()
@@ -264,11 +269,7 @@ pub fn verify_darwin_link(sh: &Shell, prefix: &Path) -> Result<LinkReport> {
     let text = cmd!(sh, "nm -D {full}")
         .quiet()
         .read()
-        .map_err(|e| Error::Command {
-            step: "darwin link check".into(),
-            program: "nm -D".into(),
-            detail: e.to_string(),
-        })?;
+        .map_err(|e| Error::from(e).context("darwin link check: nm -D"))?;
     let syms = parse_nm_dynamic(&text);
     let shim = shim_symbols();
     let bad = check_libslurmfull(&syms, &shim);
@@ -295,11 +296,7 @@ pub fn verify_darwin_link(sh: &Shell, prefix: &Path) -> Result<LinkReport> {
         let text = cmd!(sh, "nm -D -A --defined-only {plugin_refs...}")
             .quiet()
             .read()
-            .map_err(|e| Error::Command {
-                step: "darwin link check".into(),
-                program: "nm -D -A".into(),
-                detail: e.to_string(),
-            })?;
+            .map_err(|e| Error::from(e).context("darwin link check: nm -D -A"))?;
         for line in text.lines() {
             if let Some((file, rest)) = line.split_once(':') {
                 if rest

@@ -20,16 +20,16 @@
 //! sooner). The load average is printed with each run: the figures are only as quiet as the
 //! machine. Every job must have COMPLETED, or the run fails.
 
-use super::daemons::{poll, read_bounded};
 use super::lab::Lab;
 use super::private_ns::{self, Entered};
 use crate::cli::BenchArgs;
 use crate::error::{Error, Result};
+use crate::util::process::bounded::{poll, read_bounded};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use xshell::{Shell, cmd};
 
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
+use super::config::CLIENT_TIMEOUT;
 const PARTITION: &str = "bench";
 
 /// One build's figures in one round.
@@ -60,7 +60,7 @@ pub fn run(sh: &Shell, _root: &Path, args: BenchArgs) -> Result<()> {
         return Ok(());
     }
     if args.jobs == 0 || args.rounds == 0 {
-        return Err(Error::Cluster(
+        return Err(Error::Usage(
             "--jobs and --rounds must be at least 1".into(),
         ));
     }
@@ -69,7 +69,7 @@ pub fn run(sh: &Shell, _root: &Path, args: BenchArgs) -> Result<()> {
         ("darwin", absolute(&args.darwin)?),
     ];
     for (_, p) in &builds {
-        super::check_prefix(p)?;
+        super::host::check_prefix(p)?;
     }
     let work = work_dir()?;
     println!(
@@ -164,7 +164,7 @@ fn submit_and_wait(sh: &Shell, lab: &Lab, dir: &Path, jobs: usize) -> Result<Fig
             CLIENT_TIMEOUT,
         )?;
         let id = super::jobs::parse_job_id(&out)
-            .ok_or_else(|| Error::Cluster(format!("sbatch printed no job id: {out:?}")))?;
+            .ok_or_else(|| Error::Scenario(format!("sbatch printed no job id: {out:?}")))?;
         submitted.push((id, at));
     }
     let submit = t0.elapsed();
@@ -185,7 +185,7 @@ fn submit_and_wait(sh: &Shell, lab: &Lab, dir: &Path, jobs: usize) -> Result<Fig
         .filter(|l| l.split_whitespace().any(|w| w == "JobState=COMPLETED"))
         .count();
     if completed != jobs {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "{completed} of {jobs} jobs COMPLETED; the others: {}",
             states
                 .lines()
@@ -202,7 +202,7 @@ fn submit_and_wait(sh: &Shell, lab: &Lab, dir: &Path, jobs: usize) -> Result<Fig
         let started: f64 = text
             .trim()
             .parse()
-            .map_err(|e| Error::Cluster(format!("{}: not a time stamp: {e}", f.display())))?;
+            .map_err(|e| Error::parse(format!("{}: a time stamp", f.display()), e))?;
         latencies.push((started - at).max(0.0));
     }
     Ok(Figures {
@@ -250,13 +250,7 @@ fn absolute(p: &Path) -> Result<PathBuf> {
 }
 
 fn work_dir() -> Result<PathBuf> {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!("xtask-bench-{}-{nanos:x}", std::process::id()));
-    std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, e))?;
-    Ok(dir)
+    crate::util::fs::new_work_dir("xtask-bench", 0o755)
 }
 
 #[cfg(test)]

@@ -3,6 +3,10 @@
 //! ports and the node's hardware.
 
 use crate::error::{Error, Result};
+use crate::util::fs::write_atomic;
+
+/// How long one client command (`sbatch`, `scontrol`, `sacctmgr`, `mariadb`, ...) may take.
+pub const CLIENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -125,9 +129,9 @@ pub fn parse_slurmd_c(text: &str) -> Result<NodeHw> {
     let field = |name: &str| -> Result<u32> {
         text.split_whitespace()
             .find_map(|w| w.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
-            .ok_or_else(|| Error::Cluster(format!("`slurmd -C` printed no {name}=: {text:?}")))?
+            .ok_or_else(|| Error::Scenario(format!("`slurmd -C` printed no {name}=: {text:?}")))?
             .parse::<u32>()
-            .map_err(|e| Error::Cluster(format!("`slurmd -C`: bad {name}= value: {e}")))
+            .map_err(|e| Error::parse(format!("`slurmd -C`: {name}="), e))
     };
     let hw = NodeHw {
         cpus: field("CPUs")?,
@@ -137,7 +141,7 @@ pub fn parse_slurmd_c(text: &str) -> Result<NodeHw> {
         threads_per_core: field("ThreadsPerCore")?,
     };
     if hw.cpus == 0 {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "`slurmd -C` reports 0 CPUs: {text:?}"
         )));
     }
@@ -327,29 +331,14 @@ pub fn render_hook(l: &Layout, name: &str) -> String {
     )
 }
 
-/// Write `text` to `path` with `mode`, atomically (a `.part` file renamed into place).
-pub fn write_file(path: &Path, text: &[u8], mode: u32) -> Result<()> {
-    let part = path.with_extension("part");
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, mode);
-    let mut f = opts.open(&part).map_err(|e| Error::io(&part, e))?;
-    use std::os::unix::fs::PermissionsExt;
-    f.set_permissions(std::fs::Permissions::from_mode(mode))
-        .map_err(|e| Error::io(&part, e))?;
-    f.write_all(text).map_err(|e| Error::io(&part, e))?;
-    f.sync_all().map_err(|e| Error::io(&part, e))?;
-    std::fs::rename(&part, path).map_err(|e| Error::io(path, e))
-}
-
 /// Every configuration file of the cluster.
 pub fn write_all(s: &Settings, extra: &[String]) -> Result<()> {
     let l = &s.layout;
-    write_file(&l.conf(), render_with(s, extra).as_bytes(), 0o644)?;
-    write_file(&l.gres_conf(), render_gres(s).as_bytes(), 0o644)?;
-    write_file(&l.dbd_conf(), render_dbd(s).as_bytes(), 0o600)?;
-    write_file(&l.prolog(), render_hook(l, "prolog").as_bytes(), 0o755)?;
-    write_file(&l.epilog(), render_hook(l, "epilog").as_bytes(), 0o755)?;
+    write_atomic(&l.conf(), render_with(s, extra).as_bytes(), 0o644)?;
+    write_atomic(&l.gres_conf(), render_gres(s).as_bytes(), 0o644)?;
+    write_atomic(&l.dbd_conf(), render_dbd(s).as_bytes(), 0o600)?;
+    write_atomic(&l.prolog(), render_hook(l, "prolog").as_bytes(), 0o755)?;
+    write_atomic(&l.epilog(), render_hook(l, "epilog").as_bytes(), 0o755)?;
     write_key(&l.key())
 }
 
@@ -369,12 +358,12 @@ pub fn free_ports(n: usize) -> Result<Vec<u16>> {
     let listeners = (0..n)
         .map(|_| TcpListener::bind(("127.0.0.1", 0)))
         .collect::<std::io::Result<Vec<_>>>()
-        .map_err(|e| Error::Cluster(format!("cannot bind a port on 127.0.0.1: {e}")))?;
+        .map_err(|e| Error::io("a port on 127.0.0.1", e))?;
     listeners
         .iter()
         .map(|l| l.local_addr().map(|a| a.port()))
         .collect::<std::io::Result<Vec<_>>>()
-        .map_err(|e| Error::Cluster(format!("cannot read a bound port: {e}")))
+        .map_err(|e| Error::io("a bound port on 127.0.0.1", e))
 }
 
 /// The auth/slurm key: 1024 random bytes, mode 0600 from creation on (auth/slurm refuses a
@@ -540,7 +529,7 @@ mod tests {
         };
         l.create().unwrap();
         let script = dir.path().join("p.sh");
-        write_file(&script, render_hook(&l, "prolog").as_bytes(), 0o755).unwrap();
+        write_atomic(&script, render_hook(&l, "prolog").as_bytes(), 0o755).unwrap();
         let run = || {
             std::process::Command::new(&script)
                 .env("SLURM_JOB_ID", "7")
@@ -555,21 +544,6 @@ mod tests {
             std::fs::read_to_string(l.hook_log()).unwrap(),
             "prolog 7 0\nprolog 7 0\n"
         );
-    }
-
-    #[test]
-    fn write_file__atomic_with_mode() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("x.conf");
-        write_file(&f, b"a", 0o600).unwrap();
-        write_file(&f, b"b", 0o600).unwrap();
-        assert_eq!(std::fs::read(&f).unwrap(), b"b");
-        use std::os::unix::fs::PermissionsExt;
-        assert_eq!(
-            std::fs::metadata(&f).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
-        assert!(!dir.path().join("x.part").exists());
     }
 
     #[test]

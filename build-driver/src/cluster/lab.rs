@@ -5,14 +5,15 @@
 //! Stopped by record (`down`), also if the caller unwinds without `stop`.
 
 use super::config::Layout;
-use super::daemons::file_tail;
-use super::lifecycle::{self, Cluster, UpOptions};
+use super::handle::{self, Cluster};
+use super::lifecycle::{self, UpOptions};
 use super::private_ns::Private;
 use crate::error::Result;
+use crate::util::process::file_tail;
 use std::path::{Path, PathBuf};
 use xshell::Shell;
 
-pub const NODE: &str = lifecycle::NODE;
+pub const NODE: &str = handle::NODE;
 /// What finished jobs stay visible to `scontrol` for (the benchmark checks COMPLETED there).
 const MIN_JOB_AGE: &str = "MinJobAge=300";
 
@@ -58,7 +59,7 @@ impl Lab {
 
     /// Print the tails of the daemon logs.
     pub fn report(&self) {
-        for d in lifecycle::DAEMONS {
+        for d in handle::DAEMONS {
             for f in [self.layout.daemon_log(d), self.layout.daemon_output(d)] {
                 if f.exists() {
                     eprintln!("---- tail of {} ----\n{}", f.display(), file_tail(&f, 30));

@@ -24,10 +24,13 @@ use super::user::TEST_USER;
 use crate::check::{Outcome, Results};
 use crate::cli::PeerArgs;
 use crate::error::{Error, Result};
+use crate::personality::Personality;
+use crate::staging::Manifest;
+use crate::util::process::bounded::run_to_log_bounded;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::Command;
+use std::time::{Duration, Instant};
 use xshell::{Shell, cmd};
 
 /// The Python modules the suite imports (installed by ci/setup-debian.sh, pinned).
@@ -53,8 +56,8 @@ const EXTRA_CONF: &[&str] = &[
     "KillWait=30",
 ];
 
-/// An installed build with the source and build trees the suite compiles helpers against
-/// (`cargo xtask build-slurm` stages `src/`, `build/` and `prefix/` side by side).
+/// An installed build with the source and build trees the suite compiles helpers against,
+/// as its staging manifest names them ([`crate::staging::Manifest`]).
 #[derive(Debug, Clone)]
 pub struct Install {
     pub name: String,
@@ -64,33 +67,94 @@ pub struct Install {
 }
 
 impl Install {
-    pub fn from_prefix(name: &str, prefix: &Path) -> Result<Install> {
-        let prefix = std::path::absolute(prefix).map_err(|e| Error::io(prefix, e))?;
-        let stage = prefix.parent().unwrap_or(Path::new("/"));
-        let (src, build) = (stage.join("src"), stage.join("build"));
-        for (what, dir) in [("source", &src), ("build", &build)] {
+    /// The staged build of `prefix`, which must be of `personality`.
+    pub fn from_prefix(personality: Personality, prefix: &Path) -> Result<Install> {
+        let staged = Manifest::read_as(prefix, personality)?;
+        let name = personality.name();
+        for (what, dir) in [("source", &staged.source), ("build", &staged.build_dir)] {
             if !dir.is_dir() {
-                return Err(Error::Cluster(format!(
-                    "{name}: no {what} tree {} beside the prefix {}; the peer suite needs a prefix staged by `cargo xtask build-slurm` (src/, build/, prefix/ side by side)",
+                return Err(Error::Usage(format!(
+                    "{name}: no {what} tree {} (named by {}); rebuild it with `cargo xtask build-slurm`",
                     dir.display(),
-                    prefix.display()
+                    Manifest::path_for(&staged.prefix).display()
                 )));
             }
         }
-        let suite = src.join("testsuite/python/conftest.py");
+        let suite = staged.source.join("testsuite/python/conftest.py");
         if !suite.is_file() {
-            return Err(Error::Cluster(format!(
+            return Err(Error::Usage(format!(
                 "{name}: {} is missing: the source has no Python test suite",
                 suite.display()
             )));
         }
         Ok(Install {
             name: name.to_string(),
-            prefix,
-            src,
-            build,
+            prefix: staged.prefix,
+            src: staged.source,
+            build: staged.build_dir,
         })
     }
+}
+
+/// The tests to run: all of them with `--all`, else the subset file's lines.
+fn selection(root: &Path, args: &PeerArgs) -> Result<Vec<String>> {
+    if args.all {
+        return Ok(vec!["tests".to_string()]);
+    }
+    let file = args
+        .subset
+        .clone()
+        .unwrap_or_else(|| root.join("ci/peer-subset.txt"));
+    let text = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, e))?;
+    let subset = parse_subset(&text);
+    if subset.is_empty() {
+        return Err(Error::file(file, "no tests listed"));
+    }
+    Ok(subset)
+}
+
+/// The differences between the native and darwin results that are there again when just
+/// those tests run once more on both builds (timing-sensitive tests on a loaded machine).
+fn reproduced_differences(
+    sh: &Shell,
+    installs: &[Install; 2],
+    results: &[crate::check::Results],
+    work: &Path,
+    args: &PeerArgs,
+) -> Result<Vec<crate::check::Difference>> {
+    let mut diffs = crate::check::differences(&results[0], &results[1]);
+    for d in &diffs {
+        println!("  differs (native -> darwin): {d}");
+    }
+    if diffs.is_empty() {
+        return Ok(diffs);
+    }
+    let ids: Vec<String> = diffs.iter().filter_map(|d| node_id(&d.test)).collect();
+    println!(
+        "peer suite: running the {} differing test(s) again on both builds",
+        ids.len()
+    );
+    let mut again = Vec::new();
+    for install in installs {
+        let dir = work.join(format!("{}-again", install.name));
+        again.push(run_one(sh, install, &dir, &ids, args)?);
+    }
+    diffs.retain(|d| {
+        let kept = again[0].get(&d.test) != again[1].get(&d.test);
+        if !kept {
+            println!(
+                "  not reproduced (both {}): {d}",
+                again[0]
+                    .get(&d.test)
+                    .map_or("absent".into(), |o| o.to_string())
+            );
+        }
+        kept
+    });
+    for d in &diffs {
+        println!("  reproduced: {d}");
+    }
+    Ok(diffs)
 }
 
 /// The whole command. Callable from `ci` in-process: outside the private namespace it runs
@@ -100,26 +164,10 @@ pub fn run(sh: &Shell, root: &Path, args: PeerArgs) -> Result<()> {
         return Ok(());
     }
     let installs = [
-        Install::from_prefix("native", &args.native)?,
-        Install::from_prefix("darwin", &args.darwin)?,
+        Install::from_prefix(Personality::Native, &args.native)?,
+        Install::from_prefix(Personality::Darwin, &args.darwin)?,
     ];
-    let selection = if args.all {
-        vec!["tests".to_string()]
-    } else {
-        let file = args
-            .subset
-            .clone()
-            .unwrap_or_else(|| root.join("ci/peer-subset.txt"));
-        let text = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, e))?;
-        let subset = parse_subset(&text);
-        if subset.is_empty() {
-            return Err(Error::Cluster(format!(
-                "{}: no tests listed",
-                file.display()
-            )));
-        }
-        subset
-    };
+    let selection = selection(root, &args)?;
     test_user(sh)?;
     check_modules(sh)?;
     let work = work_dir()?;
@@ -141,48 +189,16 @@ pub fn run(sh: &Shell, root: &Path, args: PeerArgs) -> Result<()> {
         );
         results.push(r);
     }
-    let (native, darwin) = (&results[0], &results[1]);
-    let mut diffs = crate::check::differences(native, darwin);
-    for d in &diffs {
-        println!("  differs (native -> darwin): {d}");
-    }
-    if !diffs.is_empty() {
-        // Timing-sensitive tests on a loaded machine: a difference counts only if it is
-        // there again when just those tests run once more on both builds.
-        let ids: Vec<String> = diffs.iter().filter_map(|d| node_id(&d.test)).collect();
-        println!(
-            "peer suite: running the {} differing test(s) again on both builds",
-            ids.len()
-        );
-        let mut again = Vec::new();
-        for install in &installs {
-            let dir = work.join(format!("{}-again", install.name));
-            again.push(run_one(sh, install, &dir, &ids, &args)?);
-        }
-        diffs.retain(|d| {
-            let kept = again[0].get(&d.test) != again[1].get(&d.test);
-            if !kept {
-                println!(
-                    "  not reproduced (both {}): {d}",
-                    again[0]
-                        .get(&d.test)
-                        .map_or("absent".into(), |o| o.to_string())
-                );
-            }
-            kept
-        });
-        for d in &diffs {
-            println!("  reproduced: {d}");
-        }
-    }
+    let native = &results[0];
+    let diffs = reproduced_differences(sh, &installs, &results, &work, &args)?;
     let passed = native.values().filter(|o| **o == Outcome::Pass).count();
     let verdict = if passed == 0 {
-        Err(Error::Cluster(format!(
+        Err(Error::Scenario(format!(
             "the native run passed no test: nothing was compared (see {})",
             work.display()
         )))
     } else if !diffs.is_empty() {
-        Err(Error::Cluster(format!(
+        Err(Error::Scenario(format!(
             "{} test(s) differ between native and darwin personality (files kept in {})",
             diffs.len(),
             work.display()
@@ -245,13 +261,9 @@ fn run_one(
             args,
         )?;
         let xml = std::fs::read_to_string(&junit).map_err(|e| {
-            Error::Cluster(format!(
-                "pytest wrote no report {} ({e}); see {}",
-                junit.display(),
-                log.display()
-            ))
+            Error::io(&junit, e).context(format!("pytest wrote no report; see {}", log.display()))
         })?;
-        parse_junit(&xml).map_err(|e| Error::Cluster(format!("{}: {e}", junit.display())))
+        parse_junit(&xml).map_err(|e| Error::file(&junit, e))
     })();
     let stopped = lab.stop(sh);
     let results = outcome?;
@@ -265,14 +277,14 @@ fn prepare_suite(sh: &Shell, install: &Install, dir: &Path, conf: &Path) -> Resu
     let testsuite = dir.join("suite/testsuite");
     std::fs::create_dir_all(&testsuite).map_err(|e| Error::io(&testsuite, e))?;
     let from = install.src.join("testsuite/python");
-    super::daemons::read_bounded(
+    crate::util::process::bounded::read_bounded(
         cmd!(sh, "cp -R {from} {testsuite}"),
         Duration::from_secs(60),
     )?;
     let tsconf = testsuite.join("testsuite.conf");
     std::fs::write(&tsconf, testsuite_conf(install, conf)).map_err(|e| Error::io(&tsconf, e))?;
     let suite_root = dir.join("suite");
-    super::daemons::read_bounded(
+    crate::util::process::bounded::read_bounded(
         cmd!(sh, "chown -R {TEST_USER} {suite_root}"),
         Duration::from_secs(60),
     )?;
@@ -311,30 +323,23 @@ fn run_pytest(
         p.display()
     );
     let tsconf = suite.parent().unwrap_or(suite).join("testsuite.conf");
-    let mut command = Command::new("runuser");
-    command
-        .args(["-u", TEST_USER, "--", "env", "-i"])
-        .arg(format!("HOME={home}"))
-        .arg(format!("USER={TEST_USER}"))
-        .arg(path)
-        .arg("LANG=C.UTF-8")
-        .arg(format!("SLURM_CONF={}", conf.display()))
-        .arg(format!("SLURM_TESTSUITE_CONF={}", tsconf.display()))
-        .args(["python3", "-m", "pytest", "-p", "no:cacheprovider", "-q"])
-        .args([
-            "-rfE",
-            "--no-color",
-            "--local-config",
-            "--allow-slurmdbd-modify",
-        ])
-        .arg(format!("--timeout={}", args.timeout))
-        .arg(format!("--junitxml={}", junit.display()))
-        .args(selection)
-        .current_dir(suite)
-        .stdin(Stdio::null());
-    let out = std::fs::File::create(log).map_err(|e| Error::io(log, e))?;
-    let err = out.try_clone().map_err(|e| Error::io(log, e))?;
-    command.stdout(out).stderr(err);
+    let env = [
+        format!("HOME={home}"),
+        format!("USER={TEST_USER}"),
+        path,
+        "LANG=C.UTF-8".to_string(),
+        format!("SLURM_CONF={}", conf.display()),
+        format!("SLURM_TESTSUITE_CONF={}", tsconf.display()),
+    ];
+    let timeout = format!("--timeout={}", args.timeout);
+    let junitxml = format!("--junitxml={}", junit.display());
+    let command = {
+        let _dir = sh.push_dir(suite);
+        Command::from(cmd!(
+            sh,
+            "runuser -u {TEST_USER} -- env -i {env...} python3 -m pytest -p no:cacheprovider -q -rfE --no-color --local-config --allow-slurmdbd-modify {timeout} {junitxml} {selection...}"
+        ))
+    };
     // The whole run is bounded too: every test may use its timeout, plus a margin.
     let per_selection = if args.all {
         400
@@ -342,33 +347,15 @@ fn run_pytest(
         selection.len() as u64
     };
     let deadline = Duration::from_secs(args.timeout * per_selection.max(1) + 600);
-    let t = Instant::now();
-    let mut child = command
-        .spawn()
-        .map_err(|e| Error::Cluster(format!("cannot start pytest: {e}")))?;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if t.elapsed() > deadline => {
-                child.kill().ok();
-                child.wait().ok();
-                return Err(Error::Cluster(format!(
-                    "pytest did not finish within {deadline:?}; see {}",
-                    log.display()
-                )));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(500)),
-            Err(e) => return Err(Error::Cluster(format!("cannot wait for pytest: {e}"))),
-        }
-    };
+    let status = run_to_log_bounded(command, log, deadline)?;
     // pytest exits 1 when tests failed (a result, compared later), >1 on usage or internal
     // errors (no usable result).
     match status.code() {
         Some(0 | 1) => Ok(()),
-        _ => Err(Error::Cluster(format!(
+        _ => Err(Error::Scenario(format!(
             "pytest ended with {status}; see {}:\n{}",
             log.display(),
-            super::daemons::file_tail(log, 30)
+            crate::util::process::file_tail(log, 30)
         ))),
     }
 }
@@ -378,17 +365,17 @@ fn run_pytest(
 fn test_user(sh: &Shell) -> Result<()> {
     let user = super::user::ensure_test_user()?;
     let name = &user.name;
-    let rights = super::daemons::read_bounded(
+    let rights = crate::util::process::bounded::read_bounded(
         cmd!(sh, "runuser -u {name} -- sudo -ln"),
         Duration::from_secs(30),
     )
     .map_err(|e| {
-        Error::Cluster(format!(
-            "`sudo -ln` as {name} failed (is the sudo package installed? ci/setup-debian.sh): {e}"
+        e.context(format!(
+            "`sudo -ln` as {name} failed (is the sudo package installed? ci/setup-debian.sh)"
         ))
     })?;
     if !rights.contains("NOPASSWD: ALL") {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Usage(format!(
             "{name} has no `NOPASSWD: ALL` sudo rule; `sudo -ln` says:\n{rights}"
         )));
     }
@@ -398,7 +385,7 @@ fn test_user(sh: &Shell) -> Result<()> {
 /// The Python modules must import for the test user's `python3`.
 fn check_modules(sh: &Shell) -> Result<()> {
     let code = format!("import {}", MODULES.join(", "));
-    let out = super::daemons::run_bounded(
+    let out = crate::util::process::bounded::run_bounded(
         cmd!(
             sh,
             "runuser -u {TEST_USER} -- env -i PATH=/usr/local/bin:/usr/bin:/bin python3 -c {code}"
@@ -419,7 +406,7 @@ fn check_modules(sh: &Shell) -> Result<()> {
 }
 
 fn user_home(sh: &Shell) -> Result<String> {
-    let line = super::daemons::read_bounded(
+    let line = crate::util::process::bounded::read_bounded(
         cmd!(sh, "getent passwd {TEST_USER}"),
         Duration::from_secs(10),
     )?;
@@ -427,21 +414,12 @@ fn user_home(sh: &Shell) -> Result<String> {
         .split(':')
         .nth(5)
         .map(str::to_string)
-        .ok_or_else(|| Error::Cluster(format!("getent passwd {TEST_USER}: {line:?}")))
+        .ok_or_else(|| Error::Scenario(format!("getent passwd {TEST_USER}: {line:?}")))
 }
 
 /// A new directory for one peer run, readable by the test user.
 fn work_dir() -> Result<PathBuf> {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!("xtask-peer-{}-{nanos:x}", std::process::id()));
-    std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, e))?;
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| Error::io(&dir, e))?;
-    Ok(dir)
+    crate::util::fs::new_work_dir("xtask-peer", 0o755)
 }
 
 /// The pytest node id of a JUnit key: `tests.test_116_28.Test_x::test_y[p]` ->
@@ -636,21 +614,44 @@ mod tests {
     }
 
     #[test]
-    fn install__requires_src_and_build_beside_the_prefix() {
+    fn install__takes_src_and_build_from_the_staging_manifest() {
         let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(d.path().join("prefix")).unwrap();
-        let err = Install::from_prefix("native", &d.path().join("prefix"))
+        let prefix = d.path().join("prefix");
+        std::fs::create_dir_all(&prefix).unwrap();
+        let err = Install::from_prefix(Personality::Native, &prefix).unwrap_err();
+        assert!(matches!(err, Error::NotStaged { .. }), "{err}");
+        let staged = Manifest {
+            version: "24.11.5".into(),
+            line: "24.11".into(),
+            personality: Personality::Native,
+            target: "x86_64-unknown-linux-gnu".into(),
+            patched: true,
+            prefix: prefix.clone(),
+            source: d.path().join("elsewhere/src"),
+            build_dir: d.path().join("elsewhere/build"),
+            make_vars: vec!["V=0".into()],
+        };
+        staged.write().unwrap();
+        let err = Install::from_prefix(Personality::Native, &prefix)
             .unwrap_err()
             .to_string();
         assert!(err.contains("no source tree"), "{err}");
-        std::fs::create_dir_all(d.path().join("src/testsuite/python")).unwrap();
-        std::fs::create_dir_all(d.path().join("build")).unwrap();
-        let err = Install::from_prefix("native", &d.path().join("prefix"))
+        let err = Install::from_prefix(Personality::Darwin, &prefix)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("is a native build"), "{err}");
+        std::fs::create_dir_all(d.path().join("elsewhere/src/testsuite/python")).unwrap();
+        std::fs::create_dir_all(d.path().join("elsewhere/build")).unwrap();
+        let err = Install::from_prefix(Personality::Native, &prefix)
             .unwrap_err()
             .to_string();
         assert!(err.contains("conftest.py is missing"), "{err}");
-        std::fs::write(d.path().join("src/testsuite/python/conftest.py"), "").unwrap();
-        let i = Install::from_prefix("native", &d.path().join("prefix")).unwrap();
-        assert_eq!(i.build, d.path().join("build"));
+        std::fs::write(
+            d.path().join("elsewhere/src/testsuite/python/conftest.py"),
+            "",
+        )
+        .unwrap();
+        let i = Install::from_prefix(Personality::Native, &prefix).unwrap();
+        assert_eq!(i.build, d.path().join("elsewhere/build"));
     }
 }

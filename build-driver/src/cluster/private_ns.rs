@@ -11,8 +11,8 @@
 //! Nothing outside the namespace changes, and its mounts vanish when its last process exits,
 //! whatever happened to the driver.
 
-use super::daemons::read_bounded;
 use crate::error::{Error, Result};
+use crate::util::process::bounded::read_bounded;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use xshell::{Shell, cmd};
@@ -37,7 +37,7 @@ pub fn enter(sh: &Shell, what: &str, args: &[std::ffi::OsString]) -> Result<Ente
         // `unshare` execs us, so our parent is the driver that ran it, outside.
         let parent = std::os::unix::process::parent_id().to_string();
         if mount_ns("self")? == mount_ns(&parent)? {
-            return Err(Error::Cluster(format!(
+            return Err(Error::Usage(format!(
                 "{MARKER} is set but this process shares its parent's mount namespace; unset it"
             )));
         }
@@ -45,9 +45,10 @@ pub fn enter(sh: &Shell, what: &str, args: &[std::ffi::OsString]) -> Result<Ente
     }
     let uid = read_bounded(cmd!(sh, "id -u"), Duration::from_secs(10))?;
     if uid.trim() != "0" {
-        return Err(Error::Cluster(format!(
-            "{what} must run as root: it creates a private mount namespace, a test user and a sudo rule"
-        )));
+        return Err(Error::NeedsRoot {
+            what: what.to_string(),
+            why: "it creates a private mount namespace, a test user and a sudo rule".into(),
+        });
     }
     let exe = std::env::current_exe().map_err(|e| Error::io("/proc/self/exe", e))?;
     cmd!(
@@ -57,8 +58,8 @@ pub fn enter(sh: &Shell, what: &str, args: &[std::ffi::OsString]) -> Result<Ente
     .env(MARKER, "1")
     .quiet()
     .run()
-    .map_err(|_| {
-        Error::Cluster(format!(
+    .map_err(|e| {
+        Error::from(e).context(format!(
             "{what} failed inside its private mount namespace (its messages are above)"
         ))
     })?;
@@ -80,10 +81,10 @@ impl Bind {
     /// `mount --bind source target`; only inside the private namespace.
     pub fn new(sh: &Shell, source: &Path, target: &Path) -> Result<Bind> {
         if std::env::var_os(MARKER).is_none() {
-            return Err(Error::Cluster(format!(
-                "refusing to bind-mount over {} outside the private mount namespace",
-                target.display()
-            )));
+            return Err(Error::NeedsRoot {
+                what: format!("bind-mounting over {}", target.display()),
+                why: "refused outside the private mount namespace".into(),
+            });
         }
         read_bounded(
             cmd!(sh, "mount --bind {source} {target}"),

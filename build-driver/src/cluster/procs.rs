@@ -15,10 +15,12 @@
 //! through kill(2) right after the start-time check, and there is no isolation.
 
 use crate::error::{Error, Result};
+use nix::sys::signal::Signal;
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -46,56 +48,13 @@ pub struct Isolation {
 impl Isolation {
     pub fn new(run_dir: &Path) -> Result<Isolation> {
         let run_dir = CString::new(run_dir.as_os_str().as_bytes())
-            .map_err(|_| Error::Cluster(format!("{}: NUL in path", run_dir.display())))?;
+            .map_err(|_| Error::file(run_dir, "a NUL byte in the path"))?;
         Ok(Isolation { run_dir })
     }
 
     /// Make `cmd` enter a new mount namespace with our directory on `/run` before it execs.
     pub fn apply(&self, cmd: &mut Command) {
-        let run_dir = self.run_dir.clone();
-        // SAFETY: the closure runs in the forked child before exec and calls only
-        // async-signal-safe system calls on memory prepared before the fork.
-        unsafe {
-            cmd.pre_exec(move || enter_private_run(&run_dir));
-        }
-    }
-}
-
-/// Mount namespaces are Linux's.
-#[cfg(not(target_os = "linux"))]
-fn enter_private_run(_run_dir: &CString) -> std::io::Result<()> {
-    Err(std::io::Error::from_raw_os_error(libc::ENOSYS))
-}
-
-/// unshare(CLONE_NEWNS), make every mount private, bind `run_dir` onto `/run`.
-#[cfg(target_os = "linux")]
-fn enter_private_run(run_dir: &CString) -> std::io::Result<()> {
-    let check = |rc: libc::c_int| {
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
-    };
-    let root = c"/";
-    let run = c"/run";
-    // SAFETY: plain system calls with valid NUL-terminated strings.
-    unsafe {
-        check(libc::unshare(libc::CLONE_NEWNS))?;
-        check(libc::mount(
-            std::ptr::null(),
-            root.as_ptr(),
-            std::ptr::null(),
-            libc::MS_REC | libc::MS_PRIVATE,
-            std::ptr::null(),
-        ))?;
-        check(libc::mount(
-            run_dir.as_ptr(),
-            run.as_ptr(),
-            std::ptr::null(),
-            libc::MS_BIND,
-            std::ptr::null(),
-        ))
+        crate::util::process::spawn::private_run(cmd, self.run_dir.clone());
     }
 }
 
@@ -114,29 +73,21 @@ pub fn spawn_detached(
         .map_err(|e| Error::io(output, e))?;
     let err = out.try_clone().map_err(|e| Error::io(output, e))?;
     cmd.stdin(Stdio::null()).stdout(out).stderr(err);
-    // SAFETY: setsid is async-signal-safe; runs in the child before exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    crate::util::process::spawn::new_session(&mut cmd);
     if let Some(iso) = isolation {
         iso.apply(&mut cmd);
     }
     // std's spawn returns once exec succeeded (or reports why it failed), so the pre-exec
     // steps are done and the namespace can be read.
-    let child = cmd
-        .spawn()
-        .map_err(|e| Error::Cluster(format!("cannot start {name}: {e}")))?;
+    let child = cmd.spawn().map_err(|source| Error::Spawn {
+        program: name.to_string(),
+        source,
+    })?;
     let pid = child.id();
-    let start_ticks = start_ticks(pid).ok_or_else(|| {
-        Error::Cluster(format!(
-            "{name} (pid {pid}) exited at once; see {}",
-            output.display()
-        ))
+    let start_ticks = start_ticks(pid).ok_or_else(|| Error::ExitedAtOnce {
+        name: name.to_string(),
+        pid,
+        output: output.to_path_buf(),
     })?;
     let mnt_ns = isolation.and_then(|_| mount_namespace(pid));
     // The Child handle is dropped without waiting: the process is detached on purpose.
@@ -166,8 +117,11 @@ fn proc_info(pid: u32) -> Option<(String, u64)> {
 /// (state letter, start time) from `ps -o stat=,lstart=` (one-second resolution, hashed).
 #[cfg(not(target_os = "linux"))]
 fn proc_info(pid: u32) -> Option<(String, u64)> {
-    let out = Command::new("ps")
-        .args(["-o", "stat=,lstart=", "-p", &pid.to_string()])
+    let sh = xshell::Shell::new().ok()?;
+    let pid = pid.to_string();
+    let out = xshell::cmd!(sh, "ps -o stat=,lstart= -p {pid}")
+        .quiet()
+        .ignore_status()
         .output()
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -243,7 +197,7 @@ impl ProcRecord {
 
     /// Send `signal` if (and only if) this is still the recorded process. Returns whether it
     /// was sent.
-    pub fn signal(&self, signal: libc::c_int) -> Result<bool> {
+    pub fn signal(&self, signal: Signal) -> Result<bool> {
         let Some(fd) = PidFd::open(self.pid) else {
             return Ok(false);
         };
@@ -251,11 +205,10 @@ impl ProcRecord {
         if self.liveness() != Liveness::Running {
             return Ok(false);
         }
-        fd.send(signal).map_err(|e| {
-            Error::Cluster(format!(
-                "cannot signal {} (pid {}): {e}",
-                self.name, self.pid
-            ))
+        fd.send(signal).map_err(|source| Error::Signal {
+            name: self.name.clone(),
+            pid: self.pid,
+            source,
         })?;
         Ok(true)
     }
@@ -267,20 +220,20 @@ impl ProcRecord {
             Liveness::Reused => return Ok(Stopped::PidReused),
             Liveness::Running => {}
         }
-        if !self.signal(libc::SIGTERM)? {
+        if !self.signal(Signal::SIGTERM)? {
             return Ok(Stopped::AlreadyGone);
         }
         if self.wait_gone(grace) {
             return Ok(Stopped::Terminated);
         }
-        self.signal(libc::SIGKILL)?;
+        self.signal(Signal::SIGKILL)?;
         if self.wait_gone(Duration::from_secs(10)) {
             Ok(Stopped::Killed)
         } else {
-            Err(Error::Cluster(format!(
-                "{} (pid {}) survived SIGKILL for 10 s (stuck in the kernel?)",
-                self.name, self.pid
-            )))
+            Err(Error::Unkillable {
+                name: self.name.clone(),
+                pid: self.pid,
+            })
         }
     }
 
@@ -308,18 +261,21 @@ pub enum Stopped {
     Killed,
 }
 
-/// Exit statuses of our own children that were reaped, by PID.
-static REAPED: std::sync::Mutex<Vec<(u32, libc::c_int)>> = std::sync::Mutex::new(Vec::new());
+/// Exit statuses of our own children that were reaped.
+static REAPED: std::sync::Mutex<Vec<WaitStatus>> = std::sync::Mutex::new(Vec::new());
 
 /// Reap `pid` if it is our own exited child (the `test` command starts the daemons itself)
-/// and remember how it ended; harmless otherwise.
+/// and remember how it ended; harmless otherwise (ECHILD).
 fn reap(pid: u32) {
-    let mut status = 0;
-    // SAFETY: waitpid with WNOHANG on a specific PID; fails with ECHILD if not our child.
-    let rc = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
-    if rc == pid as libc::pid_t {
-        if let Ok(mut r) = REAPED.lock() {
-            r.push((pid, status));
+    let Ok(raw) = i32::try_from(pid) else {
+        return;
+    };
+    match waitpid(Pid::from_raw(raw), Some(WaitPidFlag::WNOHANG)) {
+        Ok(WaitStatus::StillAlive) | Err(_) => {}
+        Ok(status) => {
+            if let Ok(mut r) = REAPED.lock() {
+                r.push(status);
+            }
         }
     }
 }
@@ -327,25 +283,27 @@ fn reap(pid: u32) {
 /// How a daemon we started and reaped ended (`exit status 1`, `killed by signal 11 (core
 /// dumped)`), if it was our child.
 pub fn how_it_ended(pid: u32) -> Option<String> {
-    let status = REAPED.lock().ok()?.iter().rev().find(|(p, _)| *p == pid)?.1;
-    Some(if libc::WIFEXITED(status) {
-        format!("exit status {}", libc::WEXITSTATUS(status))
-    } else if libc::WIFSIGNALED(status) {
-        format!(
-            "killed by signal {}{}",
-            libc::WTERMSIG(status),
-            if libc::WCOREDUMP(status) {
-                " (core dumped)"
-            } else {
-                ""
-            }
-        )
-    } else {
-        format!("wait status {status:#x}")
-    })
+    let status = *REAPED.lock().ok()?.iter().rev().find(|s| {
+        s.pid()
+            .is_some_and(|p| i64::from(p.as_raw()) == i64::from(pid))
+    })?;
+    Some(describe_status(status))
 }
 
-/// A pidfd (Linux 5.3+): signals through it reach the process it was opened on, or nothing.
+fn describe_status(status: WaitStatus) -> String {
+    match status {
+        WaitStatus::Exited(_, code) => format!("exit status {code}"),
+        WaitStatus::Signaled(_, sig, core) => format!(
+            "killed by signal {}{}",
+            sig as i32,
+            if core { " (core dumped)" } else { "" }
+        ),
+        other => format!("wait status {other:?}"),
+    }
+}
+
+/// A pidfd (Linux 5.3+, rustix: nix has no pidfd calls): signals through it reach the
+/// process it was opened on, or nothing.
 #[cfg(target_os = "linux")]
 struct PidFd(std::os::fd::OwnedFd);
 
@@ -359,16 +317,12 @@ impl PidFd {
         Some(PidFd(pid))
     }
 
-    fn send(&self, signal: libc::c_int) -> std::io::Result<()> {
-        // SAFETY: kill(2) on a PID whose start time was just checked.
-        if unsafe { libc::kill(self.0 as libc::pid_t, signal) } == 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::ESRCH) {
-            Ok(())
-        } else {
-            Err(e)
+    fn send(&self, signal: Signal) -> std::io::Result<()> {
+        let pid = Pid::from_raw(i32::try_from(self.0).map_err(std::io::Error::other)?);
+        match nix::sys::signal::kill(pid, signal) {
+            // ESRCH: it exited meanwhile; that is what we wanted.
+            Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
+            Err(e) => Err(e.into()),
         }
     }
 }
@@ -376,40 +330,19 @@ impl PidFd {
 #[cfg(target_os = "linux")]
 impl PidFd {
     fn open(pid: u32) -> Option<PidFd> {
-        // SAFETY: pidfd_open(pid, 0) returns a new descriptor or -1.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-        if fd < 0 {
-            return None;
-        }
-        // SAFETY: fd is a fresh descriptor we own.
-        Some(PidFd(unsafe {
-            std::os::fd::FromRawFd::from_raw_fd(fd as libc::c_int)
-        }))
+        let pid = rustix::process::Pid::from_raw(i32::try_from(pid).ok()?)?;
+        rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
+            .ok()
+            .map(PidFd)
     }
 
-    fn send(&self, signal: libc::c_int) -> std::io::Result<()> {
-        use std::os::fd::AsRawFd;
-        // SAFETY: pidfd_send_signal(fd, sig, NULL, 0).
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_pidfd_send_signal,
-                self.0.as_raw_fd(),
-                signal,
-                std::ptr::null::<libc::siginfo_t>(),
-                0,
-            )
-        };
-        match rc {
-            0 => Ok(()),
-            _ => {
-                let e = std::io::Error::last_os_error();
-                // ESRCH: it exited meanwhile; that is what we wanted.
-                if e.raw_os_error() == Some(libc::ESRCH) {
-                    Ok(())
-                } else {
-                    Err(e)
-                }
-            }
+    fn send(&self, signal: Signal) -> std::io::Result<()> {
+        let sig = rustix::process::Signal::from_named_raw(signal as i32)
+            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        match rustix::process::pidfd_send_signal(&self.0, sig) {
+            // ESRCH: it exited meanwhile; that is what we wanted.
+            Ok(()) | Err(rustix::io::Errno::SRCH) => Ok(()),
+            Err(e) => Err(e.into()),
         }
     }
 }
@@ -487,14 +420,23 @@ pub fn run_mount_is(_mountinfo: &str, _run_dir: &Path) -> bool {
 
 /// Whether we can create mount namespaces (Linux, root).
 pub fn can_isolate() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    cfg!(target_os = "linux") && unsafe { libc::geteuid() == 0 }
+    cfg!(target_os = "linux") && nix::unistd::geteuid().is_root()
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(non_snake_case)]
     use super::*;
+
+    /// Whether mount namespaces can be made here; if not, says why the test is skipped.
+    #[cfg(target_os = "linux")]
+    fn isolation_or_skip() -> bool {
+        let ok = can_isolate();
+        if !ok {
+            eprintln!("skipped: mount namespaces need root");
+        }
+        ok
+    }
 
     #[cfg(target_os = "linux")]
     #[test]
@@ -578,7 +520,7 @@ mod tests {
             mnt_ns: None,
         };
         assert_eq!(rec.liveness(), Liveness::Reused);
-        assert!(!rec.signal(libc::SIGTERM).unwrap());
+        assert!(!rec.signal(Signal::SIGTERM).unwrap());
         assert_eq!(
             rec.stop(Duration::from_secs(1)).unwrap(),
             Stopped::PidReused
@@ -608,8 +550,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn isolation__binds_our_directory_on_run() {
-        if !can_isolate() {
-            eprintln!("skipped: mount namespaces need root");
+        if !isolation_or_skip() {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
@@ -629,8 +570,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn processes_in_namespace__finds_ours_and_ignores_a_namespace_with_another_run() {
-        if !can_isolate() {
-            eprintln!("skipped: mount namespaces need root");
+        if !isolation_or_skip() {
             return;
         }
         let ours = tempfile::tempdir().unwrap();

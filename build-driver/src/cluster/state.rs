@@ -43,22 +43,25 @@ impl State {
             root: dir.to_path_buf(),
         }
         .state_file();
-        let Some(text) = crate::error::read_optional(&path)? else {
+        let Some(text) = crate::util::fs::read_optional(&path)? else {
             return Ok(None);
         };
         toml::from_str(&text).map(Some).map_err(|e| {
-            Error::Cluster(format!(
-                "{}: not a cluster record ({e}); remove the directory if nothing of it runs",
-                path.display()
-            ))
+            Error::parse(
+                format!(
+                    "{}: not a cluster record (remove the directory if nothing of it runs)",
+                    path.display()
+                ),
+                e,
+            )
         })
     }
 
     /// Write `cluster.toml` atomically.
     pub fn save(&self) -> Result<()> {
-        let text = toml::to_string(self)
-            .map_err(|e| Error::Cluster(format!("cannot serialise the cluster record: {e}")))?;
-        super::config::write_file(&self.layout().state_file(), text.as_bytes(), 0o644)
+        let text =
+            toml::to_string(self).map_err(|e| Error::parse("serialising the cluster record", e))?;
+        crate::util::fs::write_atomic(&self.layout().state_file(), text.as_bytes(), 0o644)
     }
 
     /// Record a started process (replacing an earlier record of the same name) and save.

@@ -2,11 +2,11 @@
 //! and gid) and Slurm's Python test suite (which wants a user with a `NOPASSWD: ALL` sudo
 //! rule, or skips most tests). Created idempotently; root only.
 
-use super::daemons::{read_bounded, run_bounded};
 use crate::error::{Error, Result};
+use crate::util::process::bounded::{read_bounded, run_bounded};
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
+use xshell::{Shell, cmd};
 
 /// The one test user name for every harness.
 pub const TEST_USER: &str = "slurmtest";
@@ -25,12 +25,12 @@ pub struct TestUser {
 /// place). Returns its ids.
 pub fn ensure_test_user() -> Result<TestUser> {
     let t = Duration::from_secs(30);
+    let sh = Shell::new().map_err(Error::Shell)?;
     if lookup(TEST_USER)?.is_none() {
-        let mut c = Command::new("useradd");
-        c.args(["--create-home", "--shell", "/bin/bash", TEST_USER]);
+        let c = cmd!(sh, "useradd --create-home --shell /bin/bash {TEST_USER}");
         read_bounded(c, t).map_err(|e| {
-            Error::Cluster(format!(
-                "cannot create the test user {TEST_USER} (needs root): {e}"
+            e.context(format!(
+                "cannot create the test user {TEST_USER} (needs root)"
             ))
         })?;
     }
@@ -38,26 +38,21 @@ pub fn ensure_test_user() -> Result<TestUser> {
     let dest = Path::new("/etc/sudoers.d").join(TEST_USER);
     if std::fs::read_to_string(&dest).ok().as_deref() != Some(rule.as_str()) {
         let part = Path::new("/etc/sudoers.d").join(format!(".{TEST_USER}.part"));
-        super::config::write_file(&part, rule.as_bytes(), 0o440)?;
-        let mut v = Command::new("visudo");
-        v.arg("-cf").arg(&part);
-        if let Err(e) = read_bounded(v, t) {
+        crate::util::fs::write_atomic(&part, rule.as_bytes(), 0o440)?;
+        if let Err(e) = read_bounded(cmd!(sh, "visudo -cf {part}"), t) {
             std::fs::remove_file(&part).ok();
-            return Err(Error::Cluster(format!(
-                "sudo rule for {TEST_USER} rejected: {e}"
-            )));
+            return Err(e.context(format!("sudo rule for {TEST_USER} rejected")));
         }
         std::fs::rename(&part, &dest).map_err(|e| Error::io(&dest, e))?;
     }
     lookup(TEST_USER)?
-        .ok_or_else(|| Error::Cluster(format!("{TEST_USER} still does not exist after useradd")))
+        .ok_or_else(|| Error::Scenario(format!("{TEST_USER} still does not exist after useradd")))
 }
 
 /// `getent passwd NAME`, parsed.
 pub fn lookup(name: &str) -> Result<Option<TestUser>> {
-    let mut c = Command::new("getent");
-    c.args(["passwd", name]);
-    let out = run_bounded(c, Duration::from_secs(10))?;
+    let sh = Shell::new().map_err(Error::Shell)?;
+    let out = run_bounded(cmd!(sh, "getent passwd {name}"), Duration::from_secs(10))?;
     if !out.status.success() {
         return Ok(None);
     }

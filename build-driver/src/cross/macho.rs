@@ -1,8 +1,9 @@
 //! The post-install check of a macOS build: every program, library and plugin a compute
 //! node or a client needs is in the prefix and is a Mach-O file of the target's CPU.
 //!
-//! The header is read by hand: three 32-bit fields (magic, cputype, filetype) of a thin
-//! Mach-O file, or the architecture table of a universal one that must contain the CPU. Programs must be `MH_EXECUTE`; libslurmfull `MH_DYLIB`; plugins
+//! The header is read by [`crate::macho::inspect`] (the `object` crate): CPU and file type of
+//! a thin Mach-O file, or the architectures of a universal one, which must contain the CPU.
+//! Programs must be `MH_EXECUTE`; libslurmfull `MH_DYLIB`; plugins
 //! `MH_BUNDLE` (Apple's ld64 with libtool's `-bundle`) or `MH_DYLIB` (zig, which makes
 //! `-shared` dylibs; see [`super::zig`]). Anything else (missing, ELF, wrong CPU, wrong kind)
 //! is listed, and the build fails with the whole list.
@@ -19,135 +20,7 @@ use crate::error::{Error, Result};
 use crate::targets::Target;
 use std::path::{Path, PathBuf};
 
-/// The Mach-O constants the check needs (`<mach-o/loader.h>`, `<mach/machine.h>`,
-/// `<mach-o/fat.h>`: documented values).
-pub mod consts {
-    pub const MH_MAGIC: u32 = 0xfeed_face;
-    pub const MH_MAGIC_64: u32 = 0xfeed_facf;
-    pub const FAT_MAGIC: u32 = 0xcafe_babe;
-    pub const FAT_MAGIC_64: u32 = 0xcafe_babf;
-    pub const CPU_ARCH_ABI64: u32 = 0x0100_0000;
-    pub const CPU_TYPE_X86: u32 = 7;
-    pub const CPU_TYPE_ARM: u32 = 12;
-    pub const CPU_TYPE_X86_64: u32 = CPU_TYPE_X86 | CPU_ARCH_ABI64;
-    pub const CPU_TYPE_ARM64: u32 = CPU_TYPE_ARM | CPU_ARCH_ABI64;
-    pub const MH_OBJECT: u32 = 1;
-    pub const MH_EXECUTE: u32 = 2;
-    pub const MH_DYLIB: u32 = 6;
-    pub const MH_BUNDLE: u32 = 8;
-}
-use consts as macho;
-
-/// What a Mach-O header says.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MachInfo {
-    /// `CPU_TYPE_*` of each architecture in the file (one for a thin file).
-    pub cpus: Vec<u32>,
-    /// `MH_EXECUTE`, `MH_DYLIB`, `MH_BUNDLE`, ... (of the first architecture).
-    pub filetype: u32,
-}
-
-/// The `CPU_TYPE_*` of a macOS target.
-pub fn cpu_type(target: &Target) -> Result<u32> {
-    match target.rust {
-        "aarch64-apple-darwin" => Ok(macho::CPU_TYPE_ARM64),
-        "x86_64-apple-darwin" => Ok(macho::CPU_TYPE_X86_64),
-        other => Err(Error::Unsupported(format!(
-            "{other} is not a Mach-O target"
-        ))),
-    }
-}
-
-fn cpu_name(cpu: u32) -> String {
-    match cpu {
-        macho::CPU_TYPE_ARM64 => "arm64".into(),
-        macho::CPU_TYPE_X86_64 => "x86_64".into(),
-        macho::CPU_TYPE_X86 => "i386".into(),
-        macho::CPU_TYPE_ARM => "arm".into(),
-        other => format!("cpu {other:#x}"),
-    }
-}
-
-fn filetype_name(t: u32) -> String {
-    match t {
-        macho::MH_OBJECT => "object".into(),
-        macho::MH_EXECUTE => "executable".into(),
-        macho::MH_DYLIB => "dylib".into(),
-        macho::MH_BUNDLE => "bundle".into(),
-        other => format!("filetype {other}"),
-    }
-}
-
-fn word(data: &[u8], at: usize, big: bool) -> Option<u32> {
-    let b: [u8; 4] = data.get(at..at + 4)?.try_into().ok()?;
-    Some(if big {
-        u32::from_be_bytes(b)
-    } else {
-        u32::from_le_bytes(b)
-    })
-}
-
-/// A thin header: magic (either byte order), cputype, cpusubtype, filetype.
-fn thin(data: &[u8]) -> Option<MachInfo> {
-    let big = match word(data, 0, false)? {
-        macho::MH_MAGIC | macho::MH_MAGIC_64 => false,
-        m if m.swap_bytes() == macho::MH_MAGIC || m.swap_bytes() == macho::MH_MAGIC_64 => true,
-        _ => return None,
-    };
-    Some(MachInfo {
-        cpus: vec![word(data, 4, big)?],
-        filetype: word(data, 12, big)?,
-    })
-}
-
-/// Parses a Mach-O header (thin 32/64-bit, or universal: big-endian `fat_header` then
-/// `nfat_arch` entries of cputype, cpusubtype, offset, ...); `Err` says what the file is
-/// instead.
-pub fn inspect(data: &[u8]) -> std::result::Result<MachInfo, String> {
-    if let Some(i) = thin(data) {
-        return Ok(i);
-    }
-    let magic = word(data, 0, true).ok_or("too short for a Mach-O header")?;
-    if magic == macho::FAT_MAGIC || magic == macho::FAT_MAGIC_64 {
-        let n = word(data, 4, true).ok_or("truncated universal header")? as usize;
-        // fat_arch is 20 bytes, fat_arch_64 32 (64-bit offset and size).
-        let (size, off_at) = if magic == macho::FAT_MAGIC {
-            (20, 8)
-        } else {
-            (32, 8)
-        };
-        if n == 0 || n > 64 {
-            return Err(format!("universal header with {n} architectures"));
-        }
-        let mut info = MachInfo {
-            cpus: Vec::new(),
-            filetype: 0,
-        };
-        for i in 0..n {
-            let e = 8 + i * size;
-            let offset = if magic == macho::FAT_MAGIC {
-                word(data, e + off_at, true).map(|o| o as usize)
-            } else {
-                let hi = word(data, e + off_at, true);
-                let lo = word(data, e + off_at + 4, true);
-                hi.zip(lo)
-                    .map(|(h, l)| ((u64::from(h) << 32) | u64::from(l)) as usize)
-            }
-            .ok_or("truncated universal header")?;
-            let slice =
-                thin(data.get(offset..).unwrap_or(&[])).ok_or("a universal slice is not Mach-O")?;
-            if i == 0 {
-                info.filetype = slice.filetype;
-            }
-            info.cpus.extend(slice.cpus);
-        }
-        return Ok(info);
-    }
-    if data.starts_with(b"\x7fELF") {
-        return Err("ELF, not Mach-O".into());
-    }
-    Err("not Mach-O".into())
-}
+use crate::macho::{self, cpu_name, cpu_type, filetype_name, inspect};
 
 /// What kind of file an entry must be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -329,38 +202,7 @@ mod tests {
     use super::*;
     use crate::targets::lookup;
 
-    /// A minimal thin 64-bit little-endian Mach-O header (no load commands).
-    fn header(cpu: u32, filetype: u32) -> Vec<u8> {
-        let mut v = Vec::new();
-        for w in [macho::MH_MAGIC_64, cpu, 0, filetype, 0, 0, 0, 0] {
-            v.extend_from_slice(&w.to_le_bytes());
-        }
-        v
-    }
-
-    #[test]
-    fn inspect__thin_headers() {
-        let i = inspect(&header(macho::CPU_TYPE_ARM64, macho::MH_EXECUTE)).unwrap();
-        assert_eq!(
-            i,
-            MachInfo {
-                cpus: vec![macho::CPU_TYPE_ARM64],
-                filetype: macho::MH_EXECUTE
-            }
-        );
-        let i = inspect(&header(macho::CPU_TYPE_X86_64, macho::MH_BUNDLE)).unwrap();
-        assert_eq!(i.cpus, vec![macho::CPU_TYPE_X86_64]);
-        assert_eq!(i.filetype, macho::MH_BUNDLE);
-    }
-
-    #[test]
-    fn inspect__elf_and_garbage_are_errors() {
-        let mut elf = b"\x7fELF\x02\x01\x01".to_vec();
-        elf.resize(64, 0);
-        assert!(inspect(&elf).is_err());
-        assert!(inspect(b"#!/bin/sh\n").is_err());
-        assert!(inspect(&[]).is_err());
-    }
+    use crate::macho::tests::header;
 
     #[test]
     fn check_file__cpu_and_kind_mismatches_are_named() {
@@ -414,7 +256,7 @@ mod tests {
     #[test]
     fn check_file__real_zig_outputs() {
         let sh = xshell::Shell::new().unwrap();
-        let Ok((zig, version)) = crate::cross::zig::find(&sh) else {
+        let Ok(crate::cross::zig::Zig { path: zig, version }) = crate::cross::zig::find(&sh) else {
             eprintln!("SKIPPED check_file__real_zig_outputs: the pinned zig is not installed");
             return;
         };

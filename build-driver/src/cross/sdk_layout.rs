@@ -187,12 +187,12 @@ mod tests {
     #[test]
     fn cross_sdk__stand_ins_have_the_sdk_layout_and_values() {
         let sh = Shell::new().unwrap();
-        let Ok((zig, _)) = find(&sh) else {
+        let Ok(crate::cross::zig::Zig { path: zig, .. }) = find(&sh) else {
             eprintln!("skipped: zig not found ({})", install_hint());
             return;
         };
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        let ours = crate::cross::cross_sdk_dir(root).join("include");
+        let ours = crate::cross::zig::sdk_dir(root).join("include");
         let sdk = std::env::var_os("SLURM_ON_MAC_SDK_INCLUDE").map(std::path::PathBuf::from);
         if sdk.is_none() {
             eprintln!(

@@ -9,7 +9,7 @@
 //! [`prepare`] writes three scripts into `<staging>/toolchain/` (to `.part` files, then
 //! renamed, so an interrupted run never leaves half a script):
 //!
-//! * `cc`: `zig cc -target <arch>-macos.<MACOS_MIN> -isystem <cross-sdk>/include`, behind
+//! * `cc`: `zig cc -target <arch>-macos.<macos_min> -isystem <cross-sdk>/include`, behind
 //!   `ccache` when ccache is on PATH (ccache handles `zig cc`). Rewritten arguments:
 //!   libtool links a darwin `-module` with `-bundle`, which zig ignores, producing an
 //!   unusable file (DESIGN.md, zig pitfall); `-shared` makes the loadable Mach-O dylib that
@@ -24,14 +24,19 @@
 //! Every link (not a compile) also gets `-L<cross-sdk>/lib`, so `-lresolv` and `-liconv`
 //! find the lane's stubs as they would find the SDK's (see [`configure_env`]).
 
-use crate::cross::{MACOS_MIN, cross_sdk_dir};
 use crate::error::{Error, Result};
 use crate::targets::Target;
+use crate::util::fs::write_script;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
 
 /// The pinned zig release (PyPI `ziglang`); `ci/setup-debian.sh` installs the same.
 pub const ZIG_VERSION: &str = "0.17.0";
+
+/// The stand-in headers and link stubs of the zig lane (`build-driver/cross-sdk`).
+pub fn sdk_dir(root: &Path) -> PathBuf {
+    root.join("build-driver").join("cross-sdk")
+}
 
 /// How to install the pinned zig.
 pub fn install_hint() -> String {
@@ -41,18 +46,21 @@ pub fn install_hint() -> String {
     )
 }
 
-/// zig's `-target` for a macOS target: `<arch>-macos.<MACOS_MIN>`.
-pub fn zig_target(target: &Target) -> Result<String> {
-    let arch = match target.rust {
-        "aarch64-apple-darwin" => "aarch64",
-        "x86_64-apple-darwin" => "x86_64",
-        other => {
-            return Err(Error::Unsupported(format!(
-                "the zig toolchain builds for macOS targets only, not {other}"
-            )));
-        }
-    };
-    Ok(format!("{arch}-macos.{MACOS_MIN}"))
+/// The pinned zig: the one zig every macOS-target build uses (Slurm's cross build and the
+/// `deps` libraries), found by [`find`] and version-checked there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Zig {
+    /// The zig binary of the `ziglang` package.
+    pub path: PathBuf,
+    /// `zig version`: always [`ZIG_VERSION`].
+    pub version: String,
+}
+
+impl Zig {
+    /// The binary as one single-quoted POSIX-shell word.
+    pub fn quoted(&self) -> String {
+        sh_quote(&self.path.display().to_string())
+    }
 }
 
 /// The prepared toolchain.
@@ -71,7 +79,7 @@ pub struct ZigToolchain {
 }
 
 /// Finds the zig binary of the `ziglang` package and checks its version.
-pub fn find(sh: &Shell) -> Result<(PathBuf, String)> {
+pub fn find(sh: &Shell) -> Result<Zig> {
     let dir = cmd!(
         sh,
         "python3 -c 'import os, ziglang; print(os.path.dirname(ziglang.__file__))'"
@@ -89,7 +97,10 @@ pub fn find(sh: &Shell) -> Result<(PathBuf, String)> {
         ))
     })?;
     check_version(version.trim())?;
-    Ok((zig, version.trim().to_string()))
+    Ok(Zig {
+        path: zig,
+        version: version.trim().to_string(),
+    })
 }
 
 /// Errors unless `version` is the pin.
@@ -117,7 +128,8 @@ pub fn cc_wrapper(
     sdk: &Path,
     ccache: bool,
 ) -> Result<String> {
-    let zt = zig_target(target)?;
+    let zt = target.zig_target()?;
+    let min = target.macos_min()?;
     let launcher = if ccache { "ccache " } else { "" };
     Ok(format!(
         r#"#!/bin/sh
@@ -161,7 +173,6 @@ fi
 exec {launcher}{zig} cc -target {zt} -isystem {inc} "$@"
 "#,
         rust = target.rust,
-        min = MACOS_MIN,
         zig = sh_quote(&zig.display().to_string()),
         inc = sh_quote(&sdk.join("include").display().to_string()),
         lib = sh_quote(&sdk.join("lib").display().to_string()),
@@ -177,16 +188,6 @@ pub fn tool_wrapper(zig: &Path, version: &str, tool: &str) -> String {
     )
 }
 
-/// Writes `text` to `path` as an executable script, atomically.
-fn write_script(path: &Path, text: &str) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let part = path.with_extension("part");
-    std::fs::write(&part, text).map_err(|e| Error::io(&part, e))?;
-    std::fs::set_permissions(&part, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| Error::io(&part, e))?;
-    std::fs::rename(&part, path).map_err(|e| Error::io(path, e))
-}
-
 /// Writes the wrappers for `target` into `dir` with the given zig.
 pub fn write_wrappers(
     dir: &Path,
@@ -197,7 +198,7 @@ pub fn write_wrappers(
     ccache: bool,
 ) -> Result<ZigToolchain> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let sdk = cross_sdk_dir(root);
+    let sdk = sdk_dir(root);
     let tc = ZigToolchain {
         zig: zig.to_path_buf(),
         version: version.to_string(),
@@ -220,11 +221,11 @@ pub fn prepare(
     target: &Target,
     ccache: bool,
 ) -> Result<ZigToolchain> {
-    let (zig, version) = find(sh)?;
+    let zig = find(sh)?;
     write_wrappers(
         &staging.join("toolchain"),
-        &zig,
-        &version,
+        &zig.path,
+        &zig.version,
         target,
         root,
         ccache,
@@ -256,16 +257,6 @@ mod tests {
     #![allow(non_snake_case)]
     use super::*;
     use crate::targets::lookup;
-
-    #[test]
-    fn zig_target__arch_and_minimum_macos() {
-        let a = lookup("aarch64-apple-darwin").unwrap();
-        let x = lookup("x86_64-apple-darwin").unwrap();
-        assert_eq!(zig_target(a).unwrap(), "aarch64-macos.12.0");
-        assert_eq!(zig_target(x).unwrap(), "x86_64-macos.12.0");
-        let l = lookup("x86_64-unknown-linux-gnu").unwrap();
-        assert!(matches!(zig_target(l), Err(Error::Unsupported(_))));
-    }
 
     #[test]
     fn check_version__only_the_pin() {
@@ -409,7 +400,7 @@ mod tests {
     fn cc_wrapper__optimised_link_keeps_unreferenced_globals() {
         use object::{Object, ObjectSymbol};
         let sh = Shell::new().unwrap();
-        let Ok((zig, version)) = find(&sh) else {
+        let Ok(Zig { path: zig, version }) = find(&sh) else {
             eprintln!("skipped: zig not found ({})", install_hint());
             return;
         };

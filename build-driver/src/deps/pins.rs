@@ -4,7 +4,7 @@
 //! pass); OpenSSL comes from the `openssl-src` crate, whose version must equal the pin (the
 //! crate's own checksum is in `Cargo.lock`).
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -140,18 +140,13 @@ fn is_plain_name(s: &str) -> bool {
 impl DepPins {
     /// Reads `<root>/slurm-src/deps.toml`.
     pub fn load(root: &Path) -> Result<DepPins> {
-        let path = root.join(DEPS_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let (path, text) = crate::pins::read_file(root, DEPS_FILE)?;
         DepPins::parse(&text, &path)
     }
 
     /// Parses and validates the pins text; `path` is only used in messages.
     pub fn parse(text: &str, path: &Path) -> Result<DepPins> {
-        let err = |detail: String| Error::Pins {
-            path: path.to_path_buf(),
-            detail,
-        };
-        let raw: RawFile = toml::from_str(text).map_err(|e| err(e.to_string()))?;
+        let (raw, err): (RawFile, _) = crate::pins::parse_toml(path, text)?;
         let mut libs: Vec<Lib> = Vec::new();
         for r in raw.lib {
             let n = &r.name;

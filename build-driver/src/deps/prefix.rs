@@ -3,15 +3,17 @@
 //! Mach-O object for the target's CPU, and a small C program using json-c, libjwt, hwloc
 //! and libcrypto links for the target with the same flags Slurm's configure will use.
 
-use super::macho::{self, CPU_ARM64, CPU_X86_64, Kind};
-use super::recipes::copy_tree;
 use super::tools::CrossTools;
 use crate::error::{Error, Result};
-use crate::fetch::archive::Staging;
+use crate::macho::{self, Kind};
 use crate::targets::Target;
+use crate::util::fs::Staging;
 use std::fs;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
+
+/// The stamp file inside each `pkgs/<name>` and inside the prefix.
+pub const STAMP: &str = ".deps-stamp";
 
 /// Rewrites `old` to `new` in every `.pc` file below `<dir>/lib/pkgconfig`.
 pub fn relocate_pc_files(dir: &Path, old: &Path, new: &Path) -> Result<()> {
@@ -42,13 +44,13 @@ pub fn assemble(prefix: &Path, pkgs: &[(String, PathBuf)], stamp: &str) -> Resul
     for (_, dir) in pkgs {
         for sub in ["include", "lib"] {
             if dir.join(sub).is_dir() {
-                copy_tree(&dir.join(sub), &out.join(sub))?;
+                crate::util::fs::copy_into(&dir.join(sub), &out.join(sub), &[])?;
             }
         }
         relocate_pc_files(&out, dir, prefix)?;
     }
     remove_la_files(&out.join("lib"))?;
-    let stamp_file = out.join(super::STAMP);
+    let stamp_file = out.join(STAMP);
     fs::write(&stamp_file, stamp).map_err(|e| Error::io(&stamp_file, e))?;
     if prefix.exists() {
         let old = staging.dir.join("old");
@@ -100,27 +102,16 @@ pub fn merge_archives(sh: &Shell, ar: &Path, archive: &Path, others: &[PathBuf])
         return Err(Error::Command {
             step: format!("deps: merging archives into {}", archive.display()),
             program: ar.display().to_string(),
-            detail: crate::fetch::stderr_tail(&out.stderr, 10),
+            detail: crate::util::process::tail(&out.stderr, 10),
         });
     }
     fs::rename(&tmp, archive).map_err(|e| Error::io(archive, e))
 }
 
-/// The Mach-O CPU type of an Apple target.
-pub fn cputype(target: &Target) -> Result<u32> {
-    match target.rust {
-        "aarch64-apple-darwin" => Ok(CPU_ARM64),
-        "x86_64-apple-darwin" => Ok(CPU_X86_64),
-        other => Err(Error::Unsupported(format!(
-            "deps: {other} is not an Apple target"
-        ))),
-    }
-}
-
 /// Checks every `lib/*.a` in `prefix`: each object member is 64-bit Mach-O for `target`.
 /// Returns (archive name, member count) for the report.
 pub fn check_archives(prefix: &Path, target: &Target) -> Result<Vec<(String, usize)>> {
-    let want = cputype(target)?;
+    let want = macho::cpu_type(target)?;
     let names = archives_in(&prefix.join("lib"))?;
     let mut out = Vec::new();
     for a in names {
@@ -242,7 +233,7 @@ pub fn link_smoke(
         .iter()
         .map(|p| format!("-L{}", p.join("lib").display()))
         .collect();
-    let want = cputype(target)?;
+    let want = macho::cpu_type(target)?;
     let mut kept = Vec::new();
     for (name, lib, text) in SMOKES {
         let c = staging.dir.join(format!("{name}.c"));
@@ -260,7 +251,7 @@ pub fn link_smoke(
             return Err(Error::Command {
                 step: format!("deps: linking the {name} test program against the prefix"),
                 program: cc.display().to_string(),
-                detail: crate::fetch::stderr_tail(&res.stderr, 20),
+                detail: crate::util::process::tail(&res.stderr, 20),
             });
         }
         let kind = macho::file_kind(&exe)?;
@@ -332,10 +323,7 @@ mod tests {
             fs::read_to_string(prefix.join("lib/pkgconfig/b.pc")).unwrap(),
             format!("prefix={}\n", prefix.display())
         );
-        assert_eq!(
-            fs::read_to_string(prefix.join(super::super::STAMP)).unwrap(),
-            "stamp-1"
-        );
+        assert_eq!(fs::read_to_string(prefix.join(STAMP)).unwrap(), "stamp-1");
         let left: Vec<String> = fs::read_dir(d.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -6,12 +6,12 @@
 
 use super::pins::{BuildKind, Lib};
 use super::tools::{CrossTools, cmake_toolchain};
-use crate::build_slurm::make::{Progress, run_logged};
 use crate::error::{Error, Result};
 use crate::targets::{Target, host};
+use crate::util::process::logged::{Progress, run_logged};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use xshell::{Shell, cmd};
 
 /// Everything one library build needs.
 #[derive(Debug)]
@@ -41,6 +41,17 @@ impl Job<'_> {
 
     fn label(&self, step: &str) -> String {
         format!("{} {step}", self.lib.name)
+    }
+
+    /// Runs one step of the build (`step` names it on the terminal) with its output in
+    /// `<log>.log`.
+    fn run(&self, command: xshell::Cmd<'_>, step: &str, log: &str) -> Result<u64> {
+        run_logged(
+            command,
+            &self.label(step),
+            &self.log(log),
+            Progress::Spinner,
+        )
     }
 
     fn dep_flags(&self) -> (Vec<String>, Vec<String>) {
@@ -90,12 +101,12 @@ pub fn describe(job: &Job<'_>) -> String {
 }
 
 /// Builds and installs `job.lib` below `job.destdir`.
-pub fn build(job: &Job<'_>) -> Result<()> {
+pub fn build(sh: &Shell, job: &Job<'_>) -> Result<()> {
     fs::create_dir_all(job.logs).map_err(|e| Error::io(job.logs, e))?;
     match job.lib.build {
-        BuildKind::Cmake => cmake(job),
-        BuildKind::Autotools => autotools(job),
-        BuildKind::OpensslSrc => openssl(job),
+        BuildKind::Cmake => cmake(sh, job),
+        BuildKind::Autotools => autotools(sh, job),
+        BuildKind::OpensslSrc => openssl(sh, job),
     }
 }
 
@@ -104,7 +115,7 @@ fn src<'a>(job: &Job<'a>) -> Result<&'a Path> {
         .ok_or_else(|| Error::Unsupported(format!("deps: {} has no source tree", job.lib.name)))
 }
 
-fn cmake(job: &Job<'_>) -> Result<()> {
+fn cmake(sh: &Shell, job: &Job<'_>) -> Result<()> {
     let src = src(job)?;
     let b = job.work.join("build");
     let (inc, _) = job.dep_flags();
@@ -150,34 +161,19 @@ fn cmake(job: &Job<'_>) -> Result<()> {
     }
     args.extend(job.lib.options.iter().cloned());
     let pkg = job.pkg_config_libdir();
-    let mut c = Command::new("cmake");
-    c.args(&args)
+    let c = cmd!(sh, "cmake {args...}")
         .env("PKG_CONFIG_LIBDIR", &pkg)
         .env("PKG_CONFIG_PATH", "");
-    run_logged(
-        c,
-        &job.label("cmake"),
-        &job.log("configure"),
-        Progress::Spinner,
-    )?;
-    let mut c = Command::new("cmake");
-    c.arg("--build")
-        .arg(&b)
-        .arg("--parallel")
-        .arg(job.jobs.to_string());
-    run_logged(c, &job.label("build"), &job.log("build"), Progress::Spinner)?;
-    let mut c = Command::new("cmake");
-    c.arg("--install").arg(&b).env("DESTDIR", job.destdir);
-    run_logged(
-        c,
-        &job.label("install"),
-        &job.log("install"),
-        Progress::Spinner,
-    )?;
+    job.run(c, "cmake", "configure")?;
+    let jobs = job.jobs.to_string();
+    let c = cmd!(sh, "cmake --build {b} --parallel {jobs}");
+    job.run(c, "build", "build")?;
+    let c = cmd!(sh, "cmake --install {b}").env("DESTDIR", job.destdir);
+    job.run(c, "install", "install")?;
     Ok(())
 }
 
-fn autotools(job: &Job<'_>) -> Result<()> {
+fn autotools(sh: &Shell, job: &Job<'_>) -> Result<()> {
     let src = src(job)?;
     let b = job.work.join("build");
     fs::create_dir_all(&b).map_err(|e| Error::io(&b, e))?;
@@ -197,27 +193,16 @@ fn autotools(job: &Job<'_>) -> Result<()> {
         format!("PKG_CONFIG_LIBDIR={}", job.pkg_config_libdir()),
     ]);
     args.extend(job.lib.options.iter().cloned());
-    let mut c = Command::new(src.join("configure"));
-    c.args(&args).current_dir(&b).env("PKG_CONFIG_PATH", "");
-    run_logged(
-        c,
-        &job.label("configure"),
-        &job.log("configure"),
-        Progress::Spinner,
-    )?;
-    let mut c = Command::new("make");
-    c.arg(format!("-j{}", job.jobs)).current_dir(&b);
-    run_logged(c, &job.label("make"), &job.log("build"), Progress::Spinner)?;
-    let mut c = Command::new("make");
-    c.arg("install")
-        .arg(format!("DESTDIR={}", job.destdir.display()))
-        .current_dir(&b);
-    run_logged(
-        c,
-        &job.label("install"),
-        &job.log("install"),
-        Progress::Spinner,
-    )?;
+    let _dir = sh.push_dir(&b);
+    let configure = src.join("configure");
+    let c = cmd!(sh, "{configure} {args...}").env("PKG_CONFIG_PATH", "");
+    job.run(c, "configure", "configure")?;
+    let jobs = format!("-j{}", job.jobs);
+    let c = cmd!(sh, "make {jobs}");
+    job.run(c, "make", "build")?;
+    let destdir = format!("DESTDIR={}", job.destdir.display());
+    let c = cmd!(sh, "make install {destdir}");
+    job.run(c, "install", "install")?;
     Ok(())
 }
 
@@ -250,41 +235,28 @@ pub fn openssl_config(target: &Target) -> Result<&'static str> {
 /// through the crate's `Build` (which takes no options and builds libssl too): only
 /// `libcrypto.a`, with the pin's `no-*` options. Installed by copying the headers and the
 /// archive, plus a `libcrypto.pc` written here.
-fn openssl(job: &Job<'_>) -> Result<()> {
+fn openssl(sh: &Shell, job: &Job<'_>) -> Result<()> {
     let src = job.work.join("openssl");
-    copy_tree(&openssl_src::source_dir(), &src)?;
-    let mut c = Command::new("perl");
-    c.arg("Configure")
-        .arg(openssl_config(job.target)?)
-        .arg(format!("--prefix={}", job.prefix.display()))
-        .arg("--openssldir=/private/etc/ssl")
-        .arg("--libdir=lib")
-        .args(&job.lib.options)
-        // Extra compiler flags go on the command line (added to the target's flags; a
-        // CFLAGS variable would replace them). `-arch X` is the config target's own.
-        .args(without_arch(&job.tools.cflags))
-        .current_dir(&src)
-        .env("CC", &job.tools.cc)
+    crate::util::fs::copy_into(&openssl_src::source_dir(), &src, &[])?;
+    let _dir = sh.push_dir(&src);
+    let config = openssl_config(job.target)?;
+    let prefix = format!("--prefix={}", job.prefix.display());
+    let options = &job.lib.options;
+    // Extra compiler flags go on the command line (added to the target's flags; a CFLAGS
+    // variable would replace them). `-arch X` is the config target's own.
+    let cflags = without_arch(&job.tools.cflags);
+    let c = cmd!(
+        sh,
+        "perl Configure {config} {prefix} --openssldir=/private/etc/ssl --libdir=lib {options...} {cflags...}"
+    )
+    .env("CC", &job.tools.cc)
         .env("AR", &job.tools.ar)
         .env("RANLIB", &job.tools.ranlib)
         .env_remove("CROSS_COMPILE");
-    run_logged(
-        c,
-        &job.label("Configure"),
-        &job.log("configure"),
-        Progress::Spinner,
-    )?;
-    let mut c = Command::new("make");
-    c.arg(format!("-j{}", job.jobs))
-        .arg("build_generated")
-        .arg("libcrypto.a")
-        .current_dir(&src);
-    run_logged(
-        c,
-        &job.label("make libcrypto.a"),
-        &job.log("build"),
-        Progress::Spinner,
-    )?;
+    job.run(c, "Configure", "configure")?;
+    let jobs = format!("-j{}", job.jobs);
+    let c = cmd!(sh, "make {jobs} build_generated libcrypto.a");
+    job.run(c, "make libcrypto.a", "build")?;
     let dest = job
         .destdir
         .join(job.prefix.strip_prefix("/").unwrap_or(job.prefix));
@@ -319,24 +291,5 @@ fn openssl(job: &Job<'_>) -> Result<()> {
     )
     .map_err(|e| Error::io(&pc, e))?;
     let _ = fs::remove_dir_all(&src);
-    Ok(())
-}
-
-/// Copies a directory tree (files and directories; symlinks as symlinks).
-pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    fs::create_dir_all(to).map_err(|e| Error::io(to, e))?;
-    for entry in fs::read_dir(from).map_err(|e| Error::io(from, e))? {
-        let entry = entry.map_err(|e| Error::io(from, e))?;
-        let (src, dst) = (entry.path(), to.join(entry.file_name()));
-        let ty = entry.file_type().map_err(|e| Error::io(&src, e))?;
-        if ty.is_dir() {
-            copy_tree(&src, &dst)?;
-        } else if ty.is_symlink() {
-            let link = fs::read_link(&src).map_err(|e| Error::io(&src, e))?;
-            std::os::unix::fs::symlink(&link, &dst).map_err(|e| Error::io(&dst, e))?;
-        } else {
-            fs::copy(&src, &dst).map_err(|e| Error::io(&dst, e))?;
-        }
-    }
     Ok(())
 }

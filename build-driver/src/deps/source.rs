@@ -6,9 +6,13 @@
 
 use super::pins::{Lib, Tarball};
 use crate::error::{Error, Result};
-use crate::fetch::archive::{Staging, sha256_file, verify_sha256};
-use crate::fetch::{debian, require_tool, run_checked, step};
+use crate::fetch::archive::verify_sha256;
+use crate::fetch::debian;
 use crate::pins::DebianPin;
+use crate::util::fs::Staging;
+use crate::util::fs::sha256_file;
+use crate::util::process::logged::step;
+use crate::util::process::{require_tool, run_checked};
 use std::fs;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
@@ -97,7 +101,7 @@ pub fn download(sh: &Shell, urls: &[String], sha256: &str, dest: &Path) -> Resul
     let part = dest.with_extension("part");
     let mut last = None;
     for url in urls {
-        let got = step(&format!("downloading {url}"), || {
+        let got = step("deps", &format!("downloading {url}"), || {
             let curl = cmd!(
                 sh,
                 "curl -fsSL --retry 2 --connect-timeout 30 -o {part} {url}"
@@ -140,7 +144,7 @@ pub fn unpack(
     if !out.status.success() {
         return Err(Error::Unpack {
             what: archive.display().to_string(),
-            detail: crate::fetch::stderr_tail(&out.stderr, 5),
+            detail: crate::util::process::tail(&out.stderr, 5),
         });
     }
     let tops: Vec<String> = fs::read_dir(into)
@@ -242,8 +246,7 @@ mod tests {
     #[test]
     fn download__hash_mismatch_leaves_no_file() {
         let sh = Shell::new().unwrap();
-        if require_tool(&sh, "curl", "", "").is_err() {
-            eprintln!("SKIP: curl not installed");
+        if !crate::testing::have(&sh, &["curl"]) {
             return;
         }
         let d = tempfile::tempdir().unwrap();

@@ -2,8 +2,9 @@
 //! programs (CMake, autotools and openssl-src each want one program per tool).
 //!
 //! On Linux, for an Apple target, these are small generated wrapper scripts around the zig
-//! binary of the PyPI package `ziglang` (pinned in ci/setup-debian.sh; the same program as
-//! `python3 -m ziglang`, run directly and through `ccache` when present):
+//! binary of the PyPI package `ziglang` (the pinned, version-checked zig of
+//! [`crate::cross::zig::find`]; the same program as `python3 -m ziglang`, run directly and
+//! through `ccache` when present):
 //! `zig cc -target aarch64-macos.12.0`, `zig ar`, `zig ranlib`. The compiler wrapper drops the target-selection flags
 //! other tools add for Apple targets (`-arch X`, `--target=...`, `-target X`: the `cc`
 //! crate inside openssl-src adds them), because zig's own `-target` must be the only one.
@@ -13,11 +14,12 @@
 //! `cc`/`ar`/`ranlib` for the target) to [`super::ensure`].
 
 use crate::error::{Error, Result};
-use crate::fetch::require_tool;
 use crate::targets::{Os, Target};
+use crate::util::fs::write_script;
+use crate::util::process::on_path;
 use std::fs;
 use std::path::{Path, PathBuf};
-use xshell::{Shell, cmd};
+use xshell::Shell;
 
 /// Compiler, archiver and ranlib for one target.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,32 +32,6 @@ pub struct CrossTools {
     pub cflags: Vec<String>,
     /// True when the build machine is not the target (CMake toolchain file, `--host`).
     pub cross: bool,
-}
-
-/// The oldest macOS the libraries are built for: the same as the Slurm cross build's zig
-/// target (zig's own default would be the newest macOS it knows, 15.0 for zig 0.17).
-pub const MACOS_MIN: &str = "12.0";
-
-/// zig's name of an Apple target (`zig cc -target NAME`), with [`MACOS_MIN`].
-pub fn zig_target(target: &Target) -> Result<&'static str> {
-    match target.rust {
-        "aarch64-apple-darwin" => Ok("aarch64-macos.12.0"),
-        "x86_64-apple-darwin" => Ok("x86_64-macos.12.0"),
-        other => Err(Error::Unsupported(format!(
-            "deps: no zig target for {other}; the third-party build is for Apple targets"
-        ))),
-    }
-}
-
-/// Apple's `-arch` name of an Apple target.
-pub fn apple_arch(target: &Target) -> Result<&'static str> {
-    match target.rust {
-        "aarch64-apple-darwin" => Ok("arm64"),
-        "x86_64-apple-darwin" => Ok("x86_64"),
-        other => Err(Error::Unsupported(format!(
-            "deps: {other} is not an Apple target"
-        ))),
-    }
 }
 
 /// The compiler wrapper's text (bash: an array keeps arguments with spaces intact); `zig`
@@ -86,42 +62,6 @@ fn zig_tool_script(zig: &str, tool: &str) -> String {
     )
 }
 
-/// The zig binary of the PyPI package `ziglang` (running it directly saves a Python start
-/// per compile), single-quoted for sh.
-fn zig_binary(sh: &Shell) -> Result<String> {
-    let code = "import ziglang, os; print(os.path.join(os.path.dirname(ziglang.__file__), 'zig'))";
-    let out = cmd!(sh, "python3 -c {code}")
-        .quiet()
-        .ignore_status()
-        .output();
-    let path = match out {
-        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
-        _ => String::new(),
-    };
-    if path.is_empty() || !Path::new(&path).is_file() || path.contains('\'') {
-        return Err(Error::MissingTool {
-            program: "zig (python3 -m ziglang)".into(),
-            step: "deps: the C compiler for Apple targets".into(),
-            fix: "run ci/setup-debian.sh (pip install ziglang, version pinned there)".into(),
-        });
-    }
-    Ok(format!("'{path}'"))
-}
-
-/// Writes `text` to `path` as an executable, atomically (`.part`, then rename), unless the
-/// file already has exactly this text.
-fn write_script(path: &Path, text: &str) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    if fs::read_to_string(path).is_ok_and(|t| t == text) {
-        return Ok(());
-    }
-    let part = path.with_extension("part");
-    fs::write(&part, text).map_err(|e| Error::io(&part, e))?;
-    fs::set_permissions(&part, fs::Permissions::from_mode(0o755))
-        .map_err(|e| Error::io(&part, e))?;
-    fs::rename(&part, path).map_err(|e| Error::io(path, e))
-}
-
 impl CrossTools {
     /// The tools for `target` on this machine: zig wrappers in `dir` on Linux, Apple's tools
     /// on macOS.
@@ -147,8 +87,8 @@ impl CrossTools {
             ranlib: "ranlib".into(),
             cflags: vec![
                 "-arch".into(),
-                apple_arch(target)?.into(),
-                format!("-mmacosx-version-min={MACOS_MIN}"),
+                target.apple_arch()?.into(),
+                format!("-mmacosx-version-min={}", target.macos_min()?),
             ],
             cross: crate::targets::host().rust != target.rust,
         })
@@ -157,9 +97,9 @@ impl CrossTools {
     /// zig wrapper scripts `zig-cc`, `zig-ar`, `zig-ranlib` written into `dir`; the
     /// compiler runs through `ccache` when it is on the PATH (shared with the Slurm builds).
     pub fn zig(sh: &Shell, dir: &Path, target: &Target) -> Result<CrossTools> {
-        let zt = zig_target(target)?;
-        let zig = zig_binary(sh)?;
-        let cc_zig = if require_tool(sh, "ccache", "", "").is_ok() {
+        let zt = target.zig_target()?;
+        let zig = crate::cross::zig::find(sh)?.quoted();
+        let cc_zig = if on_path(sh, "ccache") {
             format!("ccache {zig}")
         } else {
             zig.clone()
@@ -170,7 +110,7 @@ impl CrossTools {
             dir.join("zig-ar"),
             dir.join("zig-ranlib"),
         );
-        write_script(&cc, &zig_cc_script(&cc_zig, zt))?;
+        write_script(&cc, &zig_cc_script(&cc_zig, &zt))?;
         write_script(&ar, &zig_tool_script(&zig, "ar"))?;
         write_script(&ranlib, &zig_tool_script(&zig, "ranlib"))?;
         Ok(CrossTools {
@@ -204,7 +144,7 @@ impl CrossTools {
 /// A CMake toolchain file for a cross build to `target` with `tools`, finding packages only
 /// below `roots`.
 pub fn cmake_toolchain(target: &Target, tools: &CrossTools, roots: &[PathBuf]) -> Result<String> {
-    let arch = apple_arch(target)?;
+    let arch = target.apple_arch()?;
     let roots: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
     Ok(format!(
         "# Generated by `cargo xtask deps` for {rust}.\n\
@@ -241,7 +181,7 @@ pub(crate) mod tests {
         let sh = Shell::new().unwrap();
         match CrossTools::zig(&sh, dir, lookup(triple).unwrap()) {
             Ok(t) => Some(t),
-            Err(e @ Error::MissingTool { .. }) => {
+            Err(e @ Error::Zig(_)) => {
                 eprintln!("SKIP: {e}");
                 None
             }
@@ -257,10 +197,7 @@ pub(crate) mod tests {
             return;
         };
         let text = fs::read_to_string(&tools.cc).unwrap();
-        assert!(
-            text.contains(&format!("cc -target aarch64-macos.{MACOS_MIN}")),
-            "{text}"
-        );
+        assert!(text.contains("cc -target aarch64-macos.12.0"), "{text}");
         let mode = fs::metadata(&tools.ar).unwrap().permissions().mode();
         assert_eq!(mode & 0o111, 0o111);
         assert!(!d.path().join("zig-cc.part").exists());

@@ -5,19 +5,12 @@
 //! `slurm-src/.<version>.complete` is written last.
 
 use crate::error::{Error, Result};
+use crate::util::fs::Staging;
+use crate::util::fs::sha256_file;
 use flate2::read::GzDecoder;
-use sha2::{Digest, Sha256};
 use std::fs;
 use std::io::{self, BufReader, Read};
 use std::path::{Component, Path, PathBuf};
-
-/// Lower-case hex sha256 of a file.
-pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut f = fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut h = Sha256::new();
-    io::copy(&mut f, &mut h).map_err(|e| Error::io(path, e))?;
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
-}
 
 /// Checks that `path` has the sha256 `expected`.
 pub fn verify_sha256(path: &Path, expected: &str) -> Result<()> {
@@ -59,40 +52,6 @@ impl Layout {
     pub fn is_complete(&self, version: &str, identity: &str) -> bool {
         fs::read_to_string(self.marker(version)).is_ok_and(|m| m.trim_end() == identity)
             && self.tree(version).join("configure.ac").is_file()
-    }
-}
-
-/// A temporary directory beside the destination, removed on drop unless kept.
-#[derive(Debug)]
-pub struct Staging {
-    pub dir: PathBuf,
-}
-
-impl Staging {
-    /// Creates `<parent>/.tmp-<tag>-<pid>-<n>`.
-    pub fn new(parent: &Path, tag: &str) -> Result<Staging> {
-        fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        for n in 0..100u32 {
-            let dir = parent.join(format!(".tmp-{tag}-{}-{nanos}-{n}", std::process::id()));
-            match fs::create_dir(&dir) {
-                Ok(()) => return Ok(Staging { dir }),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(Error::io(&dir, e)),
-            }
-        }
-        Err(Error::Io {
-            path: parent.to_path_buf(),
-            detail: "cannot create a temporary directory".into(),
-        })
-    }
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -235,6 +194,15 @@ pub fn unpack_and_install(
 #[allow(non_snake_case)]
 mod tests {
     use super::*;
+
+    /// An empty `slurm-src/` stand-in in a fresh temporary directory.
+    fn tmp_layout() -> (tempfile::TempDir, Layout) {
+        let d = tempfile::tempdir().unwrap();
+        let layout = Layout {
+            dir: d.path().to_path_buf(),
+        };
+        (d, layout)
+    }
     use flate2::{Compression, write::GzEncoder};
 
     /// A .tar.gz with the given (path, contents) files; paths ending in `/` are directories.
@@ -296,10 +264,7 @@ mod tests {
 
     #[test]
     fn unpack_and_install__installs_contents_of_top_dir_and_marker() {
-        let d = tempfile::tempdir().unwrap();
-        let layout = Layout {
-            dir: d.path().to_path_buf(),
-        };
+        let (d, layout) = tmp_layout();
         let tgz = d.path().join("in.tar.gz");
         slurmish(&tgz, "slurm-1");
         let dest = unpack_and_install(&layout, "1.2.3", &tgz, Some("slurm-1"), "sha256 x").unwrap();
@@ -317,10 +282,7 @@ mod tests {
 
     #[test]
     fn unpack_and_install__truncated_archive_is_an_error_and_leaves_no_tree() {
-        let d = tempfile::tempdir().unwrap();
-        let layout = Layout {
-            dir: d.path().to_path_buf(),
-        };
+        let (d, layout) = tmp_layout();
         let tgz = d.path().join("in.tar.gz");
         slurmish(&tgz, "slurm-1");
         let bytes = fs::read(&tgz).unwrap();
@@ -341,10 +303,7 @@ mod tests {
 
     #[test]
     fn unpack_and_install__wrong_top_dir_is_an_error() {
-        let d = tempfile::tempdir().unwrap();
-        let layout = Layout {
-            dir: d.path().to_path_buf(),
-        };
+        let (d, layout) = tmp_layout();
         let tgz = d.path().join("in.tar.gz");
         slurmish(&tgz, "other-top");
         let e = unpack_and_install(&layout, "v", &tgz, Some("slurm-1"), "i").unwrap_err();
@@ -358,10 +317,7 @@ mod tests {
 
     #[test]
     fn unpack_and_install__multiple_top_dirs_or_top_level_file_is_an_error() {
-        let d = tempfile::tempdir().unwrap();
-        let layout = Layout {
-            dir: d.path().to_path_buf(),
-        };
+        let (d, layout) = tmp_layout();
         let tgz = d.path().join("in.tar.gz");
         make_tgz(&tgz, &[("a/configure.ac", "x"), ("b/configure.ac", "y")]);
         let e = unpack_and_install(&layout, "v", &tgz, None, "i").unwrap_err();
@@ -381,10 +337,7 @@ mod tests {
 
     #[test]
     fn install__replaces_a_stale_tree_without_marker() {
-        let d = tempfile::tempdir().unwrap();
-        let layout = Layout {
-            dir: d.path().to_path_buf(),
-        };
+        let (d, layout) = tmp_layout();
         fs::create_dir_all(layout.tree("v").join("junk")).unwrap();
         assert!(!layout.is_complete("v", "i"));
         let tgz = d.path().join("in.tar.gz");

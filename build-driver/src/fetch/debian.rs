@@ -2,10 +2,12 @@
 //! apt state directory whose single `deb-src` line uses the Debian mirror this machine's
 //! own apt configuration already uses (never a host name written here).
 
-use super::archive::{Staging, verify_sha256};
-use super::{require_tool, run_checked, stderr_tail, step};
+use super::archive::verify_sha256;
 use crate::error::{Error, Result};
 use crate::pins::DebianPin;
+use crate::util::fs::Staging;
+use crate::util::process::logged::step;
+use crate::util::process::{require_tool, run_checked, tail};
 use std::fs;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
@@ -200,6 +202,50 @@ fn machine_config(etc_apt: &Path) -> (Vec<String>, Vec<String>) {
     (one_line, deb822)
 }
 
+/// `apt-get source --download-only` of `deb` into `dl`, with the private apt state `opts`;
+/// only the orig tarball must arrive.
+fn download_orig(sh: &Shell, deb: &DebianPin, opts: &[String], dl: &Path) -> Result<()> {
+    let package = &deb.package;
+    let out = {
+        let _d = sh.push_dir(dl);
+        cmd!(sh, "apt-get {opts...} source --download-only {package}")
+            .quiet()
+            .ignore_status()
+            .output()?
+    };
+    if dl.join(&deb.orig).is_file() {
+        if !out.status.success() {
+            // Known: mirrors may not serve the .dsc/.debian.tar.xz; the orig is what we need.
+            eprintln!(
+                "fetch: apt-get exited with {} but {} arrived; continuing (last message: {})",
+                out.status,
+                deb.orig,
+                tail(&out.stderr, 1)
+            );
+        }
+        return Ok(());
+    }
+    let arrived: Vec<String> = fs::read_dir(dl)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    Err(Error::Command {
+        step: format!(
+            "fetch --from debian: apt-get source {package} ({})",
+            deb.suite
+        ),
+        program: "apt-get".into(),
+        detail: format!(
+            "{} did not arrive (got: [{}]): {}",
+            deb.orig,
+            arrived.join(", "),
+            tail(&out.stderr, 15)
+        ),
+    })
+}
+
 /// Downloads `deb.orig` with `apt-get source --download-only` through a private apt state
 /// directory, verifies it against `sha256`, and moves it to `downloads/<orig>`.
 pub fn fetch_orig(sh: &Shell, deb: &DebianPin, sha256: &str, downloads: &Path) -> Result<PathBuf> {
@@ -249,54 +295,19 @@ pub fn fetch_orig(sh: &Shell, deb: &DebianPin, sha256: &str, downloads: &Path) -
     ];
     let opts = &opts;
     step(
+        "fetch",
         &format!("apt-get update ({} {})", deb.suite, "deb-src"),
         || {
             let update = cmd!(sh, "apt-get {opts...} update");
             run_checked(update, "fetch --from debian: apt-get update", "apt-get")
         },
     )?;
-    let package = &deb.package;
     let orig = dl.join(&deb.orig);
-    step(&format!("apt-get source --download-only {package}"), || {
-        let out = {
-            let _d = sh.push_dir(&dl);
-            cmd!(sh, "apt-get {opts...} source --download-only {package}")
-                .quiet()
-                .ignore_status()
-                .output()?
-        };
-        if orig.is_file() {
-            if !out.status.success() {
-                // Known: mirrors may not serve the .dsc/.debian.tar.xz; the orig is what we need.
-                eprintln!(
-                    "fetch: apt-get exited with {} but {} arrived; continuing (last message: {})",
-                    out.status,
-                    deb.orig,
-                    stderr_tail(&out.stderr, 1)
-                );
-            }
-            return Ok(());
-        }
-        let arrived: Vec<String> = fs::read_dir(&dl)
-            .map(|rd| {
-                rd.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        Err(Error::Command {
-            step: format!(
-                "fetch --from debian: apt-get source {package} ({})",
-                deb.suite
-            ),
-            program: "apt-get".into(),
-            detail: format!(
-                "{} did not arrive (got: [{}]): {}",
-                deb.orig,
-                arrived.join(", "),
-                stderr_tail(&out.stderr, 15)
-            ),
-        })
-    })?;
+    step(
+        "fetch",
+        &format!("apt-get source --download-only {}", deb.package),
+        || download_orig(sh, deb, opts, &dl),
+    )?;
     verify_sha256(&orig, sha256)?;
     let dest = downloads.join(&deb.orig);
     fs::rename(&orig, &dest).map_err(|e| Error::io(&dest, e))?;

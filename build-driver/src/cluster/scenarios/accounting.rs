@@ -26,7 +26,7 @@ pub fn dbd_outage(ctx: &mut Ctx<'_>) -> Result<String> {
         let acct = ctx.acct_final(id, Duration::from_secs(90))?;
         let want = if i == 0 { "COMPLETED" } else { "FAILED" };
         if acct.state != want || acct.exit_code != format!("{i}:0") {
-            return Err(Error::Cluster(format!(
+            return Err(Error::Scenario(format!(
                 "job {id}: sacct {} {}, expected {want} {i}:0",
                 acct.state, acct.exit_code
             )));

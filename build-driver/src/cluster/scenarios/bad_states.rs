@@ -14,12 +14,12 @@ pub fn daemon_dies(ctx: &mut Ctx<'_>) -> Result<String> {
         .cluster
         .daemon("slurmd")
         .cloned()
-        .ok_or_else(|| Error::Cluster("slurmd not recorded".into()))?;
-    rec.signal(libc::SIGKILL)?;
+        .ok_or_else(|| Error::Scenario("slurmd not recorded".into()))?;
+    rec.signal(nix::sys::signal::Signal::SIGKILL)?;
     rec.wait_gone(std::time::Duration::from_secs(10));
     let err = match ctx.cluster.check_daemons() {
         Ok(()) => {
-            return Err(Error::Cluster(
+            return Err(Error::Scenario(
                 "slurmd was killed but the daemon check passed".into(),
             ));
         }
@@ -27,7 +27,7 @@ pub fn daemon_dies(ctx: &mut Ctx<'_>) -> Result<String> {
     };
     if !(err.contains("slurmd") && err.contains(&rec.pid.to_string()) && err.contains("slurmd.log"))
     {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "unclear message for a dead slurmd: {err}"
         )));
     }
@@ -44,12 +44,12 @@ pub fn port_taken(ctx: &mut Ctx<'_>) -> Result<String> {
     let port = ctx.cluster.state.ports.slurmd;
     ctx.cluster.stop("slurmd")?;
     let holder = TcpListener::bind(("127.0.0.1", port))
-        .map_err(|e| Error::Cluster(format!("cannot hold port {port}: {e}")))?;
+        .map_err(|e| Error::io(format!("port {port} on 127.0.0.1"), e))?;
     let result = ctx.cluster.start(ctx.sh, "slurmd", false);
     drop(holder);
     let err = match result {
         Ok(()) => {
-            return Err(Error::Cluster(format!(
+            return Err(Error::Scenario(format!(
                 "slurmd started although port {port} was taken"
             )));
         }
@@ -57,7 +57,7 @@ pub fn port_taken(ctx: &mut Ctx<'_>) -> Result<String> {
     };
     ctx.cluster.start(ctx.sh, "slurmd", false)?;
     if !(err.contains(&port.to_string()) && err.contains("slurmd") && err.contains("taken")) {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "unclear message for a taken port: {err}"
         )));
     }
@@ -76,12 +76,12 @@ pub fn mariadb_fails(ctx: &mut Ctx<'_>) -> Result<String> {
     ctx.cluster.stop("slurmdbd")?;
     ctx.cluster.stop("mariadb")?;
     let holder = TcpListener::bind(("127.0.0.1", port))
-        .map_err(|e| Error::Cluster(format!("cannot hold port {port}: {e}")))?;
+        .map_err(|e| Error::io(format!("port {port} on 127.0.0.1"), e))?;
     let result = ctx.cluster.start_checked(ctx.sh, "mariadb", false, false);
     drop(holder);
     let err = match result {
         Ok(()) => {
-            return Err(Error::Cluster(format!(
+            return Err(Error::Scenario(format!(
                 "mariadbd started although port {port} was taken"
             )));
         }
@@ -90,7 +90,7 @@ pub fn mariadb_fails(ctx: &mut Ctx<'_>) -> Result<String> {
     ctx.cluster.start(ctx.sh, "mariadb", false)?;
     ctx.cluster.start(ctx.sh, "slurmdbd", false)?;
     if !(err.contains("mariadb") && err.to_lowercase().contains("address already in use")) {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "unclear message for a MariaDB that does not start: {err}"
         )));
     }
@@ -111,14 +111,14 @@ pub fn leftover(ctx: &mut Ctx<'_>) -> Result<String> {
         &UpOptions::new(s.prefix.clone(), s.name.clone(), s.root.clone()),
     ) {
         Ok(_) => {
-            return Err(Error::Cluster(
+            return Err(Error::Scenario(
                 "a second `up` on a running cluster succeeded".into(),
             ));
         }
         Err(e) => e.to_string(),
     };
     if !(err.contains("still runs") && err.contains("cluster down")) {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "unclear message for a leftover cluster: {err}"
         )));
     }

@@ -29,14 +29,14 @@ pub fn exit_codes(ctx: &mut Ctx<'_>) -> Result<String> {
         };
         let ctld_exit = ctx.job_field(*id, "ExitCode")?;
         if ctld_exit != Some(format!("{code}:0")) {
-            return Err(Error::Cluster(format!(
+            return Err(Error::Scenario(format!(
                 "job {id} (exit {code}): slurmctld ExitCode {ctld_exit:?}, expected {code}:0"
             )));
         }
         // 24.11's sacct prints codes >= 128 minus 128; the 26.11 snapshot prints them as they are.
         let exact = format!("{code}:0");
         if acct.state != want_state || (acct.exit_code != want_exit && acct.exit_code != exact) {
-            return Err(Error::Cluster(format!(
+            return Err(Error::Scenario(format!(
                 "job {id} (exit {code}): sacct says {} {}, expected {want_state} {want_exit}",
                 acct.state, acct.exit_code
             )));
@@ -45,7 +45,7 @@ pub fn exit_codes(ctx: &mut Ctx<'_>) -> Result<String> {
             let f = ctx.path(&format!("{stem}.{ext}"));
             let text = std::fs::read_to_string(&f).map_err(|e| Error::io(&f, e))?;
             if text.trim_end() != format!("{word} {id}") {
-                return Err(Error::Cluster(format!(
+                return Err(Error::Scenario(format!(
                     "job {id}: {} holds {text:?}, expected \"{word} {id}\"",
                     f.display()
                 )));

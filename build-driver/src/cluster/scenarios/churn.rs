@@ -2,9 +2,9 @@
 //! reach a final state, the queue must drain, and slurmd's descriptor count and RSS must stay
 //! flat (both printed).
 
-use super::super::daemons::poll;
 use super::client::{Ctx, is_terminal};
 use crate::error::{Error, Result};
+use crate::util::process::bounded::poll;
 use std::time::{Duration, Instant};
 
 /// Sequential `srun` jobs, then bursts of `sbatch` jobs.
@@ -22,7 +22,7 @@ pub fn churn(ctx: &mut Ctx<'_>) -> Result<String> {
         ctx.cluster
             .daemon("slurmd")
             .and_then(|d| d.rss_and_fds())
-            .ok_or_else(|| Error::Cluster("slurmd is not running".into()))
+            .ok_or_else(|| Error::Scenario("slurmd is not running".into()))
     };
     // Warm-up: the first jobs load plugins and fill caches.
     for _ in 0..5 {
@@ -34,7 +34,7 @@ pub fn churn(ctx: &mut Ctx<'_>) -> Result<String> {
     for i in 0..SEQUENTIAL {
         let out = ctx.srun(&["-N1", "true"])?;
         if !out.status.success() {
-            return Err(Error::Cluster(format!(
+            return Err(Error::Scenario(format!(
                 "sequential job {i}: srun {}: {}",
                 out.status,
                 String::from_utf8_lossy(&out.stderr).trim()
@@ -88,7 +88,7 @@ pub fn churn(ctx: &mut Ctx<'_>) -> Result<String> {
         .filter(|s| *s != "COMPLETED" && *s != "CANCELLED")
         .collect();
     if !bad.is_empty() {
-        return Err(Error::Cluster(format!("burst jobs ended in {bad:?}")));
+        return Err(Error::Scenario(format!("burst jobs ended in {bad:?}")));
     }
     let n_cancelled = states.iter().filter(|s| *s == "CANCELLED").count();
     poll(
@@ -117,12 +117,12 @@ pub fn churn(ctx: &mut Ctx<'_>) -> Result<String> {
     );
     println!("  churn: {figures}");
     if after_burst.1 > base.1 + FD_SLACK || after_seq.1 > base.1 + FD_SLACK {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "slurmd leaks descriptors: {figures}"
         )));
     }
     if after_burst.0 > base.0 + RSS_SLACK_KB {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "slurmd RSS grew more than {RSS_SLACK_KB} kB: {figures}"
         )));
     }

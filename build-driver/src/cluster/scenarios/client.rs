@@ -1,16 +1,17 @@
 //! What every scenario uses: submitting jobs, reading their state from slurmctld and from
 //! the accounting database, waiting for processes, all with bounded waits.
 
-use super::super::daemons::{poll, process_exists, read_bounded, run_bounded};
-use super::super::lifecycle::{Cluster, NODE};
+use super::super::handle::{Cluster, NODE};
 use crate::error::{Error, Result};
+use crate::util::process::bounded::{poll, read_bounded, run_bounded};
+use crate::util::signal::process_exists;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 use xshell::Shell;
 
 /// How long a client command may take.
-pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
+pub use super::super::config::CLIENT_TIMEOUT;
 /// How long a short job may take from submission to its end.
 pub const JOB_TIMEOUT: Duration = Duration::from_secs(60);
 pub const POLL: Duration = Duration::from_millis(200);
@@ -77,7 +78,7 @@ impl<'a> Ctx<'a> {
     pub fn script(&mut self, stem: &str, body: &str) -> Result<PathBuf> {
         self.counter += 1;
         let p = self.dir.join(format!("{stem}-{}.sh", self.counter));
-        super::super::config::write_file(&p, format!("#!/bin/sh\n{body}").as_bytes(), 0o755)?;
+        crate::util::fs::write_atomic(&p, format!("#!/bin/sh\n{body}").as_bytes(), 0o755)?;
         Ok(p)
     }
 
@@ -116,7 +117,7 @@ impl<'a> Ctx<'a> {
         let cmd = std::mem::replace(c, Command::new("true"));
         let out = read_bounded(cmd, CLIENT_TIMEOUT)?;
         parse_job_id(&out)
-            .ok_or_else(|| Error::Cluster(format!("sbatch printed no job id: {out:?}")))
+            .ok_or_else(|| Error::Scenario(format!("sbatch printed no job id: {out:?}")))
     }
 
     /// `sbatch --wrap` of a one-line command with output discarded (churn).
@@ -127,7 +128,7 @@ impl<'a> Ctx<'a> {
             .arg(format!("--wrap={line}"));
         let out = read_bounded(c, CLIENT_TIMEOUT)?;
         parse_job_id(&out)
-            .ok_or_else(|| Error::Cluster(format!("sbatch printed no job id: {out:?}")))
+            .ok_or_else(|| Error::Scenario(format!("sbatch printed no job id: {out:?}")))
     }
 
     /// Run a client with arguments, bounded; non-zero exit is in the Output.
@@ -167,7 +168,7 @@ impl<'a> Ctx<'a> {
         }
         match self.acct(id)? {
             Some(a) => Ok(a.state),
-            None => Err(Error::Cluster(format!(
+            None => Err(Error::Scenario(format!(
                 "job {id} is unknown to slurmctld and sacct"
             ))),
         }
@@ -185,7 +186,7 @@ impl<'a> Ctx<'a> {
                     return Ok(Some(state));
                 }
                 if is_terminal(&state) {
-                    return Err(Error::Cluster(format!(
+                    return Err(Error::Scenario(format!(
                         "job {id} ended in {state}, expected {}{}",
                         wanted.join("|"),
                         self.job_field(id, "Reason")
@@ -252,7 +253,7 @@ impl<'a> Ctx<'a> {
                     .parse::<u32>()
                     .ok()
                     .filter(|&p| p > 1)
-                    .ok_or_else(|| Error::Cluster(format!("{}: not a PID: {l:?}", file.display())))
+                    .ok_or_else(|| Error::Scenario(format!("{}: not a PID: {l:?}", file.display())))
             })
             .collect()
     }
@@ -279,7 +280,7 @@ impl<'a> Ctx<'a> {
             .into_iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v)
-            .ok_or_else(|| Error::Cluster(format!("scontrol show node: no {key}=")))
+            .ok_or_else(|| Error::Scenario(format!("scontrol show node: no {key}=")))
     }
 
     /// The node's state as slurmctld keeps it (`scontrol`: `IDLE`, `MIXED`, `IDLE+DRAIN`,
@@ -318,7 +319,7 @@ impl<'a> Ctx<'a> {
                     !l.contains("COMPLETED") && !l.contains("FAILED") && !l.contains("CANCELLED")
                 })
                 .collect();
-            Error::Cluster(format!("{e}; last {last:?}; unfinished jobs: {active:?}"))
+            Error::Scenario(format!("{e}; last {last:?}; unfinished jobs: {active:?}"))
         })
     }
 
@@ -332,7 +333,7 @@ impl<'a> Ctx<'a> {
         let out = self.srun(args)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         if !out.status.success() || stdout.trim_end() != expected {
-            return Err(Error::Cluster(format!(
+            return Err(Error::Scenario(format!(
                 "srun {}: {}, stdout {stdout:?}, stderr {:?}; expected {expected:?}",
                 args.join(" "),
                 out.status,

@@ -21,9 +21,9 @@ pub fn propagation(ctx: &mut Ctx<'_>) -> Result<String> {
             .arg("-o")
             .arg(ctx.path(&format!("{stem}.out")))
             .arg(&script);
-        let out = super::super::daemons::read_bounded(c, super::client::CLIENT_TIMEOUT)?;
+        let out = crate::util::process::bounded::read_bounded(c, super::client::CLIENT_TIMEOUT)?;
         let id = super::client::parse_job_id(&out)
-            .ok_or_else(|| Error::Cluster(format!("sbatch printed no job id: {out:?}")))?;
+            .ok_or_else(|| Error::Scenario(format!("sbatch printed no job id: {out:?}")))?;
         ids.push((stem, id));
     }
     let dir = ctx.dir.display().to_string();
@@ -39,7 +39,7 @@ pub fn propagation(ctx: &mut Ctx<'_>) -> Result<String> {
         };
         let want = format!("X={want_x} ID={id} N=1 SUB={dir}");
         if text.trim() != want {
-            return Err(Error::Cluster(format!(
+            return Err(Error::Scenario(format!(
                 "job {id} ({stem}) printed {text:?}, expected {want:?}"
             )));
         }
@@ -53,10 +53,10 @@ pub fn propagation(ctx: &mut Ctx<'_>) -> Result<String> {
         "-c",
         "echo $XTASK_PROBE $XTASK_STEP",
     ]);
-    let out = super::super::daemons::run_bounded(c, super::client::CLIENT_TIMEOUT)?;
+    let out = crate::util::process::bounded::run_bounded(c, super::client::CLIENT_TIMEOUT)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() || stdout.trim() != "from-submitter set-by-srun" {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "srun --export: {}, stdout {stdout:?}",
             out.status
         )));
@@ -83,7 +83,7 @@ pub fn identity(ctx: &mut Ctx<'_>) -> Result<String> {
         user.uid, user.gid, user.name, user.name, user.uid
     );
     if line.trim() != want {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "job {id} as {} printed {line:?}, expected {want:?}",
             user.name
         )));
@@ -91,7 +91,7 @@ pub fn identity(ctx: &mut Ctx<'_>) -> Result<String> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(&f).map_err(|e| Error::io(&f, e))?;
     if meta.uid() != user.uid {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "{} belongs to uid {}, expected {}",
             f.display(),
             meta.uid(),
@@ -100,7 +100,7 @@ pub fn identity(ctx: &mut Ctx<'_>) -> Result<String> {
     }
     let acct = ctx.acct_final(id, JOB_TIMEOUT)?;
     if acct.user != user.name {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "sacct: job {id} user {:?}, expected {:?}",
             acct.user, user.name
         )));

@@ -20,7 +20,7 @@ pub fn serialise(ctx: &mut Ctx<'_>) -> Result<String> {
     ctx.wait_state(a, &["RUNNING"], JOB_TIMEOUT)?;
     let b = ctx.sbatch("gpu-b", &["-n1", GPU], &body)?;
     // b must stay pending for the GPU while a holds it.
-    super::super::daemons::poll(
+    crate::util::process::bounded::poll(
         &format!("job {b} to pend on Resources"),
         JOB_TIMEOUT,
         super::client::POLL,
@@ -28,7 +28,7 @@ pub fn serialise(ctx: &mut Ctx<'_>) -> Result<String> {
             let state = ctx.job_state(b)?;
             let reason = ctx.job_field(b, "Reason")?.unwrap_or_default();
             if state != "PENDING" {
-                return Err(Error::Cluster(format!(
+                return Err(Error::Scenario(format!(
                     "job {b} is {state} while job {a} holds the only GPU: GRES does not serialise"
                 )));
             }
@@ -37,7 +37,7 @@ pub fn serialise(ctx: &mut Ctx<'_>) -> Result<String> {
     )?;
     std::thread::sleep(Duration::from_secs(2));
     if ctx.job_state(b)? != "PENDING" {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "job {b} started while job {a} holds the GPU"
         )));
     }
@@ -49,7 +49,7 @@ pub fn serialise(ctx: &mut Ctx<'_>) -> Result<String> {
         ctx.acct_final(b, JOB_TIMEOUT)?,
     );
     if acct_b.start < acct_a.end {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "job {b} started {} before job {a} ended {}",
             acct_b.start, acct_a.end
         )));
@@ -57,7 +57,7 @@ pub fn serialise(ctx: &mut Ctx<'_>) -> Result<String> {
     for (id, stem) in [(a, "gpu-a"), (b, "gpu-b")] {
         let out = ctx.wait_lines(&ctx.path(&format!("{stem}.out")), 1, JOB_TIMEOUT)?;
         if out[0] != "gpus=0" {
-            return Err(Error::Cluster(format!(
+            return Err(Error::Scenario(format!(
                 "job {id}: {:?}, expected SLURM_JOB_GPUS=0",
                 out[0]
             )));
@@ -85,7 +85,7 @@ pub fn release(ctx: &mut Ctx<'_>) -> Result<String> {
             ctx.read("scancel", &[&id.to_string()])?;
         }
         let state = ctx.wait_state(id, wanted, JOB_TIMEOUT)?;
-        let used = super::super::daemons::poll(
+        let used = crate::util::process::bounded::poll(
             "GresUsed back to gpu:apple:0",
             Duration::from_secs(30),
             super::client::POLL,
@@ -114,13 +114,13 @@ pub fn accounting(ctx: &mut Ctx<'_>) -> Result<String> {
     );
     let has = |t: &str| t.split(',').any(|x| x == "gres/gpu=1");
     if !has(&a.alloc_tres) {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "job {gpu}: AllocTRES {:?} lacks gres/gpu=1",
             a.alloc_tres
         )));
     }
     if b.alloc_tres.contains("gres/gpu") {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "job {plain} (no GRES): AllocTRES {:?} has gres/gpu",
             b.alloc_tres
         )));

@@ -2,7 +2,7 @@
 //! they run for every job; a failing prolog or epilog drains the node with a reason, and
 //! resuming it makes it usable again.
 
-use super::super::lifecycle::NODE;
+use super::super::handle::NODE;
 use super::client::{Ctx, JOB_TIMEOUT};
 use crate::error::{Error, Result};
 use std::time::Duration;
@@ -21,7 +21,7 @@ fn hook_lines(ctx: &Ctx<'_>, id: u32) -> Vec<String> {
 pub fn prolog_epilog(ctx: &mut Ctx<'_>) -> Result<String> {
     let id = ctx.sbatch("hooks", &["-n1"], "echo ran\n")?;
     ctx.wait_state(id, &["COMPLETED"], JOB_TIMEOUT)?;
-    let lines = super::super::daemons::poll(
+    let lines = crate::util::process::bounded::poll(
         "the epilog to run",
         JOB_TIMEOUT,
         super::client::POLL,
@@ -31,7 +31,7 @@ pub fn prolog_epilog(ctx: &mut Ctx<'_>) -> Result<String> {
         },
     )?;
     if lines != ["prolog", "epilog"] {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "job {id}: hooks ran {lines:?}, expected prolog then epilog"
         )));
     }
@@ -40,7 +40,7 @@ pub fn prolog_epilog(ctx: &mut Ctx<'_>) -> Result<String> {
 
 /// Wait for the node to be drained (or draining) with a reason containing `needle`.
 fn wait_drained(ctx: &Ctx<'_>, needle: &str) -> Result<(String, String)> {
-    super::super::daemons::poll(
+    crate::util::process::bounded::poll(
         &format!("node {NODE} to drain ({needle})"),
         JOB_TIMEOUT,
         super::client::POLL,
@@ -83,7 +83,7 @@ pub fn prolog_failure(ctx: &mut Ctx<'_>) -> Result<String> {
     let (state, reason) = drained?;
     let job_state = ctx.job_state(id)?;
     if marker.exists() {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "job {id}: its script ran although the prolog failed"
         )));
     }

@@ -17,7 +17,7 @@ mod pty;
 mod restarts;
 mod steps;
 
-use super::lifecycle::{Cluster, DAEMONS, NODE};
+use super::handle::{Cluster, DAEMONS, NODE};
 use super::procs::Liveness;
 use crate::error::Result;
 use client::Ctx;

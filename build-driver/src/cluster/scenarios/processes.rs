@@ -1,9 +1,9 @@
 //! Signals, cancel of a process tree, the limit of proctrack/pgid (a `setsid` escape), and a
 //! time limit ending in TIMEOUT with every process gone.
 
-use super::super::daemons::process_exists;
 use super::client::{Ctx, JOB_TIMEOUT, q};
 use crate::error::{Error, Result};
+use crate::util::signal::process_exists;
 use std::time::Duration;
 
 /// `scancel --signal=USR1 --batch` reaches the batch shell's trap; `scancel --signal=USR2` (steps
@@ -30,7 +30,7 @@ pub fn signal(ctx: &mut Ctx<'_>) -> Result<String> {
     let lines = ctx.wait_lines(&got, 2, JOB_TIMEOUT)?;
     ctx.wait_state(id, &["COMPLETED"], JOB_TIMEOUT)?;
     if lines != ["batch-USR1", "step-USR2"] {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "job {id}: traps recorded {lines:?}"
         )));
     }
@@ -59,7 +59,7 @@ pub fn cancel_tree(ctx: &mut Ctx<'_>) -> Result<String> {
     let id = ctx.sbatch("tree", &["-n1"], &body)?;
     let pids = ctx.wait_pids(&pids, 5)?;
     if let Some(p) = pids.iter().find(|&&p| !process_exists(p)) {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "job {id}: process {p} is not running before scancel"
         )));
     }
@@ -96,16 +96,14 @@ pub fn setsid_escape(ctx: &mut Ctx<'_>) -> Result<String> {
     std::thread::sleep(Duration::from_secs(3));
     let survived = process_exists(escaped);
     if survived {
-        // SAFETY: kill(2) on the PID our job reported, while it still exists.
-        unsafe {
-            libc::kill(escaped as libc::pid_t, libc::SIGKILL);
-        }
+        // The PID our job reported, while it still exists.
+        crate::util::signal::kill(escaped, nix::sys::signal::Signal::SIGKILL);
         ctx.wait_gone(&[escaped], Duration::from_secs(10))?;
         Ok(format!(
             "job {id}: tracked child {tracked} gone; LIMIT (documented): `setsid` child {escaped} survived the cancel (proctrack/pgid follows process groups only); killed by the harness"
         ))
     } else {
-        Err(Error::Cluster(format!(
+        Err(Error::Scenario(format!(
             "job {id}: the `setsid` child {escaped} was killed too: proctrack/pgid is documented not to track it; the documentation (or the plugin) changed, check which"
         )))
     }
@@ -132,7 +130,7 @@ pub fn time_limit(ctx: &mut Ctx<'_>) -> Result<String> {
     ctx.wait_state(next, &["COMPLETED"], JOB_TIMEOUT)?;
     let acct = ctx.acct_final(id, JOB_TIMEOUT)?;
     if acct.state != "TIMEOUT" {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "sacct: job {id} {}, expected TIMEOUT",
             acct.state
         )));

@@ -5,8 +5,7 @@
 use super::client::Ctx;
 use crate::error::{Error, Result};
 use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
+use std::os::fd::OwnedFd;
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,31 +20,24 @@ fn drive(mut cmd: std::process::Command, input: &str) -> Result<(ExitStatus, Str
     let clone = |fd: &OwnedFd| -> Result<Stdio> {
         Ok(Stdio::from(
             fd.try_clone()
-                .map_err(|e| Error::Cluster(format!("dup pty: {e}")))?,
+                .map_err(|e| Error::io("the pseudo-terminal", e))?,
         ))
     };
     cmd.stdin(clone(&slave)?)
         .stdout(clone(&slave)?)
         .stderr(clone(&slave)?);
-    // SAFETY: setsid and ioctl(TIOCSCTTY) are async-signal-safe; run in the child before exec
-    // so the pty becomes srun's controlling terminal, as in an interactive login.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| Error::Cluster(format!("cannot start srun --pty: {e}")))?;
+    // The pty becomes srun's controlling terminal, as in an interactive login.
+    crate::util::process::spawn::controlling_terminal(&mut cmd);
+    let mut child = cmd.spawn().map_err(|source| Error::Spawn {
+        program: "srun --pty".into(),
+        source,
+    })?;
     drop(cmd);
     drop(slave);
     let mut reader = std::fs::File::from(
         master
             .try_clone()
-            .map_err(|e| Error::Cluster(format!("dup pty: {e}")))?,
+            .map_err(|e| Error::io("the pseudo-terminal", e))?,
     );
     let collector = std::thread::spawn(move || {
         let mut all = Vec::new();
@@ -62,7 +54,7 @@ fn drive(mut cmd: std::process::Command, input: &str) -> Result<(ExitStatus, Str
     let mut writer = std::fs::File::from(master);
     writer
         .write_all(input.as_bytes())
-        .map_err(|e| Error::Cluster(format!("write to pty: {e}")))?;
+        .map_err(|e| Error::io("the pseudo-terminal", e))?;
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
         match child.try_wait() {
@@ -70,10 +62,18 @@ fn drive(mut cmd: std::process::Command, input: &str) -> Result<(ExitStatus, Str
             Ok(None) if Instant::now() > deadline => {
                 child.kill().ok();
                 child.wait().ok();
-                return Err(Error::Cluster("srun --pty did not exit within 60 s".into()));
+                return Err(Error::Timeout {
+                    what: "srun --pty".into(),
+                    after: Duration::from_secs(60),
+                });
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => return Err(Error::Cluster(format!("wait for srun --pty: {e}"))),
+            Err(source) => {
+                return Err(Error::Wait {
+                    program: "srun --pty".into(),
+                    source,
+                });
+            }
         }
     };
     drop(writer);
@@ -107,7 +107,7 @@ pub fn srun_pty(ctx: &mut Ctx<'_>) -> Result<String> {
         ));
     }
     if !ran || !printed.contains(&"stdin-is-a-tty") {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "srun --pty: {status}, expected exit 7 with `stdin-is-a-tty` and `pty-42 <job id>` printed; terminal output {output:?}"
         )));
     }
@@ -130,7 +130,7 @@ fn user_round(ctx: &mut Ctx<'_>) -> Result<String> {
     let seen = printed(&output, &["owner-"]);
     let want = format!("owner-{} uid-{}", user.uid, user.uid);
     if !status.success() || seen.first() != Some(&want.as_str()) {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "srun --pty as {}: {status}, expected exit 0 and {want:?}; terminal output {output:?}",
             user.name
         )));
@@ -146,32 +146,17 @@ fn user_round(_ctx: &mut Ctx<'_>) -> Result<String> {
     Ok("the round as the unprivileged user needs the Linux harness (runuser): not run".into())
 }
 
-/// A new pseudo-terminal pair (master, slave).
+/// A new pseudo-terminal pair (master, slave), both close-on-exec, so srun only gets the
+/// copies installed as its stdio (else the master never reports EIO when srun exits).
 fn open_pty() -> Result<(OwnedFd, OwnedFd)> {
-    let (mut master, mut slave) = (-1, -1);
-    // SAFETY: openpty writes two descriptors; name, termios and winsize may be NULL.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-        )
+    use nix::fcntl::{F_SETFD, FdFlag, fcntl};
+    let os = |call: &str, source| Error::Os {
+        call: call.to_string(),
+        source,
     };
-    if rc != 0 {
-        return Err(Error::Cluster(format!(
-            "openpty: {}",
-            std::io::Error::last_os_error()
-        )));
+    let pty = nix::pty::openpty(None, None).map_err(|e| os("openpty", e))?;
+    for fd in [&pty.master, &pty.slave] {
+        fcntl(fd, F_SETFD(FdFlag::FD_CLOEXEC)).map_err(|e| os("fcntl(F_SETFD)", e))?;
     }
-    for fd in [master, slave] {
-        // SAFETY: fcntl on a descriptor we own; close-on-exec so srun only gets the copies
-        // installed as its stdio (else the master never reports EIO when srun exits).
-        unsafe {
-            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-        }
-    }
-    // SAFETY: both are fresh descriptors we own.
-    Ok(unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) })
+    Ok((pty.master, pty.slave))
 }

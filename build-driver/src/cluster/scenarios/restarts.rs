@@ -1,9 +1,9 @@
 //! Daemon restarts: slurmd idle and with a job running (the job survives and completes),
 //! slurmctld (running and held jobs survive, new jobs run).
 
-use super::super::daemons::process_exists;
 use super::client::{Ctx, JOB_TIMEOUT, q};
 use crate::error::{Error, Result};
+use crate::util::signal::process_exists;
 
 /// slurmd stopped and started again while idle: the node comes back and runs a step.
 pub fn slurmd_idle(ctx: &mut Ctx<'_>) -> Result<String> {
@@ -27,14 +27,14 @@ pub fn slurmd_running(ctx: &mut Ctx<'_>) -> Result<String> {
     let pids = ctx.wait_pids(&pid, 1)?;
     ctx.cluster.restart(ctx.sh, "slurmd")?;
     if !process_exists(pids[0]) {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "job {id}: its shell {} died with slurmd",
             pids[0]
         )));
     }
     let state = ctx.job_state(id)?;
     if state != "RUNNING" {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "job {id} is {state} after the slurmd restart"
         )));
     }
@@ -42,7 +42,7 @@ pub fn slurmd_running(ctx: &mut Ctx<'_>) -> Result<String> {
     ctx.wait_state(id, &["COMPLETED"], JOB_TIMEOUT)?;
     let out = ctx.wait_lines(&ctx.path("survivor.out"), 1, JOB_TIMEOUT)?;
     if out != ["finished"] {
-        return Err(Error::Cluster(format!("job {id} wrote {out:?}")));
+        return Err(Error::Scenario(format!("job {id} wrote {out:?}")));
     }
     Ok(format!(
         "job {id} kept running through the slurmd restart and COMPLETED"
@@ -60,7 +60,7 @@ pub fn slurmctld(ctx: &mut Ctx<'_>) -> Result<String> {
     ctx.cluster.restart(ctx.sh, "slurmctld")?;
     let (s1, s2) = (ctx.job_state(running)?, ctx.job_state(held)?);
     if s1 != "RUNNING" || s2 != "PENDING" {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "after the slurmctld restart: job {running} {s1} (expected RUNNING), job {held} {s2} (expected PENDING)"
         )));
     }

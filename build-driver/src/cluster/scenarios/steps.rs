@@ -10,7 +10,7 @@ pub fn srun(ctx: &mut Ctx<'_>) -> Result<String> {
     ctx.srun_expect(&["-N1", "/bin/echo", "hello"], "hello")?;
     let out = ctx.srun(&["-N1", "sh", "-c", "exit 3"])?;
     if out.status.code() != Some(3) {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "srun sh -c 'exit 3' exited {}, expected 3; stderr {:?}",
             out.status,
             String::from_utf8_lossy(&out.stderr)
@@ -38,7 +38,7 @@ pub fn multi_task(ctx: &mut Ctx<'_>) -> Result<String> {
         && lines[1].starts_with("1: 1/2/")
         && lines[0][3..].split('/').nth(2) == lines[1][3..].split('/').nth(2);
     if !ok {
-        return Err(Error::Cluster(format!(
+        return Err(Error::Scenario(format!(
             "srun -n2: {}, stdout {stdout:?}, stderr {:?}",
             out.status,
             String::from_utf8_lossy(&out.stderr)
@@ -73,7 +73,7 @@ pub fn salloc(ctx: &mut Ctx<'_>) -> Result<String> {
         Some(id) if out.status.success() && stdout.trim() == format!("step-of-{id}") => {
             Ok(format!("allocation {id}, step printed {:?}", stdout.trim()))
         }
-        _ => Err(Error::Cluster(format!(
+        _ => Err(Error::Scenario(format!(
             "salloc + srun: {}, stdout {stdout:?}, stderr {stderr:?}",
             out.status
         ))),
@@ -85,7 +85,7 @@ pub fn salloc(ctx: &mut Ctx<'_>) -> Result<String> {
 /// the next step runs.
 pub fn launch_failures(ctx: &mut Ctx<'_>) -> Result<String> {
     let noexec = ctx.path("not-executable");
-    super::super::config::write_file(&noexec, b"#!/bin/sh\necho never\n", 0o644)?;
+    crate::util::fs::write_atomic(&noexec, b"#!/bin/sh\necho never\n", 0o644)?;
     let noexec = noexec.to_string_lossy().into_owned();
     let missing_dir = ctx.path("no-such-dir");
     let chdir = format!("--chdir={}", missing_dir.display());
@@ -112,12 +112,12 @@ pub fn launch_failures(ctx: &mut Ctx<'_>) -> Result<String> {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let stdout = String::from_utf8_lossy(&out.stdout);
         if out.status.success() && what != "bad --chdir" {
-            return Err(Error::Cluster(format!(
+            return Err(Error::Scenario(format!(
                 "{what}: srun succeeded; stdout {stdout:?}"
             )));
         }
         let line = stderr.lines().find(|l| l.contains(needle)).ok_or_else(|| {
-            Error::Cluster(format!(
+            Error::Scenario(format!(
                 "{what}: srun {} ({}) says nothing with {needle:?}: stderr {stderr:?}",
                 args.join(" "),
                 out.status

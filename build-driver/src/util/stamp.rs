@@ -9,6 +9,7 @@
 //! build never leaves one.
 
 use crate::error::{Error, Result};
+use crate::util::fs::{hex, remove_optional, write_atomic};
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -45,16 +46,6 @@ impl Inputs {
         }
         s
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// sha256 of a file's contents.
-pub fn file_digest(path: &Path) -> Result<String> {
-    let data = fs::read(path).map_err(|e| Error::io(path, e))?;
-    Ok(hex(&Sha256::digest(&data)))
 }
 
 /// All regular files under `dir` (recursively; symlinks are not followed), sorted.
@@ -135,18 +126,12 @@ pub fn read(path: &Path) -> Option<String> {
 
 /// Removes a stamp (missing is fine).
 pub fn remove(path: &Path) -> Result<()> {
-    match fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io(path, e)),
-    }
+    remove_optional(path)
 }
 
 /// Writes a stamp atomically (temporary file + rename).
 pub fn write(path: &Path, inputs: &Inputs) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    fs::write(&tmp, inputs.stamp_text()).map_err(|e| Error::io(&tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+    write_atomic(path, inputs.stamp_text().as_bytes(), 0o644)
 }
 
 #[cfg(test)]

@@ -1,0 +1,385 @@
+//! The build plan: everything `build-slurm` decides before it does any work, computed once
+//! at the top of [`super::build`] and read by every later step (stamp, run, verify) instead of
+//! being recomputed: the target row and the host, whether this is a cross build, the
+//! personality, whether the shim is linked, the staging directories, the patch series, the
+//! toolchain (compiler, and the zig wrappers of a macOS target built on Linux), the macOS
+//! minimum, the configure arguments and the make variables.
+
+use super::configure::{self, Compiler, ConfigureSpec};
+use super::link;
+use crate::cli::BuildArgs;
+use crate::cross::{self, zig::ZigToolchain};
+use crate::error::{Error, Result};
+use crate::fetch::{self, SourceTree};
+use crate::patches;
+use crate::personality::Personality;
+use crate::targets::{self, Os, Target};
+use crate::util::fs::sha256_file;
+use crate::util::process::{on_path, require_tool};
+use crate::util::stamp::{self, Inputs};
+use std::path::{Path, PathBuf};
+use xshell::Shell;
+
+/// The directories of one staged build.
+#[derive(Clone, Debug)]
+pub struct Dirs {
+    /// `<cargo target dir>/slurm/<staging name>`: holds the others, the logs and the stamp.
+    pub base: PathBuf,
+    /// The patched copy of the source that is configured.
+    pub src: PathBuf,
+    /// The out-of-tree build directory (kept after install).
+    pub build: PathBuf,
+    /// The install prefix (`--prefix`, else `<base>/prefix`).
+    pub prefix: PathBuf,
+}
+
+impl Dirs {
+    /// The directories below `base`; the prefix is `prefix` (made absolute) when given.
+    fn new(base: PathBuf, prefix: Option<&Path>) -> Result<Dirs> {
+        Ok(Dirs {
+            src: base.join("src"),
+            build: base.join("build"),
+            prefix: match prefix {
+                Some(p) => absolute(p)?,
+                None => base.join("prefix"),
+            },
+            base,
+        })
+    }
+
+    pub fn stamp(&self) -> PathBuf {
+        self.base.join("stamp")
+    }
+
+    pub fn log(&self, step: &str) -> PathBuf {
+        self.base.join(format!("{step}.log"))
+    }
+}
+
+/// The C toolchain of a build.
+#[derive(Clone, Debug)]
+pub struct Toolchain {
+    pub compiler: Compiler,
+    /// The zig wrappers, when the build uses them (a macOS target on Linux, no user compiler).
+    pub zig: Option<ZigToolchain>,
+}
+
+/// Everything decided before the work starts.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub target: &'static Target,
+    pub host: &'static Target,
+    /// Whether the target is another machine than the host (`--build/--host`, the staging
+    /// name's triple, the target's own pkg-config).
+    pub cross: bool,
+    pub personality: Personality,
+    /// Whether the shim header is force-included and the shim linked.
+    pub uses_shim: bool,
+    /// The oldest macOS an Apple target is built for (`None`: a Linux target).
+    pub macos_min: Option<&'static str>,
+    pub source: SourceTree,
+    pub dirs: Dirs,
+    /// The patches to apply (empty with `--no-patches`).
+    pub series: Vec<PathBuf>,
+    pub no_patches: bool,
+    pub toolchain: Toolchain,
+    pub deps_prefix: Option<PathBuf>,
+    pub jobs: usize,
+    /// The force-included shim header.
+    pub header: PathBuf,
+    pub configure_args: Vec<String>,
+    /// The make variables of every make in the build directory; the shim's `LIB_LDFLAGS`
+    /// is added by [`Plan::link_shim`].
+    pub make_vars: Vec<String>,
+}
+
+fn absolute(p: &Path) -> Result<PathBuf> {
+    std::path::absolute(p).map_err(|e| Error::io(p, e))
+}
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// The staging directory name: `<version>-<personality>[-nopatch][-<triple>]` (the triple
+/// only when cross-compiling).
+pub fn staging_name(
+    version: &str,
+    p: Personality,
+    no_patches: bool,
+    target: &Target,
+    cross: bool,
+) -> String {
+    let mut s = format!("{version}-{}", p.name());
+    if no_patches {
+        s.push_str("-nopatch");
+    }
+    if cross {
+        s.push('-');
+        s.push_str(target.rust);
+    }
+    s
+}
+
+/// The shim header that the build force-includes.
+pub fn shim_header(root: &Path) -> PathBuf {
+    root.join("shim").join("include").join("slurm_shim.h")
+}
+
+impl Plan {
+    /// Decides the whole build from the command line and this machine. Needs the source
+    /// fetched; prepares the zig wrappers when the build uses them (the only thing it writes).
+    pub fn new(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<Plan> {
+        let host = targets::host();
+        let target = match &args.target {
+            Some(t) => targets::lookup(t)?,
+            None => host,
+        };
+        let cross = target.rust != host.rust;
+        args.personality.check(target, host)?;
+        require_build_tools(sh)?;
+        let source = fetch::resolve(sh, root, &args.src)?;
+        let base = link::cargo_target_dir(root, env_var("CARGO_TARGET_DIR"))
+            .join("slurm")
+            .join(staging_name(
+                &source.version,
+                args.personality,
+                args.no_patches,
+                target,
+                cross,
+            ));
+        let dirs = Dirs::new(base, args.prefix.as_deref())?;
+        let series = if args.no_patches {
+            Vec::new()
+        } else {
+            patches::series(root, &source.line)?
+        };
+        let toolchain = toolchain(sh, root, target, host, cross, &dirs.base)?;
+        let deps_prefix = args.deps_prefix.as_deref().map(absolute).transpose()?;
+        let mut plan = Plan {
+            target,
+            host,
+            cross,
+            personality: args.personality,
+            uses_shim: configure::uses_shim(args.personality, target),
+            macos_min: target.macos_min,
+            source,
+            dirs,
+            series,
+            no_patches: args.no_patches,
+            toolchain,
+            deps_prefix,
+            jobs: args
+                .jobs
+                .unwrap_or_else(crate::util::process::default_jobs)
+                .max(1),
+            header: shim_header(root),
+            configure_args: Vec::new(),
+            make_vars: Vec::new(),
+        };
+        let spec = plan.configure_spec();
+        let configure_args = configure::configure_args(&spec);
+        let mut make_vars = vec!["V=0".to_string()];
+        if target.os == Os::Apple {
+            make_vars.extend(cross::apple_make_vars());
+            if cross {
+                make_vars.extend(cross::cross_make_vars());
+            }
+            make_vars.extend(configure::apple_make_cppflags(&spec));
+        }
+        plan.configure_args = configure_args;
+        plan.make_vars = make_vars;
+        Ok(plan)
+    }
+
+    /// What configure's command line is made from.
+    pub fn configure_spec(&self) -> ConfigureSpec<'_> {
+        ConfigureSpec {
+            personality: self.personality,
+            target: self.target,
+            host: self.host,
+            cross: self.cross,
+            prefix: self.dirs.prefix.clone(),
+            compiler: self.toolchain.compiler.clone(),
+            header: self.header.clone(),
+            user_cppflags: env_var("CPPFLAGS"),
+            deps_prefix: self.deps_prefix.clone(),
+            tool_vars: self
+                .toolchain
+                .zig
+                .as_ref()
+                .map(|z| cross::zig::configure_env(z, env_var("LDFLAGS").as_deref()))
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Builds the shim for the target (when the build uses it) and adds the `LIB_LDFLAGS`
+    /// that link it into Slurm's libraries to the make variables.
+    pub fn link_shim(&mut self, sh: &Shell, root: &Path) -> Result<()> {
+        if !self.uses_shim {
+            return Ok(());
+        }
+        if !self.header.is_file() {
+            return Err(Error::file(
+                &self.header,
+                "the shim header is missing: run `cargo xtask codegen`",
+            ));
+        }
+        eprintln!("build-slurm: building the shim for {}", self.target.rust);
+        let mut shim = link::build_shim(sh, root, self.target, self.macos_min)?;
+        if self.target.os == Os::Linux {
+            shim = link::relocatable_object(
+                sh,
+                self.target,
+                self.cross,
+                &shim,
+                &self.dirs.base.join("shim").join("slurm_shim.o"),
+            )?;
+        }
+        let flags = link::lib_ldflags(self.target, &shim, &link::shim_symbols());
+        self.make_vars
+            .push(format!("LIB_LDFLAGS={}", flags.join(" ")));
+        Ok(())
+    }
+
+    /// Every input of the build, for the stamp (see [`crate::util::stamp`]).
+    pub fn inputs(&self, root: &Path) -> Result<Inputs> {
+        let mut inputs = Inputs::default();
+        inputs.add("driver", env!("CARGO_PKG_VERSION"));
+        inputs.add("target", self.target.rust);
+        inputs.add("personality", self.personality.name());
+        inputs.add(
+            "source",
+            format!(
+                "{} {} {}",
+                self.source.version,
+                self.source.line,
+                stamp::tree_metadata_digest(&self.source.path)?
+            ),
+        );
+        if !self.no_patches {
+            let series_file = root.join("patches").join(&self.source.line).join("series");
+            inputs.add("series", sha256_file(&series_file)?);
+            for p in &self.series {
+                inputs.add(format!("patch {}", p.display()), sha256_file(p)?);
+            }
+        }
+        if let Some(z) = &self.toolchain.zig {
+            inputs.add("zig", &z.version);
+            inputs.add(
+                "cross-sdk",
+                stamp::contents_digest(root, &[cross::zig::sdk_dir(root)])?,
+            );
+        }
+        if self.uses_shim {
+            let shim_inputs = [
+                root.join("shim").join("src"),
+                root.join("shim").join("Cargo.toml"),
+                root.join("Cargo.lock"),
+                self.header.clone(),
+            ];
+            inputs.add("shim", stamp::contents_digest(root, &shim_inputs)?);
+        }
+        inputs.add("compiler", &self.toolchain.compiler.cc);
+        inputs.add(
+            "configure",
+            self.configure_args
+                .iter()
+                .filter(|a| !a.starts_with("CC="))
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\u{1f}"),
+        );
+        inputs.add("make", self.make_vars.join("\u{1f}"));
+        Ok(inputs)
+    }
+
+    /// What the build stages, for the manifest beside the prefix.
+    pub fn manifest(&self) -> crate::staging::Manifest {
+        crate::staging::Manifest {
+            version: self.source.version.clone(),
+            line: self.source.line.clone(),
+            personality: self.personality,
+            target: self.target.rust.to_string(),
+            patched: !self.series.is_empty(),
+            prefix: self.dirs.prefix.clone(),
+            source: self.dirs.src.clone(),
+            build_dir: self.dirs.build.clone(),
+            make_vars: self.make_vars.clone(),
+        }
+    }
+}
+
+/// make and pkg-config, on the PATH.
+fn require_build_tools(sh: &Shell) -> Result<()> {
+    require_tool(
+        sh,
+        "make",
+        "building Slurm",
+        "install GNU make (Debian: apt-get install make)",
+    )?;
+    require_tool(
+        sh,
+        "pkg-config",
+        "finding Slurm's dependencies",
+        "Debian: apt-get install pkg-config; macOS: brew install pkgconf",
+    )
+}
+
+/// The compiler (and zig wrappers, for a macOS target built on Linux unless the user chose a
+/// compiler).
+fn toolchain(
+    sh: &Shell,
+    root: &Path,
+    target: &'static Target,
+    host: &'static Target,
+    cross: bool,
+    base: &Path,
+) -> Result<Toolchain> {
+    let ccache = on_path(sh, "ccache");
+    let zig = if cross::default_is_zig(target, host)
+        && configure::user_compiler(target, cross, &env_var).is_none()
+    {
+        Some(cross::zig::prepare(sh, root, base, target, ccache)?)
+    } else {
+        None
+    };
+    let compiler = configure::compiler(
+        target,
+        host,
+        cross,
+        &env_var,
+        ccache,
+        zig.as_ref().map(|z| z.cc.as_path()),
+    )?;
+    Ok(Toolchain { compiler, zig })
+}
+
+#[cfg(test)]
+#[allow(non_snake_case)]
+mod tests {
+    use super::*;
+    use crate::targets::lookup;
+
+    #[test]
+    fn staging_name__personality_nopatch_and_cross_triple() {
+        let linux = lookup("x86_64-unknown-linux-gnu").unwrap();
+        let arm = lookup("aarch64-unknown-linux-gnu").unwrap();
+        assert_eq!(
+            staging_name("24.11.5", Personality::Native, false, linux, false),
+            "24.11.5-native"
+        );
+        assert_eq!(
+            staging_name("24.11.5", Personality::Native, true, linux, false),
+            "24.11.5-native-nopatch"
+        );
+        assert_eq!(
+            staging_name("24.11.5", Personality::Darwin, false, linux, false),
+            "24.11.5-darwin"
+        );
+        assert_eq!(
+            staging_name("24.11.5", Personality::Native, false, arm, true),
+            "24.11.5-native-aarch64-unknown-linux-gnu"
+        );
+    }
+}

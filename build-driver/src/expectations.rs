@@ -1,0 +1,55 @@
+//! Recorded expectations: the files under `ci/expectations/` that say which differences or
+//! findings are known, each with its reason. One loader serves every kind: a missing file
+//! means nothing is expected (and says so), a file that does not parse names itself and
+//! what is wrong. The kinds: [`make_check`] (darwin vs native `make check` results) and
+//! `crate::audit::expect` (accepted plugin-linkage findings, beside the audit's report).
+
+pub mod make_check;
+
+use crate::error::{Error, Result};
+use std::path::{Path, PathBuf};
+
+/// `ci/expectations/<name>` below `root`.
+pub fn file(root: &Path, name: &str) -> PathBuf {
+    root.join("ci/expectations").join(name)
+}
+
+/// A kind of expectations file.
+pub trait Recorded: Default + Sized {
+    /// What an entry lists, for the message when there is no file ("every {UNLISTED} fails").
+    const UNLISTED: &'static str;
+
+    /// Parses and checks the file's text; `Err` says what is wrong.
+    fn parse(text: &str) -> std::result::Result<Self, String>;
+}
+
+/// Reads an expectations file; a missing file means nothing is expected (and says so).
+pub fn load<T: Recorded>(path: &Path) -> Result<T> {
+    let Some(text) = crate::util::fs::read_optional(path)? else {
+        println!(
+            "no expectations file {}: every {} fails",
+            path.display(),
+            T::UNLISTED
+        );
+        return Ok(T::default());
+    };
+    T::parse(&text).map_err(|problem| Error::file(path, problem))
+}
+
+#[cfg(test)]
+#[allow(non_snake_case)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load__missing_is_empty_malformed_names_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let none = load::<make_check::Expectations>(&d.path().join("none.toml")).unwrap();
+        assert!(none.expected.is_empty());
+        let bad = d.path().join("bad.toml");
+        std::fs::write(&bad, "[[accepted]]\nplugin = \"x.so\"\n").unwrap();
+        let e = load::<crate::audit::Expectations>(&bad).unwrap_err();
+        assert!(matches!(e, Error::File { .. }), "{e}");
+        assert!(e.to_string().contains("bad.toml"), "{e}");
+    }
+}

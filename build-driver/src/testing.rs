@@ -1,0 +1,56 @@
+//! Helpers the driver's unit tests share (compiled for tests only).
+
+use std::path::Path;
+use xshell::{Shell, cmd};
+
+/// Writes `text` to `path`, creating its directories.
+pub fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// Whether every program is on the PATH; if not, prints why the calling test is skipped.
+pub fn have(sh: &Shell, programs: &[&str]) -> bool {
+    let missing: Vec<&str> = programs
+        .iter()
+        .copied()
+        .filter(|p| !crate::util::process::on_path(sh, p))
+        .collect();
+    if !missing.is_empty() {
+        eprintln!("SKIP: {} not installed", missing.join(", "));
+    }
+    missing.is_empty()
+}
+
+/// `git -C repo ARGS...` with a fixed identity; its trimmed output.
+pub fn git(sh: &Shell, repo: &Path, args: &[&str]) -> String {
+    cmd!(
+        sh,
+        "git -C {repo} -c user.name=t -c user.email=t@example.org {args...}"
+    )
+    .quiet()
+    .read()
+    .unwrap()
+}
+
+/// `git init` in `repo`, then one commit of everything in it; the commit id.
+pub fn git_commit_all(sh: &Shell, repo: &Path, message: &str) -> String {
+    if !repo.join(".git").exists() {
+        git(sh, repo, &["init", "-q"]);
+    }
+    git(sh, repo, &["add", "."]);
+    git(sh, repo, &["commit", "-q", "-m", message]);
+    git(sh, repo, &["rev-parse", "HEAD"])
+}
+
+/// A `configure.ac` of an automake project (`extra` before `AC_CONFIG_FILES`) and an empty
+/// `Makefile.am` in `tree`.
+pub fn automake_tree(tree: &Path, extra: &str) {
+    write(
+        &tree.join("configure.ac"),
+        &format!(
+            "AC_INIT([t], [1])\nAM_INIT_AUTOMAKE([foreign])\n{extra}AC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n"
+        ),
+    );
+    write(&tree.join("Makefile.am"), "");
+}

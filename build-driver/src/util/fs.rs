@@ -1,0 +1,321 @@
+//! File-system helpers every subcommand shares: tree copies, file hashes, atomic writes and
+//! optional reads. Each exists once here; nothing half-written survives a failure.
+
+use crate::error::{Error, Result};
+use sha2::{Digest, Sha256};
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Lower-case hex of bytes (digests).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Lower-case hex sha256 of a file's contents (streamed, so large tarballs are fine).
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let mut f = fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h).map_err(|e| Error::io(path, e))?;
+    Ok(hex(&h.finalize()))
+}
+
+/// The text of `path`, or `None` when there is no such file (other I/O errors are errors).
+pub fn read_optional(path: &Path) -> Result<Option<String>> {
+    match fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// Removes a file; a missing one is fine.
+pub fn remove_optional(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// A new, empty directory `<parent>/<stem>-<pid>-<nanos>-<n>` (parent created if missing).
+fn unique_dir(parent: &Path, stem: &str) -> Result<PathBuf> {
+    fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    for n in 0..100u32 {
+        let dir = parent.join(format!("{stem}-{}-{nanos:x}-{n}", std::process::id()));
+        match fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(Error::io(&dir, e)),
+        }
+    }
+    Err(Error::file(parent, "cannot create a temporary directory"))
+}
+
+/// A new, empty directory below the system's temporary directory with permission bits
+/// `mode` (one scratch directory per run of a harness; kept).
+pub fn new_work_dir(stem: &str, mode: u32) -> Result<PathBuf> {
+    let dir = unique_dir(&std::env::temp_dir(), stem)?;
+    fs::set_permissions(&dir, fs::Permissions::from_mode(mode)).map_err(|e| Error::io(&dir, e))?;
+    Ok(dir)
+}
+
+/// A temporary directory beside the destination (`<parent>/.tmp-<tag>-...`), removed on
+/// drop: nothing half-made survives a failure.
+#[derive(Debug)]
+pub struct Staging {
+    pub dir: PathBuf,
+}
+
+impl Staging {
+    pub fn new(parent: &Path, tag: &str) -> Result<Staging> {
+        Ok(Staging {
+            dir: unique_dir(parent, &format!(".tmp-{tag}"))?,
+        })
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `path` with `.part` appended to its file name: where an atomic write stages its bytes.
+pub fn part_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".part");
+    path.with_file_name(name)
+}
+
+/// Writes `bytes` to `path` with permission bits `mode`, atomically: a `.part` file beside
+/// it is written, synced and renamed over `path`, so a reader sees the old or the new file.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    let part = part_path(path);
+    let written = (|| {
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode)
+            .open(&part)?;
+        // The umask narrowed `mode` at creation; the file must have exactly `mode`.
+        f.set_permissions(fs::Permissions::from_mode(mode))?;
+        f.write_all(bytes)?;
+        f.sync_all()
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&part);
+        return Err(Error::io(&part, e));
+    }
+    fs::rename(&part, path).map_err(|e| Error::io(path, e))
+}
+
+/// [`write_atomic`] of an executable script (mode 0755), unless `path` already holds exactly
+/// `text` (so its modification time, which builds may depend on, stays).
+pub fn write_script(path: &Path, text: &str) -> Result<()> {
+    if fs::read_to_string(path).is_ok_and(|t| t == text) {
+        return Ok(());
+    }
+    write_atomic(path, text.as_bytes(), 0o755)
+}
+
+/// A fresh copy of `src` at `dst` (`dst` is removed first). Keeps modes, modification times
+/// and symlinks.
+pub fn copy_tree(src: &Path, dst: &Path) -> Result<()> {
+    copy_tree_excluding(src, dst, &[])
+}
+
+/// [`copy_tree`], skipping the top-level entries named in `exclude` (e.g. `.git`).
+pub fn copy_tree_excluding(src: &Path, dst: &Path, exclude: &[&str]) -> Result<()> {
+    let src_c = src.canonicalize().map_err(|e| Error::io(src, e))?;
+    if !src_c.is_dir() {
+        return Err(Error::file(src, "not a directory"));
+    }
+    let dst_parent = dst
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let dst_parent_c = dst_parent
+        .canonicalize()
+        .map_err(|e| Error::io(dst_parent, e))?;
+    let Some(name) = dst.file_name() else {
+        return Err(Error::file(dst, "not a directory name"));
+    };
+    let dst_c = dst_parent_c.join(name);
+    if dst_c.starts_with(&src_c) || src_c.starts_with(&dst_c) {
+        return Err(Error::file(
+            dst,
+            format!("cannot copy {} into itself", src.display()),
+        ));
+    }
+    match fs::symlink_metadata(dst) {
+        Ok(m) if m.is_dir() => fs::remove_dir_all(dst).map_err(|e| Error::io(dst, e))?,
+        Ok(_) => fs::remove_file(dst).map_err(|e| Error::io(dst, e))?,
+        Err(_) => {}
+    }
+    copy_into(&src_c, dst, exclude)
+}
+
+/// Copies the contents of directory `src` into `dst` (created with its parents if missing; what `dst` already
+/// holds stays unless a copied entry replaces it). Keeps modes, modification times and
+/// symlinks; skips the top-level entries named in `exclude`.
+pub fn copy_into(src: &Path, dst: &Path, exclude: &[&str]) -> Result<()> {
+    let set_mtime = |path: &Path, meta: &fs::Metadata| -> Result<()> {
+        let t = meta.modified().map_err(|e| Error::io(path, e))?;
+        fs::File::open(path)
+            .and_then(|f| f.set_modified(t))
+            .map_err(|e| Error::io(path, e))
+    };
+    let make_dir = |d: &Path| -> Result<()> {
+        match fs::create_dir(d) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(Error::io(d, e)),
+            _ => Ok(()),
+        }
+    };
+    fs::create_dir_all(dst).map_err(|e| Error::io(dst, e))?;
+    let mut dirs = vec![(
+        dst.to_path_buf(),
+        fs::metadata(src).map_err(|e| Error::io(src, e))?,
+    )];
+    let mut stack = vec![(src.to_path_buf(), dst.to_path_buf(), true)];
+    while let Some((s, d, top)) = stack.pop() {
+        for entry in fs::read_dir(&s).map_err(|e| Error::io(&s, e))? {
+            let entry = entry.map_err(|e| Error::io(&s, e))?;
+            let name = entry.file_name();
+            if top && exclude.iter().any(|x| name == *x) {
+                continue;
+            }
+            let (sp, dp) = (entry.path(), d.join(&name));
+            let meta = fs::symlink_metadata(&sp).map_err(|e| Error::io(&sp, e))?;
+            let ft = meta.file_type();
+            if ft.is_dir() {
+                make_dir(&dp)?;
+                dirs.push((dp.clone(), meta));
+                stack.push((sp, dp, false));
+            } else if ft.is_symlink() {
+                let target = fs::read_link(&sp).map_err(|e| Error::io(&sp, e))?;
+                if fs::symlink_metadata(&dp).is_ok() {
+                    fs::remove_file(&dp).map_err(|e| Error::io(&dp, e))?;
+                }
+                std::os::unix::fs::symlink(&target, &dp).map_err(|e| Error::io(&dp, e))?;
+            } else if ft.is_file() {
+                fs::copy(&sp, &dp).map_err(|e| Error::io(&dp, e))?;
+                set_mtime(&dp, &meta)?;
+            } else {
+                return Err(Error::file(sp, "not a regular file, directory or symlink"));
+            }
+        }
+    }
+    // Directory times and modes last: filling a directory changes its mtime.
+    for (d, meta) in dirs.iter().rev() {
+        set_mtime(d, meta)?;
+        fs::set_permissions(d, meta.permissions()).map_err(|e| Error::io(d, e))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(non_snake_case)]
+mod tests {
+    use super::*;
+    use crate::testing::write;
+
+    #[test]
+    fn copy_tree__copies_files_links_modes_and_times_and_replaces_dst() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("src");
+        write(&src.join("a/b/file.txt"), "hello");
+        write(&src.join("script"), "#!/bin/sh\n");
+        fs::set_permissions(src.join("script"), fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink("a/b/file.txt", src.join("link")).unwrap();
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+        fs::File::open(src.join("a/b/file.txt"))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let dst = d.path().join("dst");
+        write(&dst.join("stale"), "x");
+        copy_tree(&src, &dst).unwrap();
+        assert!(!dst.join("stale").exists());
+        assert_eq!(
+            fs::read_to_string(dst.join("a/b/file.txt")).unwrap(),
+            "hello"
+        );
+        let mtime = fs::metadata(dst.join("a/b/file.txt")).unwrap().modified();
+        assert_eq!(mtime.unwrap(), old);
+        let mode = fs::metadata(dst.join("script"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o755);
+        assert_eq!(
+            fs::read_link(dst.join("link")).unwrap(),
+            Path::new("a/b/file.txt")
+        );
+        let e = copy_tree(&src, &src.join("a/inner"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("into itself"), "{e}");
+    }
+
+    #[test]
+    fn copy_into__merges_into_an_existing_directory_and_excludes_top_entries() {
+        let d = tempfile::tempdir().unwrap();
+        let (src, dst) = (d.path().join("src"), d.path().join("dst"));
+        write(&src.join("lib/a.a"), "a");
+        write(&src.join(".git/HEAD"), "ref");
+        std::os::unix::fs::symlink("a.a", src.join("lib/liba.a")).unwrap();
+        write(&dst.join("lib/b.a"), "b");
+        std::os::unix::fs::symlink("old", dst.join("lib/liba.a")).unwrap();
+        copy_into(&src, &dst, &[".git"]).unwrap();
+        assert_eq!(fs::read_to_string(dst.join("lib/a.a")).unwrap(), "a");
+        assert_eq!(fs::read_to_string(dst.join("lib/b.a")).unwrap(), "b");
+        assert_eq!(
+            fs::read_link(dst.join("lib/liba.a")).unwrap(),
+            Path::new("a.a")
+        );
+        assert!(!dst.join(".git").exists());
+    }
+
+    #[test]
+    fn write_atomic__exact_mode_no_part_left_and_script_unchanged_keeps_mtime() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("x.conf");
+        write_atomic(&f, b"one", 0o600).unwrap();
+        assert_eq!(fs::read(&f).unwrap(), b"one");
+        assert_eq!(
+            fs::metadata(&f).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert!(!part_path(&f).exists());
+        let s = d.path().join("tool");
+        write_script(&s, "#!/bin/sh\n").unwrap();
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        fs::File::open(&s).unwrap().set_modified(old).unwrap();
+        write_script(&s, "#!/bin/sh\n").unwrap();
+        assert_eq!(fs::metadata(&s).unwrap().modified().unwrap(), old);
+        assert_eq!(
+            fs::metadata(&s).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+        assert!(write_atomic(&d.path().join("no/dir/f"), b"", 0o644).is_err());
+    }
+
+    #[test]
+    fn sha256_file__known_digest_and_read_optional_missing_is_none() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("abc");
+        fs::write(&f, "abc").unwrap();
+        assert_eq!(
+            sha256_file(&f).unwrap(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(read_optional(&d.path().join("none")).unwrap(), None);
+        assert_eq!(read_optional(&f).unwrap().as_deref(), Some("abc"));
+    }
+}
