@@ -12,6 +12,7 @@ mod cross;
 mod deps;
 mod error;
 mod fetch;
+mod lint;
 #[cfg(test)]
 mod macos_workflow;
 mod patches;
@@ -47,6 +48,7 @@ fn run(cli: cli::Cli) -> Result<()> {
         cli::Command::Cluster(args) => cluster::run(&sh, &root, args),
         cli::Command::Audit(args) => audit::run(&sh, &root, args),
         cli::Command::Deps(args) => deps::run(&sh, &root, args).map(|_| ()),
+        cli::Command::Lint(args) => lint::run(&sh, &root, args),
     }
 }
 

@@ -1,0 +1,104 @@
+//! Accepted lint findings (`ci/expectations/lint-<line>.toml`), compared exactly: a finding
+//! not listed fails, and so does a listed one that is no longer found. Entries match on
+//! class, file and subject (not the line, which moves between releases and patches), and
+//! every entry needs a reason.
+//!
+//! ```toml
+//! [[accepted]]
+//! class = "os-path"
+//! file = "src/common/callerid.c"
+//! subject = "/proc/net/tcp"
+//! reason = "scontrol callerid / pam_slurm_adopt only; not used on a macOS node"
+//! ```
+
+use super::{Class, Finding};
+use crate::error::{Error, Result};
+use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expectations {
+    #[serde(default)]
+    pub accepted: Vec<Accepted>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Accepted {
+    pub class: String,
+    pub file: String,
+    pub subject: String,
+    pub reason: String,
+}
+
+/// The comparison of findings with the accepted list.
+#[derive(Debug, Default)]
+pub struct Diff {
+    pub accepted: Vec<(Finding, String)>,
+    pub unexpected: Vec<Finding>,
+    /// Accepted entries nothing matched (`class file subject`).
+    pub stale: Vec<String>,
+}
+
+impl Expectations {
+    /// Read the file; a missing file means nothing is accepted (and says so).
+    pub fn load(path: &Path) -> Result<Expectations> {
+        let Some(text) = crate::error::read_optional(path)? else {
+            println!("no expectations file {}: every finding fails", path.display());
+            return Ok(Expectations::default());
+        };
+        Expectations::parse(&text).map_err(|detail| Error::Io {
+            path: path.to_path_buf(),
+            detail,
+        })
+    }
+
+    pub fn parse(text: &str) -> std::result::Result<Expectations, String> {
+        let e: Expectations = toml::from_str(text).map_err(|e| e.to_string())?;
+        let mut seen = BTreeSet::new();
+        for a in &e.accepted {
+            if Class::from_name(&a.class).is_none() {
+                let known: Vec<&str> = Class::ALL.iter().map(|c| c.name()).collect();
+                return Err(format!(
+                    "entry for {} `{}`: unknown class `{}` (known: {})",
+                    a.file,
+                    a.subject,
+                    a.class,
+                    known.join(", ")
+                ));
+            }
+            if a.reason.trim().is_empty() {
+                return Err(format!("entry for {} `{}` has an empty reason", a.file, a.subject));
+            }
+            if !seen.insert((a.class.clone(), a.file.clone(), a.subject.clone())) {
+                return Err(format!("{} {} `{}` is listed twice", a.class, a.file, a.subject));
+            }
+        }
+        Ok(e)
+    }
+
+    pub fn compare(&self, findings: &[Finding]) -> Diff {
+        let mut diff = Diff::default();
+        let mut used = BTreeSet::new();
+        for f in findings {
+            let hit = self.accepted.iter().position(|a| {
+                a.class == f.class.name() && a.file == f.file && a.subject == f.subject
+            });
+            match hit {
+                Some(i) => {
+                    used.insert(i);
+                    diff.accepted.push((f.clone(), self.accepted[i].reason.clone()));
+                }
+                None => diff.unexpected.push(f.clone()),
+            }
+        }
+        for (i, a) in self.accepted.iter().enumerate() {
+            if !used.contains(&i) {
+                diff.stale.push(format!("{} {} `{}`", a.class, a.file, a.subject));
+            }
+        }
+        diff
+    }
+}
