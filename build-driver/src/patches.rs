@@ -509,6 +509,9 @@ fn copy_dir(src: &Path, dst: &Path, exclude: &[&str]) -> Result<()> {
 }
 
 #[cfg(test)]
+mod af_wire_tests;
+
+#[cfg(test)]
 #[allow(non_snake_case)]
 mod tests {
     use super::*;
