@@ -6,7 +6,8 @@
 //! `sysconf(_SC_OPEN_MAX)` then answers `INT64_MAX`, which becomes `INT_MAX` as an int: about
 //! 2.1 billion `close()` calls, a ~187 s stall before every slurmstepd exec on a real Mac
 //! (POC D13). Reported: a `for`/`while` loop whose body calls `close` and whose condition
-//! compares with `rlim_cur`, or with a variable some assignment of which is the raw
+//! compares with `rlim_cur` (unless its last assignment in the file passes it through a
+//! function, `rlim.rlim_cur = getdtablesize()`), or with a variable some assignment of which is the raw
 //! `<x>.rlim_cur` or `sysconf(_SC_OPEN_MAX)` (through casts only) and whose last assignment
 //! in the file does not pass it through a function (a bound: `v = bound(v)`).
 
@@ -75,7 +76,10 @@ pub fn scan(f: &Scanned, out: &mut Vec<Finding>) {
             x.is("rlim_cur") || x.ident().is_some_and(raw_var)
         });
         let Some(bound) = bound else { continue };
-        if bound.is("rlim_cur") && !raw_limit(cond) {
+        // `x.rlim_cur` itself: raw unless its last assignment in the file is a bound
+        if bound.is("rlim_cur")
+            && (!raw_limit(cond) || vars.get("rlim_cur").is_some_and(|(_, bounded)| *bounded))
+        {
             continue;
         }
         let body_end = if t.get(close + 1).is_some_and(|x| x.is("{")) {

@@ -1,20 +1,15 @@
-//! `rlimit-fatal` and `nofile-infinite`: resource limits macOS answers differently.
+//! `rlimit-fatal`: a refused memory limit that kills the step.
 //!
-//! * `rlimit-fatal` (catalog D6, POC D8): on macOS `RLIMIT_RSS` is `RLIMIT_AS`
-//!   (`<sys/resource.h>`: `#define RLIMIT_RSS RLIMIT_AS`), and a finite address-space limit
-//!   below what the process has mapped is refused, so slurmstepd's "set the task's memory
-//!   limit, `fatal()` if that fails" kills every job with a memory allocation. Reported: an
-//!   `if` whose condition sets `RLIMIT_RSS` or `RLIMIT_AS` (directly or through a `#define`
-//!   of the file) with `setrlimit`, `prlimit` or a wrapper whose name contains `rlimit`, and
-//!   whose then-branch calls `fatal`.
-//! * `nofile-infinite` (catalog D5): the "use the maximum number of files" idiom
-//!   `rlim.rlim_cur = rlim.rlim_max; setrlimit(RLIMIT_NOFILE, &rlim)`. macOS's hard limit is
-//!   `RLIM_INFINITY`, and XNU refuses a soft limit above `kern.maxfilesperproc` from a POSIX
-//!   caller (EINVAL), so the daemon keeps macOS's default of 256 descriptors. Reported: a
-//!   function that calls `setrlimit(RLIMIT_NOFILE, ...)` and assigns `rlim_cur` exactly
-//!   `<x>.rlim_max`.
+//! Catalog D6, POC D8: on macOS `RLIMIT_RSS` is `RLIMIT_AS` (`<sys/resource.h>`:
+//! `#define RLIMIT_RSS RLIMIT_AS`), and a finite address-space limit below what the process
+//! has mapped is refused (EINVAL from `vm_map_set_size_limit()`, xnu
+//! `bsd/kern/kern_resource.c`), so slurmstepd's "set the task's memory limit, `fatal()` if
+//! that fails" kills every job with a memory allocation. Reported: an `if` whose condition
+//! sets `RLIMIT_RSS` or `RLIMIT_AS` (directly or through a `#define` of the file) with
+//! `setrlimit`, `prlimit` or a wrapper whose name contains `rlimit`, and whose then-branch
+//! calls `fatal`.
 
-use super::source::{Define, Token, arguments, function_bodies, matching};
+use super::source::{Define, Token, arguments, matching};
 use super::{Class, Finding, Scanned};
 
 const MEMORY: &[&str] = &["RLIMIT_RSS", "RLIMIT_AS"];
@@ -82,30 +77,6 @@ pub fn scan(f: &Scanned, out: &mut Vec<Finding>) {
                 message: format!(
                     "a failed set of {res} is fatal(): on macOS RLIMIT_RSS is RLIMIT_AS and a limit below the mapped size is refused, so the step dies"
                 ),
-            });
-        }
-    }
-    for (open, close) in function_bodies(t) {
-        let body = &t[open..close.min(t.len())];
-        let set = body.windows(3).position(|w| {
-            w[0].is("setrlimit") && w[1].is("(") && w[2].is("RLIMIT_NOFILE")
-        });
-        let raw_max = body.windows(5).any(|w| {
-            w[0].is("rlim_cur")
-                && w[1].is("=")
-                && w[2].ident().is_some()
-                && (w[3].is(".") || w[3].is("->"))
-                && w[4].is("rlim_max")
-        }) || body.windows(4).any(|w| {
-            w[0].is("rlim_cur") && w[1].is("=") && w[2].is("rlim_max") && w[3].is(";")
-        });
-        if let (Some(s), true) = (set, raw_max) {
-            out.push(Finding {
-                file: f.rel.clone(),
-                line: body[s].line,
-                class: Class::NofileInfinite,
-                subject: "RLIMIT_NOFILE".into(),
-                message: "setrlimit(RLIMIT_NOFILE) with rlim_cur = rlim_max: macOS's hard limit is RLIM_INFINITY and a soft limit above kern.maxfilesperproc gives EINVAL, so the limit stays at 256".into(),
             });
         }
     }
