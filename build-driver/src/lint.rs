@@ -46,7 +46,7 @@ mod tests;
 use crate::cli::LintArgs;
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 use xshell::Shell;
 
@@ -166,35 +166,51 @@ pub fn run(_sh: &Shell, root: &Path, args: LintArgs) -> Result<()> {
     } else {
         root.join(&args.source)
     };
+    let expect = args.expect.as_ref().map(|file| {
+        if file.is_absolute() {
+            file.clone()
+        } else {
+            root.join(file)
+        }
+    });
+    let summary = check(&source, expect.as_deref())?;
+    println!("{summary}");
+    Ok(())
+}
+
+/// Scan `source`, print the report, and compare with `expect` (without it, any finding
+/// fails). The summary line on success.
+pub fn check(source: &Path, expect: Option<&Path>) -> Result<String> {
     let start = Instant::now();
-    let report = scan(&source)?;
+    let report = scan(source)?;
     let elapsed = start.elapsed();
-    print_report(&source, &report);
+    print_report(source, &report);
     println!(
         "lint: {} files scanned in {:.2} s",
         report.files,
         elapsed.as_secs_f64()
     );
-    match &args.expect {
-        Some(file) => {
-            let expect_path: PathBuf = if file.is_absolute() {
-                file.clone()
-            } else {
-                root.join(file)
-            };
-            let expect = Expectations::load(&expect_path)?;
+    match expect {
+        Some(expect_path) => {
+            let expect = Expectations::load(expect_path)?;
             let diff = expect.compare(&report.findings);
             for (f, reason) in &diff.accepted {
-                println!("accepted: {}:{}: {} `{}`: {reason}", f.file, f.line, f.class.name(), f.subject);
+                println!(
+                    "accepted: {}:{}: {} `{}`: {reason}",
+                    f.file,
+                    f.line,
+                    f.class.name(),
+                    f.subject
+                );
             }
             if diff.unexpected.is_empty() && diff.stale.is_empty() {
-                println!(
-                    "lint: {} findings, all {} accepted in {}",
+                Ok(format!(
+                    "lint: {} findings in {} files, all accepted in {} ({:.1} s)",
                     report.findings.len(),
-                    diff.accepted.len(),
-                    expect_path.display()
-                );
-                Ok(())
+                    report.files,
+                    expect_path.display(),
+                    elapsed.as_secs_f64()
+                ))
             } else {
                 let mut msg = String::new();
                 for f in &diff.unexpected {
@@ -215,7 +231,11 @@ pub fn run(_sh: &Shell, root: &Path, args: LintArgs) -> Result<()> {
                 )))
             }
         }
-        None if report.findings.is_empty() => Ok(()),
+        None if report.findings.is_empty() => Ok(format!(
+            "lint: no findings in {} files ({:.1} s)",
+            report.files,
+            elapsed.as_secs_f64()
+        )),
         None => Err(Error::Lint(format!(
             "{} findings (pass --expect FILE to accept known ones)",
             report.findings.len()

@@ -1,13 +1,14 @@
 //! Accepted lint findings (`ci/expectations/lint-<line>.toml`), compared exactly: a finding
 //! not listed fails, and so does a listed one that is no longer found. Entries match on
-//! class, file and subject (not the line, which moves between releases and patches), and
-//! every entry needs a reason.
+//! class, file and subject (not the line, which moves between releases and patches); one
+//! entry may list several subjects of one file and class that share a reason (each must
+//! still be found), and every entry needs a reason.
 //!
 //! ```toml
 //! [[accepted]]
 //! class = "os-path"
 //! file = "src/common/callerid.c"
-//! subject = "/proc/net/tcp"
+//! subjects = ["/proc/net/tcp", "/proc/net/tcp6"]
 //! reason = "scontrol callerid / pam_slurm_adopt only; not used on a macOS node"
 //! ```
 
@@ -29,7 +30,7 @@ pub struct Expectations {
 pub struct Accepted {
     pub class: String,
     pub file: String,
-    pub subject: String,
+    pub subjects: Vec<String>,
     pub reason: String,
 }
 
@@ -62,18 +63,22 @@ impl Expectations {
             if Class::from_name(&a.class).is_none() {
                 let known: Vec<&str> = Class::ALL.iter().map(|c| c.name()).collect();
                 return Err(format!(
-                    "entry for {} `{}`: unknown class `{}` (known: {})",
+                    "entry for {}: unknown class `{}` (known: {})",
                     a.file,
-                    a.subject,
                     a.class,
                     known.join(", ")
                 ));
             }
             if a.reason.trim().is_empty() {
-                return Err(format!("entry for {} `{}` has an empty reason", a.file, a.subject));
+                return Err(format!("entry for {} has an empty reason", a.file));
             }
-            if !seen.insert((a.class.clone(), a.file.clone(), a.subject.clone())) {
-                return Err(format!("{} {} `{}` is listed twice", a.class, a.file, a.subject));
+            if a.subjects.is_empty() {
+                return Err(format!("entry for {} lists no subjects", a.file));
+            }
+            for subject in &a.subjects {
+                if !seen.insert((a.class.clone(), a.file.clone(), subject.clone())) {
+                    return Err(format!("{} {} `{subject}` is listed twice", a.class, a.file));
+                }
             }
         }
         Ok(e)
@@ -83,20 +88,22 @@ impl Expectations {
         let mut diff = Diff::default();
         let mut used = BTreeSet::new();
         for f in findings {
-            let hit = self.accepted.iter().position(|a| {
-                a.class == f.class.name() && a.file == f.file && a.subject == f.subject
+            let hit = self.accepted.iter().find(|a| {
+                a.class == f.class.name() && a.file == f.file && a.subjects.contains(&f.subject)
             });
             match hit {
-                Some(i) => {
-                    used.insert(i);
-                    diff.accepted.push((f.clone(), self.accepted[i].reason.clone()));
+                Some(a) => {
+                    used.insert((a.class.as_str(), a.file.as_str(), f.subject.as_str()));
+                    diff.accepted.push((f.clone(), a.reason.clone()));
                 }
                 None => diff.unexpected.push(f.clone()),
             }
         }
-        for (i, a) in self.accepted.iter().enumerate() {
-            if !used.contains(&i) {
-                diff.stale.push(format!("{} {} `{}`", a.class, a.file, a.subject));
+        for a in &self.accepted {
+            for subject in &a.subjects {
+                if !used.contains(&(a.class.as_str(), a.file.as_str(), subject.as_str())) {
+                    diff.stale.push(format!("{} {} `{subject}`", a.class, a.file));
+                }
             }
         }
         diff

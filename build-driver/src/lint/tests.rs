@@ -111,7 +111,7 @@ fn lint__expectations_fail_on_new_and_on_stale_entries() {
     let mut text = String::new();
     for f in &r.findings {
         text.push_str(&format!(
-            "[[accepted]]\nclass = \"{}\"\nfile = \"{}\"\nsubject = \"{}\"\nreason = \"fixture\"\n",
+            "[[accepted]]\nclass = \"{}\"\nfile = \"{}\"\nsubjects = [\"{}\"]\nreason = \"fixture\"\n",
             f.class.name(),
             f.file,
             f.subject
@@ -131,12 +131,12 @@ fn lint__expectations_fail_on_new_and_on_stale_entries() {
 #[test]
 fn lint__expectations_need_a_known_class_and_a_reason() {
     let e = Expectations::parse(
-        "[[accepted]]\nclass = \"nope\"\nfile = \"a.c\"\nsubject = \"x\"\nreason = \"r\"\n",
+        "[[accepted]]\nclass = \"nope\"\nfile = \"a.c\"\nsubjects = [\"x\"]\nreason = \"r\"\n",
     )
     .unwrap_err();
     assert!(e.contains("unknown class `nope`"), "{e}");
     let e = Expectations::parse(
-        "[[accepted]]\nclass = \"os-path\"\nfile = \"a.c\"\nsubject = \"x\"\nreason = \" \"\n",
+        "[[accepted]]\nclass = \"os-path\"\nfile = \"a.c\"\nsubjects = [\"x\"]\nreason = \" \"\n",
     )
     .unwrap_err();
     assert!(e.contains("empty reason"), "{e}");
