@@ -6,6 +6,7 @@
 #![allow(non_snake_case)]
 use super::*;
 use std::fs;
+use std::path::PathBuf;
 
 fn fixture() -> PathBuf {
     crate::project_root().join("build-driver/tests/lint-fixtures/tree")
