@@ -6,6 +6,12 @@
 //! connect to any sack sockets". Here a second slurmd is started while the first still
 //! runs; once the first is gone the socket file must still be there (the new slurmd's:
 //! another inode) and a client must authenticate through it.
+//!
+//! Where it can fail: 26.11 resolves the SACK listener's bound path (getsockname) and
+//! unlinked it from the old slurmd. 24.11.5 resolves no address for a listener handed to
+//! conmgr by descriptor, so it never unlinked the SACK socket: there this scenario passes
+//! with and without patch 0031 (seen on the pristine native build), and guards against a
+//! regression of the behaviour rather than reproducing D12.
 
 use super::client::Ctx;
 use crate::error::{Error, Result};
