@@ -8,7 +8,9 @@
 //! another inode) and a client must authenticate through it.
 //!
 //! Where it can fail: 26.11 resolves the SACK listener's bound path (getsockname) and
-//! unlinked it from the old slurmd. 24.11.5 resolves no address for a listener handed to
+//! unlinked it from the old slurmd: on the unpatched 26.11 snapshot (native, `--no-patches`)
+//! this scenario fails with "SACK socket .../run/slurm/sack.socket: No such file or
+//! directory", and passes with the series. 24.11.5 resolves no address for a listener handed to
 //! conmgr by descriptor, so it never unlinked the SACK socket: there this scenario passes
 //! with and without patch 0031 (seen on the pristine native build), and guards against a
 //! regression of the behaviour rather than reproducing D12.
