@@ -5,6 +5,9 @@
 //!    shim for aarch64-apple-darwin and x86_64-apple-darwin. `--shim-only` stops here.
 //! 2. Linux non-regression: Slurm built natively without and with `patches/<line>/`,
 //!    `make check` in both, and any difference in any test result fails.
+//!    The patched source is scanned by `cargo xtask lint` (hazards on macOS: never-initialised
+//!    pthread objects, /proc paths, ...) and compared exactly with
+//!    `ci/expectations/lint-<line>.toml`.
 //! 3. Darwin personality: built, `make check` compared with the native patched build. A
 //!    difference fails unless `ci/expectations/<line>-darwin.toml` lists it with a reason; an
 //!    entry that no longer matches fails too (the file must stay true). Then live clusters
@@ -154,6 +157,11 @@ fn non_regression_lane(
     });
     let patched = report.step("build-slurm native (patched)", || {
         builds.build(&builds.args(Personality::Native, false))
+    });
+    // the hazard scan of the patched source: ci/expectations/lint-<line>.toml, exactly
+    report.step_after("lint: patched source (hazard scan)", &patched, |b| {
+        let file = crate::expectations::file(builds.root, &format!("lint-{}.toml", b.line));
+        crate::lint::check(&b.src_dir, Some(&file))
     });
     let r_pristine = report.step_after("make check: native, no patches", &pristine, |b| {
         make_check(sh, b)

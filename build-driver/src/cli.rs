@@ -32,6 +32,21 @@ pub enum Command {
     /// Build the third-party libraries (OpenSSL, jansson, json-c, hwloc, libjwt 1.x) for an
     /// Apple target from the pins in slurm-src/deps.toml.
     Deps(DepsArgs),
+    /// Scan a Slurm source tree for hazards on macOS (never-initialised pthread objects,
+    /// /proc, /run, /sys paths, memory rlimits, descriptor loops, ...) in the code a compute
+    /// node runs.
+    Lint(LintArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    /// The top of a Slurm source tree (pristine, e.g. slurm-src/24.11.5, or patched).
+    #[arg(long)]
+    pub source: PathBuf,
+    /// Accepted findings (e.g. ci/expectations/lint-24.11.toml): succeed only when the
+    /// findings are exactly these. Without it, any finding fails.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -198,6 +198,8 @@ pub enum Error {
     NoPlugins(PathBuf),
     #[error("audit: {0}")]
     Audit(String),
+    #[error("lint: {0}")]
+    Lint(String),
     #[error(
         "cluster `{name}` from an earlier run still runs in {dir} ({running}); stop it with `cargo xtask cluster down --name {name}` (or --dir {dir})"
     )]

@@ -13,6 +13,7 @@ mod deps;
 mod error;
 mod expectations;
 mod fetch;
+mod lint;
 mod macho;
 #[cfg(test)]
 mod macos_workflow;
@@ -54,6 +55,7 @@ fn run(cli: cli::Cli) -> Result<()> {
         cli::Command::Cluster(args) => cluster::run(&sh, &root, args),
         cli::Command::Audit(args) => audit::run(&sh, &root, args),
         cli::Command::Deps(args) => deps::run(&sh, &root, args).map(|_| ()),
+        cli::Command::Lint(args) => lint::run(&sh, &root, args),
     }
 }
 

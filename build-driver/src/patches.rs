@@ -414,6 +414,9 @@ pub fn regenerate(sh: &Shell, tree: &Path) -> Result<()> {
 }
 
 #[cfg(test)]
+mod af_wire_tests;
+
+#[cfg(test)]
 #[allow(non_snake_case)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@ mod hooks;
 mod processes;
 mod pty;
 mod restarts;
+mod sack;
 mod steps;
 
 use super::handle::{Cluster, DAEMONS, NODE};
@@ -50,6 +51,7 @@ pub const ALL: &[(&str, Run)] = &[
     ("slurmd-restart-idle", restarts::slurmd_idle),
     ("slurmd-restart-running", restarts::slurmd_running),
     ("slurmctld-restart", restarts::slurmctld),
+    ("sack-replace", sack::replacement_keeps_socket),
     ("slurmdbd-outage", accounting::dbd_outage),
     ("churn", churn::churn),
     ("bad-daemon-dies", bad_states::daemon_dies),
