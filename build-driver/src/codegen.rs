@@ -285,6 +285,16 @@ fn cbindgen_declarations(shim_dir: &Path) -> Result<String> {
     Ok(keep_shim_items(&text))
 }
 
+/// Whether a cbindgen chunk declares a [`Map::Emulate`] function: those exist on Linux only
+/// and are mapped by `#pragma redefine_extname` onto glibc's (or a stand-in header's)
+/// prototype, so the `__APPLE__` branch must not declare them.
+fn declares_emulate_row(decl: &str) -> bool {
+    ENTRIES
+        .iter()
+        .filter(|e| e.map == Map::Emulate)
+        .any(|e| decl.contains(&format!(" {}(", e.symbol)) || decl.contains(&format!("*{}(", e.symbol)))
+}
+
 /// cbindgen emits every public constant and type of the crate; the header declares only the
 /// shim's own (`slurm_shim_*`, `SLURM_SHIM_*`), so implementation constants of the modules
 /// never leak into Slurm's namespace. Items are the blank-line-separated chunks cbindgen
@@ -297,7 +307,8 @@ fn keep_shim_items(text: &str) -> String {
             .map(str::trim_start)
             .find(|l| !l.is_empty() && !l.starts_with("/*") && !l.starts_with('*'))
             .unwrap_or("");
-        if decl.contains("slurm_shim_") || decl.contains("SLURM_SHIM_") {
+        if (decl.contains("slurm_shim_") || decl.contains("SLURM_SHIM_")) && !declares_emulate_row(chunk)
+        {
             out.push_str(chunk.trim_matches('\n'));
             out.push_str("\n\n");
         }

@@ -481,6 +481,9 @@ typedef uint64_t eventfd_t;
 #pragma redefine_extname getgrouplist slurm_shim_getgrouplist
 #pragma redefine_extname getsockopt slurm_shim_getsockopt
 #pragma redefine_extname sysinfo slurm_shim_sysinfo
+#pragma redefine_extname getrlimit slurm_shim_getrlimit
+#pragma redefine_extname setrlimit slurm_shim_setrlimit
+#pragma redefine_extname prlimit slurm_shim_prlimit
 
 #endif /* __APPLE__ / SLURM_SHIM_EMULATE_DARWIN */
 

@@ -111,6 +111,10 @@ table! {
     rwlock::slurm_shim_pthread_rwlock_init => Apple,
     peercred::slurm_shim_getsockopt => Both,
     uptime::slurm_shim_sysinfo => Both,
+    // macOS runtime semantics: resource limits (shim/src/emulate/rlimit.rs).
+    rlimit::slurm_shim_getrlimit => Emulate,
+    rlimit::slurm_shim_setrlimit => Emulate,
+    rlimit::slurm_shim_prlimit => Emulate,
 }
 
 #[cfg(test)]

@@ -15,3 +15,8 @@
 //! Every model reports the macOS behaviour it applied through [`report`], once per call site.
 
 pub mod report;
+
+// Runtime semantics (issue 10 item 1): rlimits, descriptors, paths, groups.
+pub mod machine;
+pub mod rlimit;
+pub mod scope;
