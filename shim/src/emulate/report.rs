@@ -128,9 +128,7 @@ fn cstr(p: *const c_char) -> Option<String> {
 
 fn write_line(line: &str) {
     let path = std::env::var_os(LOG_ENV);
-    let fd = match path
-        .as_deref()
-        .and_then(|p| std::ffi::CString::new(p.as_encoded_bytes()).ok())
+    let fd = match path.as_deref().and_then(|p| std::ffi::CString::new(p.as_encoded_bytes()).ok())
     {
         // SAFETY: `p` is NUL-terminated; flags and mode are plain values.
         Some(p) => unsafe {
