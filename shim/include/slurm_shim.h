@@ -484,6 +484,32 @@ typedef uint64_t eventfd_t;
 #pragma redefine_extname getrlimit slurm_shim_getrlimit
 #pragma redefine_extname setrlimit slurm_shim_setrlimit
 #pragma redefine_extname prlimit slurm_shim_prlimit
+#pragma redefine_extname sysconf slurm_shim_sysconf
+#pragma redefine_extname getdtablesize slurm_shim_getdtablesize
+#pragma redefine_extname dlsym slurm_shim_dlsym
+#pragma redefine_extname open slurm_shim_open
+#pragma redefine_extname open64 slurm_shim_open64
+#pragma redefine_extname openat slurm_shim_openat
+#pragma redefine_extname fopen slurm_shim_fopen
+#pragma redefine_extname fopen64 slurm_shim_fopen64
+#pragma redefine_extname opendir slurm_shim_opendir
+#pragma redefine_extname stat slurm_shim_stat
+#pragma redefine_extname lstat slurm_shim_lstat
+#pragma redefine_extname statfs slurm_shim_statfs
+#pragma redefine_extname statvfs slurm_shim_statvfs
+#pragma redefine_extname access slurm_shim_access
+#pragma redefine_extname readlink slurm_shim_readlink
+#pragma redefine_extname realpath slurm_shim_realpath
+#pragma redefine_extname unlink slurm_shim_unlink
+#pragma redefine_extname mkdir slurm_shim_mkdir
+#pragma redefine_extname rmdir slurm_shim_rmdir
+#pragma redefine_extname symlink slurm_shim_symlink
+#pragma redefine_extname chdir slurm_shim_chdir
+#pragma redefine_extname connect slurm_shim_connect
+#pragma redefine_extname bind slurm_shim_bind
+#pragma redefine_extname setgroups slurm_shim_setgroups
+#pragma redefine_extname mlockall slurm_shim_mlockall
+#pragma redefine_extname munlockall slurm_shim_munlockall
 
 #endif /* __APPLE__ / SLURM_SHIM_EMULATE_DARWIN */
 

@@ -115,6 +115,36 @@ table! {
     rlimit::slurm_shim_getrlimit => Emulate,
     rlimit::slurm_shim_setrlimit => Emulate,
     rlimit::slurm_shim_prlimit => Emulate,
+    // macOS runtime semantics: descriptors (shim/src/emulate/{sysconf,dlsym}.rs).
+    sysconf::slurm_shim_sysconf => Emulate,
+    sysconf::slurm_shim_getdtablesize => Emulate,
+    dlsym::slurm_shim_dlsym => Emulate,
+    // macOS runtime semantics: no /proc, /run, /sys, /dev/shm (shim/src/emulate/hidden_paths.rs).
+    hidden_paths::slurm_shim_open => Emulate,
+    hidden_paths::slurm_shim_open64 => Emulate,
+    hidden_paths::slurm_shim_openat => Emulate,
+    hidden_paths::slurm_shim_fopen => Emulate,
+    hidden_paths::slurm_shim_fopen64 => Emulate,
+    hidden_paths::slurm_shim_opendir => Emulate,
+    hidden_paths::slurm_shim_stat => Emulate,
+    hidden_paths::slurm_shim_lstat => Emulate,
+    hidden_paths::slurm_shim_statfs => Emulate,
+    hidden_paths::slurm_shim_statvfs => Emulate,
+    hidden_paths::slurm_shim_access => Emulate,
+    hidden_paths::slurm_shim_readlink => Emulate,
+    hidden_paths::slurm_shim_realpath => Emulate,
+    hidden_paths::slurm_shim_unlink => Emulate,
+    hidden_paths::slurm_shim_mkdir => Emulate,
+    hidden_paths::slurm_shim_rmdir => Emulate,
+    hidden_paths::slurm_shim_symlink => Emulate,
+    hidden_paths::slurm_shim_chdir => Emulate,
+    // macOS runtime semantics: AF_UNIX paths (shim/src/emulate/unix_socket.rs).
+    unix_socket::slurm_shim_connect => Emulate,
+    unix_socket::slurm_shim_bind => Emulate,
+    // macOS runtime semantics: groups, memory locking (shim/src/emulate/{setgroups,mlockall}.rs).
+    setgroups::slurm_shim_setgroups => Emulate,
+    mlockall::slurm_shim_mlockall => Emulate,
+    mlockall::slurm_shim_munlockall => Emulate,
 }
 
 #[cfg(test)]
