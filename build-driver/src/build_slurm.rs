@@ -293,6 +293,7 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         }
         make_vars.extend(configure::apple_make_cppflags(&spec));
     }
+    make_vars.extend(configure::darwin_make_cppflags(&spec));
     if uses_shim {
         if !spec.header.is_file() {
             return Err(Error::Io {

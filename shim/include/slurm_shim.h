@@ -481,6 +481,10 @@ typedef uint64_t eventfd_t;
 #pragma redefine_extname getgrouplist slurm_shim_getgrouplist
 #pragma redefine_extname getsockopt slurm_shim_getsockopt
 #pragma redefine_extname sysinfo slurm_shim_sysinfo
+
+#if defined(SLURM_SHIM_EMULATE_MACOS)
+/* Make time only: macOS's runtime behaviour for calls glibc also has, and the macOS APIs
+ * of Slurm's __APPLE__ branches (export table rows of kind Emulate). */
 #pragma redefine_extname getrlimit slurm_shim_getrlimit
 #pragma redefine_extname setrlimit slurm_shim_setrlimit
 #pragma redefine_extname prlimit slurm_shim_prlimit
@@ -510,6 +514,23 @@ typedef uint64_t eventfd_t;
 #pragma redefine_extname setgroups slurm_shim_setgroups
 #pragma redefine_extname mlockall slurm_shim_mlockall
 #pragma redefine_extname munlockall slurm_shim_munlockall
+#pragma redefine_extname sysctl slurm_shim_sysctl
+#pragma redefine_extname sysctlbyname slurm_shim_sysctlbyname
+#pragma redefine_extname proc_pidpath slurm_shim_proc_pidpath
+#pragma redefine_extname proc_pidinfo slurm_shim_proc_pidinfo
+#pragma redefine_extname getpeereid slurm_shim_getpeereid
+#pragma redefine_extname fcntl slurm_shim_fcntl
+
+/* Slurm's sources preprocessed as on macOS: its __APPLE__ branches run here, its
+ * __linux__ branches do not; the macOS APIs they call are declared by the stand-ins in
+ * shim/include/emulate/ and answered by the shim from Linux. */
+#undef __linux__
+#undef __linux
+#undef linux
+#undef __gnu_linux__
+#define __APPLE__ 1
+#define weak_import weak
+#endif /* SLURM_SHIM_EMULATE_MACOS */
 
 #endif /* __APPLE__ / SLURM_SHIM_EMULATE_DARWIN */
 

@@ -145,6 +145,14 @@ table! {
     setgroups::slurm_shim_setgroups => Emulate,
     mlockall::slurm_shim_mlockall => Emulate,
     mlockall::slurm_shim_munlockall => Emulate,
+    // macOS APIs of Slurm's __APPLE__ branches, from Linux seams (shim/src/emulate/
+    // {sysctl,libproc,getpeereid,fcntl}.rs; declared by shim/include/emulate/ stand-ins).
+    sysctl::slurm_shim_sysctl => Emulate,
+    sysctl::slurm_shim_sysctlbyname => Emulate,
+    libproc::slurm_shim_proc_pidpath => Emulate,
+    libproc::slurm_shim_proc_pidinfo => Emulate,
+    getpeereid::slurm_shim_getpeereid => Emulate,
+    fcntl::slurm_shim_fcntl => Emulate,
 }
 
 #[cfg(test)]

@@ -26,3 +26,10 @@ pub mod mlockall;
 pub mod setgroups;
 pub mod sysconf;
 pub mod unix_socket;
+
+// macOS APIs of Slurm's __APPLE__ branches, from Linux seams (issue 10 item 2).
+pub mod fcntl;
+pub mod getpeereid;
+pub mod libproc;
+pub mod procfs;
+pub mod sysctl;

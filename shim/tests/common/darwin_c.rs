@@ -1,5 +1,6 @@
 //! Compiling and running C as the darwin personality compiles Slurm: `-include
-//! slurm_shim.h -DSLURM_SHIM_EMULATE_DARWIN -Ishim/include/emulate`, linked to this build's
+//! slurm_shim.h -DSLURM_SHIM_EMULATE_DARWIN -Ishim/include/emulate` (configure) plus
+//! `-DSLURM_SHIM_EMULATE_MACOS` (make), linked to this build's
 //! `libslurm_shim.a`. The emulation models' tests use it to check what a Slurm translation
 //! unit sees (macOS constants, the calls re-targeted to the shim, the macOS answers).
 
@@ -58,6 +59,7 @@ pub fn run(name: &str, source: &str, extra: &[&str], env: &[(&str, &str)]) -> Ru
         .arg("-include")
         .arg(include.join("slurm_shim.h"))
         .arg("-DSLURM_SHIM_EMULATE_DARWIN")
+        .arg("-DSLURM_SHIM_EMULATE_MACOS")
         .arg(format!("-I{}", include.join("emulate").display()))
         .args(extra)
         .arg(&src)
