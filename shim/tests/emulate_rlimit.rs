@@ -152,7 +152,7 @@ fn getrlimit__nofile_hard_limit_is_infinite() {
 
 #[test]
 fn setrlimit__nofile_soft_to_the_hard_limit_becomes_infinite() {
-    // rlimits_use_max_nofile(): rlim_cur = rlim_max.
+    // rlimits_use_max_nofile(): rlim_cur = rlim_max (infinite), as root.
     let os = FakeOs::new(true);
     let st = NofileState::default();
     let cur = mac_get(&os, &st, MacResource::Nofile).expect("get");
@@ -163,11 +163,36 @@ fn setrlimit__nofile_soft_to_the_hard_limit_becomes_infinite() {
         lim(cur.rlim_max, cur.rlim_max),
     );
     assert_eq!(r, Ok(SetOutcome::NofileInfinite));
-    // Real soft = real hard: inherited over exec, read back as infinite.
-    assert!(same(os.real(libc::RLIMIT_NOFILE), lim(524288, 524288)));
+    // Stored as the mark under the real hard limit: inherited over exec, read back as
+    // infinite by a fresh process.
+    assert!(same(
+        os.real(libc::RLIMIT_NOFILE),
+        lim(infinity_mark(524288), 524288)
+    ));
     let fresh = NofileState::default();
     let v = mac_get(&os, &fresh, MacResource::Nofile).expect("get");
     assert_eq!(v.rlim_cur, MAC_RLIM_INFINITY);
+    // glibc refuses an infinite soft limit under a finite hard one.
+    let mut real = lim(0, 0);
+    // SAFETY: `real` is a writable struct rlimit.
+    assert_eq!(
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut real) },
+        0
+    );
+    let inf = lim(LINUX_INF, LINUX_INF);
+    // SAFETY: a valid struct rlimit; the call fails, changing nothing.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &inf) }, -1);
+}
+
+#[test]
+fn getrlimit__nofile_soft_equal_to_hard_stays_finite() {
+    // A Linux start state of soft == hard (20000/20000) is a finite soft limit, as a Mac
+    // daemon started with a finite soft limit has.
+    let os = FakeOs::new(true);
+    os.set(libc::RLIMIT_NOFILE as c_int, &lim(20000, 20000))
+        .expect("set");
+    let v = mac_get(&os, &NofileState::default(), MacResource::Nofile).expect("get");
+    assert!(same(v, lim(20000, MAC_RLIM_INFINITY)));
 }
 
 #[test]
@@ -184,7 +209,7 @@ fn setrlimit__nofile_finite_soft_stays_finite() {
             .rlim_cur,
         4096
     );
-    // A soft limit at the real hard limit is kept just below it, so it stays finite.
+    // Above the real hard limit: stored as the real hard limit, still finite.
     assert_eq!(
         mac_set(
             &os,
@@ -194,7 +219,13 @@ fn setrlimit__nofile_finite_soft_stays_finite() {
         ),
         Ok(SetOutcome::Set)
     );
-    assert_eq!(os.real(libc::RLIMIT_NOFILE).rlim_cur, 524287);
+    assert_eq!(os.real(libc::RLIMIT_NOFILE).rlim_cur, 524288);
+    assert_eq!(
+        mac_get(&os, &st, MacResource::Nofile)
+            .expect("get")
+            .rlim_cur,
+        524288
+    );
 }
 
 #[test]

@@ -23,11 +23,14 @@
 //!   launchd keeps it) and a soft limit of `RLIM_INFINITY` is accepted (the kernel caps the
 //!   descriptors at `kern.maxfilesperproc` instead); so `rlimits_use_max_nofile()` leaves
 //!   slurmd with an infinite soft limit, and a `closeall()` that loops to it never ends in
-//!   reasonable time (the proof of concept's 187 s per step launch, POC-DEFECTS D13). The real
-//!   hard limit stands for infinity: a real soft limit equal to the real hard limit reads as
-//!   `RLIM_INFINITY`, and setting the soft limit to infinity sets the real soft limit to the
-//!   real hard one; both survive `exec`, as on the Mac. (The catalog's D5, "raising to
-//!   `rlim_max` gives EINVAL", is what XNU did before 8020: see ../../docs/MACOS-SEMANTICS.md.)
+//!   reasonable time (the proof of concept's 187 s per step launch, POC-DEFECTS D13). An
+//!   infinite soft limit is stored as a real soft limit of [`infinity_mark`] (the real hard
+//!   limit minus 7, a value no start state has), which reads back as `RLIM_INFINITY`; it
+//!   survives `exec`, as on the Mac, and needs no privilege (raising the real hard limit
+//!   needs `CAP_SYS_RESOURCE`, which containers often drop). Any other real soft limit, also
+//!   one equal to the hard limit, reads as it is (launchd starts daemons with 256).
+//!   (The catalog's D5, "raising to `rlim_max` gives EINVAL", is what XNU did before 8020:
+//!   see docs/MACOS-SEMANTICS.md.)
 //! * `RLIM_INFINITY` is `(1 << 63) - 1`: in the darwin personality Slurm is compiled with that
 //!   value (shim/include/emulate/sys/resource.h), and the shim converts at this boundary;
 //!   anything at or above it is infinite.
@@ -39,7 +42,8 @@
 //!
 //! Portability problems not fixed: a hard `RLIMIT_NOFILE` lowered by the process is
 //! remembered in memory only, so after `exec` it reads back as infinite again; a finite soft
-//! limit at or above the real hard limit is stored one below it. `RLIMIT_STACK`'s `maxsmap`
+//! limit above the real hard limit is stored as the real hard limit; a finite soft limit of
+//! exactly the mark is stored one below it. `RLIMIT_STACK`'s `maxsmap`
 //! cap and `RLIMIT_NPROC`'s clamping to `maxprocperuid` are not modelled. `getrlimit64` and
 //! friends are not mapped (Slurm is not built with `_FILE_OFFSET_BITS=64` on LP64).
 #![allow(clippy::missing_safety_doc)]
@@ -160,6 +164,16 @@ impl NofileState {
 
 static NOFILE: NofileState = NofileState(AtomicU64::new(0));
 
+/// The real soft `RLIMIT_NOFILE` that stands for macOS's infinite soft limit under a real
+/// hard limit of `real_max`.
+pub fn infinity_mark(real_max: u64) -> u64 {
+    if real_max > 64 {
+        real_max - 7
+    } else {
+        real_max
+    }
+}
+
 fn mac_value(v: u64) -> u64 {
     v.min(MAC_RLIM_INFINITY)
 }
@@ -220,7 +234,7 @@ pub fn mac_get(
                     rlim_max: max,
                 },
                 None => rlimit {
-                    rlim_cur: if real.rlim_cur >= real.rlim_max {
+                    rlim_cur: if real.rlim_cur == infinity_mark(real.rlim_max) {
                         MAC_RLIM_INFINITY
                     } else {
                         real.rlim_cur
@@ -293,18 +307,20 @@ pub fn mac_set(
         }
         MacResource::Nofile => {
             let real = os.get(libc::RLIMIT_NOFILE as c_int)?;
+            let infinite = new.rlim_cur >= MAC_RLIM_INFINITY;
             let (real_max, lowered) = if new.rlim_max >= MAC_RLIM_INFINITY {
                 (real.rlim_max, None)
             } else {
                 (new.rlim_max.min(real.rlim_max), Some(new.rlim_max))
             };
-            let infinite = new.rlim_cur >= MAC_RLIM_INFINITY;
+            let mark = infinity_mark(real_max);
             let real_cur = if infinite {
-                real_max
-            } else if lowered.is_none() && new.rlim_cur >= real_max {
-                real_max.saturating_sub(1)
+                mark
             } else {
-                new.rlim_cur.min(real_max)
+                match new.rlim_cur.min(real_max) {
+                    c if c == mark && lowered.is_none() => c.saturating_sub(1),
+                    c => c,
+                }
             };
             os.set(
                 libc::RLIMIT_NOFILE as c_int,
