@@ -100,3 +100,48 @@ fn open__controller_daemons_keep_proc() {
     assert_eq!(run.code, Some(1), "{run:?}");
     assert!(run.log.is_empty(), "{}", run.log);
 }
+
+#[test]
+fn open__var_run_maps_to_run_only_where_it_is_a_symlink() {
+    use slurm_shim::emulate::hidden_paths::mac_path_for;
+    assert_eq!(
+        mac_path_for(b"/var/run", true).as_deref(),
+        Some(&b"/run"[..])
+    );
+    assert_eq!(
+        mac_path_for(b"/var/run/slurm/sack.socket", true).as_deref(),
+        Some(&b"/run/slurm/sack.socket"[..])
+    );
+    assert_eq!(mac_path_for(b"/var/runner", true), None);
+    assert_eq!(mac_path_for(b"/var/run", false), None);
+}
+
+/// auth/slurm's `_prepare_run_dir()`: macOS's /var/run is a real directory.
+const RUN_DIR: &str = r#"#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(void)
+{
+	int fd = open("/var/run", O_DIRECTORY | O_NOFOLLOW);
+	printf("%s\n", fd >= 0 ? "opened" : strerror(errno));
+	return fd < 0;
+}
+"#;
+
+#[test]
+fn open__var_run_is_a_directory_as_on_macos() {
+    if std::fs::read_link("/var/run").is_err() {
+        eprintln!("SKIP: /var/run is not a symlink here: nothing to map");
+        return;
+    }
+    let run = common::darwin_c::run("var-run", RUN_DIR, &[], &[]);
+    assert_eq!(run.stdout, "opened\n", "{run:?}");
+    // Linux: the last component is the symlink (ENOTDIR with O_DIRECTORY, else ELOOP).
+    let c = std::ffi::CString::new("/var/run").expect("path");
+    // SAFETY: a NUL-terminated path; a descriptor is not returned on this failure.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_DIRECTORY | libc::O_NOFOLLOW) };
+    assert_eq!((fd, common::errno()), (-1, libc::ENOTDIR));
+}

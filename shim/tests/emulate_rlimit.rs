@@ -172,14 +172,14 @@ fn setrlimit__nofile_soft_to_the_hard_limit_becomes_infinite() {
     let fresh = NofileState::default();
     let v = mac_get(&os, &fresh, MacResource::Nofile).expect("get");
     assert_eq!(v.rlim_cur, MAC_RLIM_INFINITY);
-    // glibc refuses an infinite soft limit under a finite hard one.
+    // glibc refuses an infinite soft limit under a finite hard one (Linux's hard limit is
+    // at most fs.nr_open).
     let mut real = lim(0, 0);
     // SAFETY: `real` is a writable struct rlimit.
-    assert_eq!(
-        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut real) },
-        0
-    );
-    let inf = lim(LINUX_INF, LINUX_INF);
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut real) };
+    assert_eq!(rc, 0);
+    assert_ne!(real.rlim_max, LINUX_INF);
+    let inf = lim(LINUX_INF, real.rlim_max);
     // SAFETY: a valid struct rlimit; the call fails, changing nothing.
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &inf) }, -1);
 }

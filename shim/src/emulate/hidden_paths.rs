@@ -20,7 +20,13 @@
 //! harness keep the real file system. `/var/run` is *not* hidden: on Debian it is a symlink
 //! to `/run`, where the harness bind-mounts each cluster's private run directory, and patch
 //! 0011 puts macOS's SACK sockets there, so `/var/run/slurm` works as `/private/var/run/slurm`
-//! does on a Mac while `/run/slurm` does not exist.
+//! does on a Mac while `/run/slurm` does not exist. On a Mac `/var/run` is a real directory
+//! (only `/var` is a symlink, to `private/var`), and Slurm relies on it: auth/slurm opens it
+//! with `O_DIRECTORY | O_NOFOLLOW` (`_prepare_run_dir`, sack.c), which on Debian fails with
+//! `ELOOP` because the last component is the symlink. So when `/var/run` is a symlink to
+//! `/run`, the shim resolves it itself for these calls ([`mac_path`]): Slurm's `/var/run/...`
+//! reaches `/run/...`, a real directory, as on a Mac. This mapping applies in every process
+//! (it is the Mac's file-system layout, not a failure model).
 //!
 //! Portability problems not fixed: only absolute paths are checked (a relative path that
 //! reaches `/proc` from a working directory of `/` is not caught); `/dev/fd` (a symlink to
@@ -30,7 +36,9 @@
 #![allow(clippy::missing_safety_doc)]
 
 use libc::{c_char, c_int, mode_t};
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
+use std::path::Path;
+use std::sync::OnceLock;
 
 use super::{report, scope};
 use crate::errno;
@@ -66,18 +74,56 @@ pub unsafe fn refuse(path: *const c_char, what: &'static str) -> bool {
     false
 }
 
+/// Whether this machine's `/var/run` is a symlink to `/run` (Debian, most Linux systems).
+fn var_run_is_run() -> bool {
+    static IS: OnceLock<bool> = OnceLock::new();
+    *IS.get_or_init(|| {
+        std::fs::read_link("/var/run")
+            .is_ok_and(|t| t == Path::new("/run") || t == Path::new("../run"))
+    })
+}
+
+/// The path as a Mac sees the file system: `/var/run[/...]` is a real directory there, so on
+/// a machine where it is a symlink to `/run` the symlink is resolved here.
+pub fn mac_path_for(path: &[u8], var_run_is_run: bool) -> Option<Vec<u8>> {
+    let rest = path.strip_prefix(b"/var/run")?;
+    if !var_run_is_run || !(rest.is_empty() || rest.starts_with(b"/")) {
+        return None;
+    }
+    let mut v = b"/run".to_vec();
+    v.extend_from_slice(rest);
+    Some(v)
+}
+
+/// [`mac_path_for`] on a C path: `Some(new path)` when it must be rewritten.
+///
+/// # Safety
+/// `path` must be NULL or a NUL-terminated string.
+pub unsafe fn mac_path(path: *const c_char) -> Option<CString> {
+    if path.is_null() {
+        return None;
+    }
+    // SAFETY: the caller passes a NUL-terminated string.
+    let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
+    CString::new(mac_path_for(bytes, var_run_is_run())?).ok()
+}
+
 fn enoent<T>(fail: T) -> T {
     errno::set(libc::ENOENT);
     fail
 }
 
 macro_rules! hide {
-    ($what:literal, $path:expr, $fail:expr, $call:expr) => {{
+    ($what:literal, $path:ident, $fail:expr, $call:expr) => {{
         // SAFETY: the C caller passes a NUL-terminated path (or NULL), as the real call needs.
         if unsafe { refuse($path, concat!($what, " of a path macOS does not have -> ENOENT (no /proc, /run, /sys, /dev/shm on macOS)")) } {
             return enoent($fail);
         }
-        // SAFETY: the arguments go to the real call unchanged.
+        // SAFETY: as above.
+        let mapped = unsafe { mac_path($path) };
+        let $path = mapped.as_ref().map_or($path, |p| p.as_ptr());
+        // SAFETY: the arguments go to the real call unchanged (the path possibly mapped to
+        // the same directory without the /var/run symlink).
         unsafe { $call }
     }};
 }
