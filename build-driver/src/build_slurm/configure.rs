@@ -75,9 +75,14 @@ pub const DARWIN_SWITCHES: &[&str] = &["--without-bpf"];
 /// `HAVE_SYSCTLBYNAME`: macOS's libSystem has it (so `slurm_protocol_defs.h` includes
 /// `<sys/param.h>` and `<sys/sysctl.h>`, as on a Mac); configure's link test cannot see the
 /// shim's, which exists at make time only.
+/// `WITH_CGROUP`: configure decides it from the host triple (`auxdir/x_ac_cgroup.m4`: no on
+/// darwin); undefined in `config.h` only, so Slurm's cgroup interface behaves as on a Mac
+/// (no autodetection under `/sys/fs/cgroup`) while the cgroup plugins, which a Mac never
+/// loads, still build.
 pub const CONFIG_H_ANSWERS: &[(&str, Option<&str>)] = &[
     ("HAVE_PROGRAM_INVOCATION_NAME", None),
     ("HAVE_SYSCTLBYNAME", Some("1")),
+    ("WITH_CGROUP", None),
 ];
 
 /// The macros that must be undefined in a darwin-personality `config.h` (checked).
@@ -712,7 +717,7 @@ mod tests {
         );
     }
 
-    const CONFIG_H: &str = "/* x */\n#define HAVE_EPOLL 1\n#define HAVE_PROGRAM_INVOCATION_NAME 1\n#define USE_ALIAS 1\n/* #undef HAVE_SETRESUID */\n/* #undef HAVE_SYSCTLBYNAME */\n";
+    const CONFIG_H: &str = "/* x */\n#define HAVE_EPOLL 1\n#define HAVE_PROGRAM_INVOCATION_NAME 1\n#define USE_ALIAS 1\n/* #undef HAVE_SETRESUID */\n/* #undef HAVE_SYSCTLBYNAME */\n#define WITH_CGROUP 1\n";
 
     #[test]
     fn apply_config_h_answers__sets_the_macos_values() {
