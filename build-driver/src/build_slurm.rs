@@ -334,6 +334,10 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
             .join("\u{1f}"),
     );
     inputs.add("make", make_vars.join("\u{1f}"));
+    if args.personality == Personality::Darwin {
+        // The config.h rewrite is part of what the build is (a changed answer rebuilds).
+        inputs.add("config.h answers", format!("{:?}", configure::CONFIG_H_ANSWERS));
+    }
 
     let stamp_path = base.join("stamp");
     let out = BuildOutput {

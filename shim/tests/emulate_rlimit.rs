@@ -333,6 +333,18 @@ fn setrlimit__darwin_translation_unit_refuses_a_finite_rss_of_a_few_gib() {
 }
 
 #[test]
+fn setrlimit__vm_model_off_accepts_and_does_not_apply() {
+    let os = FakeOs::new(true);
+    let st = NofileState::default();
+    let r = MacResource::Unenforced(libc::RLIMIT_AS as c_int);
+    assert_eq!(
+        mac_set(&os, &st, r, lim(1 << 20, 1 << 20)),
+        Ok(SetOutcome::Set)
+    );
+    assert_eq!(os.real(libc::RLIMIT_AS).rlim_cur, LINUX_INF);
+}
+
+#[test]
 fn setrlimit__off_switch_gives_glibc_behaviour_back() {
     let run = common::darwin_c::run(
         "rss-off",

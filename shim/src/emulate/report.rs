@@ -95,14 +95,30 @@ fn caller_site() -> Option<Site> {
     // SAFETY: the buffer has room for the 32 frames asked for.
     let n = unsafe { backtrace(frames.as_mut_ptr(), frames.len() as c_int) };
     let n = usize::try_from(n).unwrap_or(0).min(frames.len());
-    frames[..n].iter().skip(1).find_map(|&pc| {
-        let site = resolve(pc as usize)?;
-        let own = site
-            .symbol
-            .as_ref()
-            .is_some_and(|(s, _)| s.starts_with("slurm_shim_") || s.contains("slurm_shim"));
-        (!own).then_some(site)
-    })
+    let sites: Vec<Site> = frames[..n]
+        .iter()
+        .skip(1)
+        .filter_map(|&pc| resolve(pc as usize))
+        .collect();
+    pick_site(sites)
+}
+
+fn is_own(site: &Site) -> bool {
+    site.symbol
+        .as_ref()
+        .is_some_and(|(s, _)| s.starts_with("slurm_shim_") || s.contains("slurm_shim"))
+}
+
+/// The caller's frame among the resolved frames (innermost first): the first one after the
+/// exported `slurm_shim_*` function that was entered. The shim's internal helpers, linked
+/// into libslurmfull without dynamic symbols, resolve to no symbol or to a neighbour's, so
+/// frames are skipped up to and including the last shim frame of the innermost run; without
+/// any shim frame (a model called from a test), the first frame that is not the shim's.
+pub fn pick_site(sites: Vec<Site>) -> Option<Site> {
+    match sites.iter().position(is_own) {
+        Some(first) => sites.into_iter().skip(first).find(|s| !is_own(s)),
+        None => sites.into_iter().find(|s| !is_own(s)),
+    }
 }
 
 fn resolve(addr: usize) -> Option<Site> {
@@ -182,6 +198,25 @@ mod tests {
             format_line(7, "X", None),
             "slurm-shim[7]: macOS behaviour applied: X at an unknown call site\n"
         );
+    }
+
+    #[test]
+    fn report__site_is_the_frame_after_the_exported_shim_function() {
+        let f = |addr, sym: Option<&str>| Site {
+            addr,
+            object: "libslurmfull.so".into(),
+            symbol: sym.map(|s| (s.to_string(), 0)),
+        };
+        // applied (resolves to nothing), an internal helper (to a Slurm neighbour), the
+        // exported function, then Slurm's caller.
+        let frames = vec![
+            f(1, None),
+            f(2, Some("list_sort")),
+            f(3, Some("slurm_shim_opendir")),
+            f(4, Some("closeall_except")),
+        ];
+        assert_eq!(pick_site(frames).map(|s| s.addr), Some(4));
+        assert_eq!(pick_site(vec![f(5, Some("main"))]).map(|s| s.addr), Some(5));
     }
 
     #[test]

@@ -81,6 +81,13 @@ pub enum MacResource {
     Plain(c_int),
     /// Not a macOS resource.
     Invalid,
+    /// `RLIMIT_AS`/`RLIMIT_DATA` (or `RLIMIT_RSS`) with the VM-size model turned off
+    /// ([`NAME_VM`] in [`scope::OFF_ENV`]): reads are the real limits, a new limit is
+    /// accepted and not applied (diagnostic only: a run can then get past the `EINVAL` that a
+    /// Mac gives, to see the next difference; compiled as on a Mac, Slurm's `RLIMIT_RSS` is
+    /// `RLIMIT_AS`, and applying a job's memory size to the real address space would stop the
+    /// task's own loader).
+    Unenforced(c_int),
 }
 
 /// Classifies a glibc resource number (`rss_alias`: whether `RLIMIT_RSS` is `RLIMIT_AS`).
@@ -219,6 +226,7 @@ pub fn mac_get(
 ) -> Result<rlimit, Errno> {
     match resource {
         MacResource::Invalid => Err(Errno(libc::EINVAL)),
+        MacResource::Unenforced(r) => mac_get(os, nofile, MacResource::Plain(r)),
         MacResource::AddressSpace | MacResource::Data => {
             let real = os.get(real_number(resource))?;
             Ok(rlimit {
@@ -258,7 +266,7 @@ fn real_number(resource: MacResource) -> c_int {
         MacResource::AddressSpace => libc::RLIMIT_AS as c_int,
         MacResource::Data => libc::RLIMIT_DATA as c_int,
         MacResource::Nofile => libc::RLIMIT_NOFILE as c_int,
-        MacResource::Plain(r) => r,
+        MacResource::Plain(r) | MacResource::Unenforced(r) => r,
         MacResource::Invalid => -1,
     }
 }
@@ -292,6 +300,7 @@ pub fn mac_set(
     }
     match resource {
         MacResource::Invalid => Err(Errno(libc::EINVAL)),
+        MacResource::Unenforced(_) => Ok(SetOutcome::Set),
         MacResource::AddressSpace | MacResource::Data => {
             if new.rlim_cur < os.vsize() {
                 return Err(Errno(libc::EINVAL));
@@ -353,7 +362,7 @@ fn in_model(resource: c_int) -> MacResource {
     let r = classify(resource, scope::active(NAME_RSS));
     match r {
         MacResource::AddressSpace | MacResource::Data if !scope::active(NAME_VM) => {
-            MacResource::Plain(resource)
+            MacResource::Unenforced(resource)
         }
         MacResource::Nofile if !scope::active(NAME_NOFILE) => MacResource::Plain(resource),
         MacResource::Invalid if !scope::active(NAME_LINUX_ONLY) => MacResource::Plain(resource),
