@@ -77,6 +77,9 @@ pub fn run(name: &str, source: &str, extra: &[&str], env: &[(&str, &str)]) -> Ru
     let log = dir.join("emulation.log");
     let _ = std::fs::remove_file(&log);
     let mut cmd = Command::new(&exe);
+    // Hermetic: only the switches a test names (CI may export SLURM_SHIM_EMULATION_OFF for
+    // its live clusters).
+    cmd.env_remove("SLURM_SHIM_EMULATION_OFF");
     cmd.env("SLURM_SHIM_EMULATION_LOG", &log);
     for (k, v) in env {
         cmd.env(k, v);
