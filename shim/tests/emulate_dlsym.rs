@@ -59,3 +59,26 @@ fn dlsym__darwin_probe_finds_no_close_range() {
         .expect("cc -E");
     assert_eq!(String::from_utf8_lossy(&plain.stdout).trim(), "1");
 }
+
+/// patch 0019's lookup: a daemon's own definition is found, a library's is not.
+const MAIN_ONLY: &str = r#"#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+
+unsigned int slurm_shim_test_daemon = 7;
+
+int main(void)
+{
+	unsigned int *p = dlsym(RTLD_MAIN_ONLY, "slurm_shim_test_daemon");
+	void *q = dlsym(RTLD_MAIN_ONLY, "printf");
+	printf("%u %s\n", p ? *p : 0, q ? "printf found" : "printf not in main");
+	return 0;
+}
+"#;
+
+#[test]
+fn dlsym__main_only_searches_the_main_program() {
+    let run = common::darwin_c::run("main-only", MAIN_ONLY, &["-rdynamic"], &[]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout, "7 printf not in main\n");
+}
