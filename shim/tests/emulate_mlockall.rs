@@ -33,3 +33,16 @@ fn mlockall__darwin_translation_unit_gets_enosys() {
     // glibc locks (root, or a small process under RLIMIT_MEMLOCK) or fails with another errno.
     assert_ne!(off.code, Some(1), "{off:?}");
 }
+
+#[test]
+fn mlockall__without_a_log_nothing_is_printed() {
+    // The report goes to SLURM_SHIM_EMULATION_LOG only: a task's stderr is the job's output.
+    let run = common::darwin_c::run(
+        "mlockall-quiet",
+        LOCK,
+        &[],
+        &[("SLURM_SHIM_EMULATION_LOG", "")],
+    );
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(run.stderr, "");
+}

@@ -10,7 +10,9 @@
 //!
 //! Where: the file named by the environment variable `SLURM_SHIM_EMULATION_LOG` (opened
 //! for each line with `O_APPEND`, so several processes share it and no descriptor is kept
-//! open across Slurm's `closeall()`), else standard error. The call site is the first
+//! open across Slurm's `closeall()`); without it, nowhere. (Standard error is a job's
+//! output once slurmstepd has set up the task: lines there ended up in `srun`'s stderr and
+//! broke the scenarios' exact checks. A library never prints.) The call site is the first
 //! frame of the caller's stack outside the shim, named with `dladdr` (object, nearest
 //! dynamic symbol, offset; a static function shows as its nearest exported neighbour).
 //!
@@ -143,28 +145,27 @@ fn cstr(p: *const c_char) -> Option<String> {
 }
 
 fn write_line(line: &str) {
-    let path = std::env::var_os(LOG_ENV);
-    let fd = match path.as_deref().and_then(|p| std::ffi::CString::new(p.as_encoded_bytes()).ok())
-    {
-        // SAFETY: `p` is NUL-terminated; flags and mode are plain values.
-        Some(p) => unsafe {
-            libc::open(
-                p.as_ptr(),
-                libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC,
-                0o644 as libc::c_uint,
-            )
-        },
-        None => 2,
+    let Some(path) = std::env::var_os(LOG_ENV) else {
+        return;
+    };
+    let Ok(path) = std::ffi::CString::new(path.as_encoded_bytes()) else {
+        return;
+    };
+    // SAFETY: `path` is NUL-terminated; flags and mode are plain values.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC,
+            0o644 as libc::c_uint,
+        )
     };
     if fd < 0 {
         return;
     }
     // SAFETY: the buffer is valid for its length; a short or failed write is ignored.
     let _ = unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
-    if fd != 2 {
-        // SAFETY: `fd` was opened above and is closed once.
-        unsafe { libc::close(fd) };
-    }
+    // SAFETY: `fd` was opened above and is closed once.
+    unsafe { libc::close(fd) };
 }
 
 #[cfg(test)]

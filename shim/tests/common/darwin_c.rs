@@ -44,7 +44,7 @@ pub fn staticlib() -> PathBuf {
 }
 
 /// Compiles `source` in darwin-personality mode (plus `extra` compiler arguments), links it
-/// to the shim and runs it with `env`.
+/// to the shim and runs it with `env` (an empty value removes that variable).
 pub fn run(name: &str, source: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("darwin-c")
@@ -82,7 +82,12 @@ pub fn run(name: &str, source: &str, extra: &[&str], env: &[(&str, &str)]) -> Ru
     cmd.env_remove("SLURM_SHIM_EMULATION_OFF");
     cmd.env("SLURM_SHIM_EMULATION_LOG", &log);
     for (k, v) in env {
-        cmd.env(k, v);
+        // An empty value removes the variable (e.g. no emulation log at all).
+        if v.is_empty() {
+            cmd.env_remove(k);
+        } else {
+            cmd.env(k, v);
+        }
     }
     let out = cmd.output().expect("run the C program");
     Run {
