@@ -187,6 +187,7 @@ impl Plan {
             }
             make_vars.extend(configure::apple_make_cppflags(&spec));
         }
+        make_vars.extend(configure::darwin_make_cppflags(&spec));
         plan.configure_args = configure_args;
         plan.make_vars = make_vars;
         Ok(plan)
@@ -291,6 +292,10 @@ impl Plan {
                 .join("\u{1f}"),
         );
         inputs.add("make", self.make_vars.join("\u{1f}"));
+        if self.personality == Personality::Darwin {
+            // The config.h rewrite is part of what the build is (a changed answer rebuilds).
+            inputs.add("config.h answers", format!("{:?}", configure::CONFIG_H_ANSWERS));
+        }
         Ok(inputs)
     }
 
