@@ -1,5 +1,6 @@
 //! The command line (binding names: see DESIGN.md, "The build driver").
 
+use crate::cluster::profile::Profile;
 use crate::personality::Personality;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -156,6 +157,16 @@ pub struct ClusterTarget {
     pub dir: Option<PathBuf>,
 }
 
+/// The `slurm.conf` profile of a cluster (`cargo xtask cluster profiles` prints them).
+#[derive(Debug, Args, Clone, Copy)]
+pub struct ProfileArg {
+    /// Scheduling and tracking lines of slurm.conf: default (cores and memory consumable,
+    /// every job gets its share of memory), poc (the proof of concept's slurm.conf), cpu (the
+    /// harness's earlier configuration: no RealMemory, no DefMemPerCPU).
+    #[arg(long, value_enum, default_value = "default")]
+    pub profile: Profile,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ClusterAction {
     /// Start MariaDB, slurmdbd, slurmctld and slurmd on loopback, detached; return when the
@@ -166,7 +177,11 @@ pub enum ClusterAction {
         prefix: PathBuf,
         #[command(flatten)]
         target: ClusterTarget,
+        #[command(flatten)]
+        profile: ProfileArg,
     },
+    /// Print the profiles (`--profile NAME`) and their slurm.conf lines, as a Markdown table.
+    Profiles,
     /// Say what runs.
     Status {
         #[command(flatten)]
@@ -198,6 +213,8 @@ pub enum ClusterAction {
         /// Leave the cluster running afterwards.
         #[arg(long)]
         keep: bool,
+        #[command(flatten)]
+        profile: ProfileArg,
     },
     /// Slurm's own Python test suite (testsuite/python, local-config) against a native and a
     /// darwin-personality cluster; fails if any test's outcome differs.
@@ -227,6 +244,9 @@ pub struct PeerArgs {
     /// Keep the work directory (logs, JUnit reports) even when the builds agree.
     #[arg(long)]
     pub keep: bool,
+    /// The clusters' profile; the suite's own lines (CR_CPU, MinJobAge, KillWait) go on top.
+    #[command(flatten)]
+    pub profile: ProfileArg,
 }
 
 #[derive(Debug, Args)]
@@ -243,6 +263,9 @@ pub struct BenchArgs {
     /// Rounds (each runs both builds, alternating which goes first).
     #[arg(long, default_value_t = 2)]
     pub rounds: usize,
+    /// The clusters' profile; the benchmark's own lines (CR_CPU, oversubscription) go on top.
+    #[command(flatten)]
+    pub profile: ProfileArg,
 }
 
 #[derive(Debug, Args)]

@@ -37,6 +37,7 @@ mod mariadb;
 pub mod peer;
 mod private_ns;
 mod procs;
+pub mod profile;
 mod scenarios;
 mod state;
 pub mod user;
@@ -53,9 +54,19 @@ pub fn run(sh: &Shell, root: &Path, args: ClusterArgs) -> Result<()> {
     match args.action {
         ClusterAction::Peer(args) => peer::run(sh, root, args),
         ClusterAction::Bench(args) => bench::run(sh, root, args),
-        ClusterAction::Up { prefix, target } => {
+        ClusterAction::Up {
+            prefix,
+            target,
+            profile,
+        } => {
             let (name, dir) = target.resolve("default")?;
-            up(sh, &UpOptions::new(prefix, name, dir)).map(|_| ())
+            let mut opts = UpOptions::new(prefix, name, dir);
+            opts.profile = profile.profile;
+            up(sh, &opts).map(|_| ())
+        }
+        ClusterAction::Profiles => {
+            print!("{}", profile::markdown());
+            Ok(())
         }
         ClusterAction::Status { target } => lifecycle::status(&target.resolve("default")?.1),
         ClusterAction::Down { target } => down(&target.resolve("default")?.1),
@@ -74,6 +85,7 @@ pub fn run(sh: &Shell, root: &Path, args: ClusterArgs) -> Result<()> {
             target,
             only,
             keep,
+            profile,
         } => {
             let (name, dir) = target.resolve("test")?;
             test(
@@ -84,6 +96,7 @@ pub fn run(sh: &Shell, root: &Path, args: ClusterArgs) -> Result<()> {
                     dir,
                     only,
                     keep,
+                    profile: profile.profile,
                 },
             )
         }
@@ -130,6 +143,8 @@ pub struct TestOptions {
     pub only: Vec<String>,
     /// Leave the cluster running afterwards.
     pub keep: bool,
+    /// The cluster's profile (profile.rs).
+    pub profile: profile::Profile,
 }
 
 /// `up`, the scenarios, `down`. A cluster left running in the directory by an earlier run is
@@ -153,10 +168,9 @@ pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
             down(&opts.dir)?;
         }
     }
-    let mut cluster = up(
-        sh,
-        &UpOptions::new(opts.prefix.clone(), opts.name.clone(), opts.dir.clone()),
-    )?;
+    let mut up_opts = UpOptions::new(opts.prefix.clone(), opts.name.clone(), opts.dir.clone());
+    up_opts.profile = opts.profile;
+    let mut cluster = up(sh, &up_opts)?;
     let results = scenarios::run_all(sh, &mut cluster, &opts.only);
     let down_result = if opts.keep {
         println!(
@@ -197,9 +211,10 @@ fn print_results(opts: &TestOptions, results: &[scenarios::Outcome], start: Inst
         .count();
     let passed = results.len() - failed - gaps;
     println!(
-        "\ncluster test `{}` ({}):",
+        "\ncluster test `{}` ({}, profile `{}`):",
         opts.name,
-        opts.prefix.display()
+        opts.prefix.display(),
+        opts.profile.name()
     );
     for r in results {
         println!(
@@ -250,6 +265,7 @@ fn ci_options(prefix: &Path, only: &[&str]) -> Result<TestOptions> {
         name,
         only: only.iter().map(|s| s.to_string()).collect(),
         keep: false,
+        profile: profile::Profile::Default,
     })
 }
 

@@ -145,7 +145,9 @@ impl Cluster {
             check_port_free(daemon, port)?;
         }
         let (mut cmd, isolated) = self.daemon_command(sh, daemon, first, port)?;
-        cmd.env("SLURM_CONF", l.conf());
+        // A daemon that aborts dumps its core in its working directory: the cluster's logs,
+        // never the caller's directory (a source tree).
+        cmd.env("SLURM_CONF", l.conf()).current_dir(l.logs());
         let iso = if isolated {
             self.isolation.as_ref()
         } else {

@@ -8,6 +8,7 @@ use super::config::Layout;
 use super::handle::{self, Cluster};
 use super::lifecycle::{self, UpOptions};
 use super::private_ns::Private;
+use super::profile::Profile;
 use crate::error::Result;
 use crate::util::process::file_tail;
 use std::path::{Path, PathBuf};
@@ -27,15 +28,23 @@ pub struct Lab {
 }
 
 impl Lab {
-    /// Configure and start a cluster from `prefix` below `dir`, with `extra` lines for
-    /// `slurm.conf` (a key already set is replaced), and wait until the node is idle.
-    pub fn start(_sh: &Shell, prefix: &Path, dir: &Path, extra: &[String]) -> Result<Lab> {
+    /// Configure and start a cluster of `profile` from `prefix` below `dir`, with `extra`
+    /// lines for `slurm.conf` (a key already set is replaced), and wait until the node is
+    /// idle.
+    pub fn start(
+        _sh: &Shell,
+        prefix: &Path,
+        dir: &Path,
+        profile: Profile,
+        extra: &[String],
+    ) -> Result<Lab> {
         let layout = Layout {
             root: dir.join("cluster"),
         };
         let private = Private::new(_sh, dir, prefix, &layout.conf())?;
         let mut opts = UpOptions::new(prefix.to_path_buf(), "lab".into(), layout.root.clone());
         opts.isolate = false;
+        opts.profile = profile;
         opts.extra_conf = std::iter::once(MIN_JOB_AGE.to_string())
             .chain(extra.iter().cloned())
             .collect();

@@ -12,6 +12,7 @@ use super::config::{self, Layout, Ports, Settings};
 use super::handle::{Cluster, DAEMONS, NODE};
 use super::lock::clear_leftover;
 use super::procs::{self, Liveness, Stopped};
+use super::profile::Profile;
 use super::state::State;
 use crate::error::{Error, Result};
 use crate::util::process::bounded::read_bounded;
@@ -70,6 +71,8 @@ pub struct UpOptions {
     /// Give daemons and clients a private `/run` (as root on Linux). Off for callers that
     /// run inside a mount namespace of their own (`cluster peer`, `cluster bench`).
     pub isolate: bool,
+    /// The scheduling and tracking lines of `slurm.conf` (profile.rs).
+    pub profile: Profile,
 }
 
 impl UpOptions {
@@ -81,6 +84,7 @@ impl UpOptions {
             ports: None,
             extra_conf: Vec::new(),
             isolate: true,
+            profile: Profile::Default,
         }
     }
 }
@@ -119,6 +123,7 @@ pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
         user: user.clone(),
         plugin_dir: prefix.join("lib/slurm"),
         hw: hw.clone(),
+        profile: opts.profile,
         db_password: config::random_password()?,
     };
     config::write_all(&settings, &opts.extra_conf)?;
@@ -131,6 +136,7 @@ pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
         user,
         ports,
         hw,
+        profile: opts.profile,
         isolated,
         daemons: Vec::new(),
         namespaces: Vec::new(),
@@ -138,15 +144,25 @@ pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
     state.save()?;
     let mut cluster = Cluster::from_state(state)?;
     println!(
-        "cluster `{}`: {} ({} CPUs), ports slurmctld {} slurmd {} slurmdbd {} mariadb {}",
+        "cluster `{}`: {} (profile `{}`, {} CPUs, {} MB), ports slurmctld {} slurmd {} slurmdbd {} mariadb {}",
         opts.name,
         dir.display(),
+        opts.profile.name(),
         settings.hw.cpus,
+        settings.hw.real_memory,
         ports.slurmctld,
         ports.slurmd,
         ports.slurmdbd,
         ports.mariadb
     );
+    for var in ["SLURM_SHIM_EMULATION", "SLURM_SHIM_EMULATION_OFF"] {
+        if let Some(v) = std::env::var_os(var) {
+            println!(
+                "note: the daemons inherit {var}={} (the darwin personality's macOS models)",
+                v.to_string_lossy()
+            );
+        }
+    }
     for daemon in DAEMONS {
         if let Err(e) = cluster.start(sh, daemon, true) {
             eprintln!(
@@ -235,10 +251,11 @@ pub fn status(dir: &Path) -> Result<()> {
     let cluster = Cluster::load(dir)?;
     let s = &cluster.state;
     println!(
-        "cluster `{}` in {} (prefix {})\n  ports: slurmctld {} slurmd {} slurmdbd {} mariadb {}; private /run: {}",
+        "cluster `{}` in {} (prefix {}, profile `{}`)\n  ports: slurmctld {} slurmd {} slurmdbd {} mariadb {}; private /run: {}",
         s.name,
         dir.display(),
         s.prefix.display(),
+        s.profile.name(),
         s.ports.slurmctld,
         s.ports.slurmd,
         s.ports.slurmdbd,

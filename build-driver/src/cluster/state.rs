@@ -4,6 +4,7 @@
 
 use super::config::{Layout, NodeHw, Ports};
 use super::procs::{Liveness, ProcRecord};
+use super::profile::Profile;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -19,6 +20,9 @@ pub struct State {
     pub user: String,
     pub ports: Ports,
     pub hw: NodeHw,
+    /// The profile `up` configured (profile.rs).
+    #[serde(default)]
+    pub profile: Profile,
     /// Whether daemons and clients run in private mount namespaces (root only).
     pub isolated: bool,
     /// Started processes, in start order. `down` empties the list.
@@ -112,7 +116,9 @@ mod tests {
                 sockets_per_board: 1,
                 cores_per_socket: 2,
                 threads_per_core: 1,
+                real_memory: 2000,
             },
+            profile: Profile::Poc,
             isolated: true,
             daemons: vec![],
             namespaces: vec![],
@@ -138,6 +144,7 @@ mod tests {
         assert_eq!(back.namespaces, vec![5]);
         assert_eq!(back.running().len(), 1);
         assert_eq!(back.ports, s.ports);
+        assert_eq!(back.profile, Profile::Poc);
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod client;
 mod environment;
 mod gres;
 mod hooks;
+mod memory;
 mod processes;
 mod pty;
 mod restarts;
@@ -41,6 +42,7 @@ pub const ALL: &[(&str, Run)] = &[
     ("cancel-process-tree", processes::cancel_tree),
     ("setsid-escape", processes::setsid_escape),
     ("launch-failures", steps::launch_failures),
+    ("memory-allocation", memory::allocation),
     ("time-limit", processes::time_limit),
     ("gres-serialise", gres::serialise),
     ("gres-release", gres::release),
