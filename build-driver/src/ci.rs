@@ -25,6 +25,7 @@
 //! A failed step does not stop independent steps; steps that need its output are skipped
 //! with the reason printed. The command fails if any step failed.
 
+mod disk;
 mod report;
 
 use crate::audit::expect as audit_expectations;
@@ -42,6 +43,7 @@ use xshell::{Shell, cmd};
 
 pub fn run(sh: &Shell, root: &Path, args: CiArgs) -> Result<()> {
     let mut report = Report::default();
+    println!("ci: {}", disk::free_line(root));
     shim_lane(sh, root, &mut report);
     if args.shim_only {
         println!("\n(--shim-only: Slurm lanes not run)");
@@ -50,6 +52,7 @@ pub fn run(sh: &Shell, root: &Path, args: CiArgs) -> Result<()> {
     }
     println!("\n{}", report.table());
     println!("{}", report.counts());
+    println!("ci: {}", disk::free_line(root));
     report.result()
 }
 
@@ -97,6 +100,7 @@ struct Builds<'a> {
     sh: &'a Shell,
     root: &'a Path,
     src: SourceArgs,
+    keep_builds: bool,
 }
 
 impl Builds<'_> {
@@ -125,6 +129,7 @@ fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
             version: args.source.is_none().then(|| args.version.clone()),
             source: args.source.clone(),
         },
+        keep_builds: args.keep_builds,
     };
     let (patched, r_patched) = non_regression_lane(&builds, report);
     let darwin = darwin_lane(&builds, report, &r_patched);
@@ -166,6 +171,10 @@ fn non_regression_lane(
     let r_pristine = report.step_after("make check: native, no patches", &pristine, |b| {
         make_check(sh, b)
     });
+    // Only its results are needed from here on: free the disk before the next builds.
+    if let (Some(b), Some(_), false) = (&pristine, &r_pristine, builds.keep_builds) {
+        disk::free_build(b);
+    }
     let r_patched = report.step_after("make check: native, patched", &patched, |b| {
         make_check(sh, b)
     });

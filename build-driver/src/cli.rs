@@ -138,6 +138,10 @@ pub struct CiArgs {
     /// Only the shim lane (tests, codegen --check, cross builds); no Slurm builds.
     #[arg(long)]
     pub shim_only: bool,
+    /// Keep the pristine (unpatched) native build after its `make check` results are
+    /// recorded; by default it is removed to halve the lanes' peak disk use (about 1.5 GiB).
+    #[arg(long)]
+    pub keep_builds: bool,
 }
 
 #[derive(Debug, Args)]
