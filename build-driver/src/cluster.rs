@@ -191,14 +191,9 @@ pub fn fresh_up(sh: &Shell, opts: &UpOptions) -> Result<(nix::fcntl::Flock<std::
     Ok((lock, up(sh, opts)?))
 }
 
-/// `up`, the scenarios, `down`. A cluster left running in the directory by an earlier run is
-/// stopped first (said so). The directory is removed when everything passed.
-pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
-    let start = Instant::now();
-    let dir = &opts.up.dir;
-    let (_lock, mut cluster) = fresh_up(sh, &opts.up)?;
-    let results = scenarios::run_all(sh, &mut cluster, &opts.only);
-    let down_result = if opts.keep {
+/// `down`, or with `keep` the command that will stop the cluster later.
+pub fn down_unless_kept(dir: &Path, keep: bool) -> Result<()> {
+    if keep {
         println!(
             "cluster kept running (--keep): `cargo xtask cluster down --dir {}`",
             dir.display()
@@ -206,7 +201,17 @@ pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
         Ok(())
     } else {
         down(dir)
-    };
+    }
+}
+
+/// `up`, the scenarios, `down`. A cluster left running in the directory by an earlier run is
+/// stopped first (said so). The directory is removed when everything passed.
+pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
+    let start = Instant::now();
+    let dir = &opts.up.dir;
+    let (_lock, mut cluster) = fresh_up(sh, &opts.up)?;
+    let results = scenarios::run_all(sh, &mut cluster, &opts.only);
+    let down_result = down_unless_kept(dir, opts.keep);
     let failed = print_results(&cluster, &results, start);
     down_result?;
     if failed > 0 {

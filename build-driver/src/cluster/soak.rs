@@ -64,15 +64,7 @@ pub fn run(sh: &Shell, args: SoakArgs) -> Result<()> {
     }
     let (_lock, mut cluster) = super::fresh_up(sh, &up)?;
     let result = soak(&mut cluster, &plan, args.sample_every, &judged);
-    let down = if args.keep {
-        println!(
-            "cluster kept running (--keep): `cargo xtask cluster down --dir {}`",
-            dir.display()
-        );
-        Ok(())
-    } else {
-        super::down(&dir)
-    };
+    let down = super::down_unless_kept(&dir, args.keep);
     match &result {
         Ok(()) => println!("soak: PASSED (seed {seed})"),
         Err(e) => println!("soak: FAILED (seed {seed}; repeat with --seed {seed}): {e}"),
