@@ -13,8 +13,10 @@
 //!    entry that no longer matches fails too (the file must stay true). Then live clusters
 //!    (slurmctld, slurmd, slurmdbd + a private MariaDB on loopback): the smoke scenarios on
 //!    the native install, every scenario of `cargo xtask cluster test` on the darwin install,
-//!    and Slurm's own Python suite (the subset in `ci/peer-subset.txt`) on both, whose
-//!    per-test outcomes must agree.
+//!    the multi-node scenarios on a 3-node cluster of both builds (native head), a short soak
+//!    with faults on the darwin install (`cluster soak --jobs 300 --faults`, fixed seed), and
+//!    Slurm's own Python suite (the subset in `ci/peer-subset.txt`) on both, whose per-test
+//!    outcomes must agree.
 //! 4. Darwin cross-build: `cargo xtask deps --target aarch64-apple-darwin` (json-c, libjwt,
 //!    hwloc), then 24.11 (the pinned version) built for aarch64-apple-darwin with zig and those
 //!    libraries, the installed programs, libslurmfull and plugins checked to be arm64 Mach-O.
@@ -253,6 +255,25 @@ fn cluster_lanes(
     });
     match (patched, darwin) {
         (Some(native), Some(dar)) => {
+            report.step(
+                "cluster multi-node: 3 nodes, native head + darwin node",
+                || {
+                    crate::cluster::multi_node_smoke(sh, &native.prefix, &dar.prefix)
+                        .map(|()| "nodes-* and mix-* scenarios passed".to_string())
+                },
+            );
+        }
+        _ => report.skip(
+            "cluster multi-node: 3 nodes, native head + darwin node",
+            "a build above did not succeed",
+        ),
+    }
+    report.step_after("cluster soak: darwin, 300 jobs, 2 faults", darwin, |b| {
+        crate::cluster::short_soak(sh, &b.prefix)
+            .map(|()| "every job accounted once, nothing left, daemons flat".to_string())
+    });
+    match (patched, darwin) {
+        (Some(native), Some(dar)) => {
             report.step("peer suite subset: native vs darwin", || {
                 let args = PeerArgs {
                     native: native.prefix.clone(),
@@ -264,6 +285,7 @@ fn cluster_lanes(
                     profile: crate::cli::ProfileArg {
                         profile: crate::cluster::profile::Profile::Default,
                     },
+                    nodes: 1,
                 };
                 crate::cluster::peer::run(sh, root, args)
                     .map(|()| "same outcomes (ci/peer-subset.txt)".to_string())
