@@ -20,6 +20,14 @@ fn lines(root: &Path) -> Vec<String> {
     out
 }
 
+/// Every patch of every line's series.
+fn all_patches(root: &Path) -> Vec<std::path::PathBuf> {
+    lines(root)
+        .iter()
+        .flat_map(|line| series(root, line).unwrap())
+        .collect()
+}
+
 /// "0026" of ".../0026-slurmstepd-....patch".
 fn number(p: &Path) -> String {
     let name = p.file_name().unwrap().to_string_lossy();
@@ -48,12 +56,7 @@ fn missing_header_fields(text: &str) -> Vec<&'static str> {
 #[test]
 fn doc_table__lists_exactly_the_patches_of_every_series() {
     let root = crate::project_root();
-    let mut numbers = BTreeSet::new();
-    for line in lines(&root) {
-        for p in series(&root, &line).unwrap() {
-            numbers.insert(number(&p));
-        }
-    }
+    let numbers: BTreeSet<String> = all_patches(&root).iter().map(|p| number(p)).collect();
     let doc = fs::read_to_string(root.join("docs/PATCHES.md")).unwrap();
     let rows = table_numbers(&doc);
     let undocumented: Vec<_> = numbers.difference(&rows).collect();
@@ -67,15 +70,13 @@ fn doc_table__lists_exactly_the_patches_of_every_series() {
 #[test]
 fn doc_table__every_patch_header_says_why_which_os_and_upstreamable() {
     let root = crate::project_root();
-    let mut bad = Vec::new();
-    for line in lines(&root) {
-        for p in series(&root, &line).unwrap() {
-            let missing = missing_header_fields(&fs::read_to_string(&p).unwrap());
-            if !missing.is_empty() {
-                bad.push(format!("{}: no {}", p.display(), missing.join(", ")));
-            }
-        }
-    }
+    let bad: Vec<String> = all_patches(&root)
+        .iter()
+        .filter_map(|p| {
+            let missing = missing_header_fields(&fs::read_to_string(p).unwrap());
+            (!missing.is_empty()).then(|| format!("{}: no {}", p.display(), missing.join(", ")))
+        })
+        .collect();
     assert!(bad.is_empty(), "patch headers:\n{}", bad.join("\n"));
 }
 
