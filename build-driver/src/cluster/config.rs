@@ -33,6 +33,11 @@ impl Layout {
     pub fn gres_conf(&self) -> PathBuf {
         self.conf_dir().join("gres.conf")
     }
+    /// The darwin personality's modelled Mac for this cluster (`SLURM_SHIM_MAC_HARDWARE` of
+    /// every daemon and client; a scenario rewrites it to change the machine).
+    pub fn mac_hardware(&self) -> PathBuf {
+        self.conf_dir().join("mac-hardware.conf")
+    }
     pub fn dbd_conf(&self) -> PathBuf {
         self.conf_dir().join("slurmdbd.conf")
     }
@@ -357,11 +362,18 @@ pub fn render_hook(l: &Layout, name: &str) -> String {
     )
 }
 
+/// The cluster's hardware file as `up` writes it: no key, so the shim's default Mac.
+pub const MAC_HARDWARE: &str = "# The darwin personality's modelled Mac for this cluster's daemons and clients\n\
+    # (SLURM_SHIM_MAC_HARDWARE; format: shim/src/emulate/mac_hardware.rs). No key set: the\n\
+    # shim's default Mac (Apple M4 Pro, 10 performance + 4 efficiency cores, no GPU).\n\
+    # Native builds never read it.\n";
+
 /// Every configuration file of the cluster.
 pub fn write_all(s: &Settings, extra: &[String]) -> Result<()> {
     let l = &s.layout;
     write_atomic(&l.conf(), render_with(s, extra).as_bytes(), 0o644)?;
     write_atomic(&l.gres_conf(), render_gres(s).as_bytes(), 0o644)?;
+    write_atomic(&l.mac_hardware(), MAC_HARDWARE.as_bytes(), 0o644)?;
     write_atomic(&l.cgroup_conf(), CGROUP_CONF.as_bytes(), 0o644)?;
     write_atomic(&l.dbd_conf(), render_dbd(s).as_bytes(), 0o600)?;
     write_atomic(&l.prolog(), render_hook(l, "prolog").as_bytes(), 0o755)?;

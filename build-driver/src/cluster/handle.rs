@@ -79,6 +79,7 @@ impl Cluster {
     /// Any command, with this cluster's environment and namespace.
     pub fn wrap(&self, mut cmd: Command) -> Command {
         cmd.env("SLURM_CONF", self.layout().conf());
+        cmd.env(crate::gres_conf::HARDWARE_VAR, self.layout().mac_hardware());
         if let Some(iso) = &self.isolation {
             iso.apply(&mut cmd);
         }
@@ -147,7 +148,9 @@ impl Cluster {
         let (mut cmd, isolated) = self.daemon_command(sh, daemon, first, port)?;
         // A daemon that aborts dumps its core in its working directory: the cluster's logs,
         // never the caller's directory (a source tree).
-        cmd.env("SLURM_CONF", l.conf()).current_dir(l.logs());
+        cmd.env("SLURM_CONF", l.conf())
+            .env(crate::gres_conf::HARDWARE_VAR, l.mac_hardware())
+            .current_dir(l.logs());
         let iso = if isolated {
             self.isolation.as_ref()
         } else {

@@ -5,6 +5,7 @@
 //! failure does not cascade.
 
 mod accounting;
+mod apple_gpu;
 mod bad_states;
 mod batch;
 mod churn;
@@ -13,6 +14,7 @@ mod environment;
 mod gres;
 mod hooks;
 mod memory;
+mod node_metrics;
 mod processes;
 mod pty;
 mod restarts;
@@ -47,6 +49,8 @@ pub const ALL: &[(&str, Run)] = &[
     ("gres-serialise", gres::serialise),
     ("gres-release", gres::release),
     ("gres-accounting", gres::accounting),
+    ("gpu-autodetect", apple_gpu::autodetect),
+    ("node-metrics", node_metrics::extra_and_features),
     ("prolog-epilog", hooks::prolog_epilog),
     ("prolog-failure", hooks::prolog_failure),
     ("epilog-failure", hooks::epilog_failure),
