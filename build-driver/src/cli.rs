@@ -184,14 +184,30 @@ pub struct ProfileArg {
     pub profile: Profile,
 }
 
+/// What a cluster is made of: one build (`--prefix`) or several (`--mix`), and its nodes.
+#[derive(Debug, Args, Clone)]
+pub struct ShapeArgs {
+    /// The installed Slurm prefix (every daemon runs it).
+    #[arg(long, required_unless_present = "mix", conflicts_with = "mix")]
+    pub prefix: Option<PathBuf>,
+    /// Nodes of several builds in one cluster: LABEL=PREFIX,LABEL=PREFIX (e.g.
+    /// native=P1,darwin=P2). The nodes are split among them in order (the label becomes a
+    /// node feature); slurmctld, slurmdbd and the harness's clients run the first.
+    #[arg(long, value_name = "LABEL=PREFIX,...")]
+    pub mix: Option<String>,
+    /// How many nodes (slurmd on 127.0.0.11, .12, ...), 1 to 4 (default 1, or one per --mix
+    /// build).
+    #[arg(long)]
+    pub nodes: Option<usize>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ClusterAction {
-    /// Start MariaDB, slurmdbd, slurmctld and slurmd on loopback, detached; return when the
-    /// node is idle.
+    /// Start MariaDB, slurmdbd, slurmctld and one slurmd per node on loopback, detached;
+    /// return when every node is idle.
     Up {
-        /// The installed Slurm prefix.
-        #[arg(long)]
-        prefix: PathBuf,
+        #[command(flatten)]
+        shape: ShapeArgs,
         #[command(flatten)]
         target: ClusterTarget,
         #[command(flatten)]
@@ -213,15 +229,18 @@ pub enum ClusterAction {
     Exec {
         #[command(flatten)]
         target: ClusterTarget,
+        /// Run it on this node (`node2`): the node's build's client, in the node's namespaces
+        /// (its host name, its slurmd's SACK socket).
+        #[arg(long, value_name = "NODE")]
+        node: Option<String>,
         /// The command; a bare Slurm client name (sinfo, sbatch, ...) means the prefix's.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<std::ffi::OsString>,
     },
     /// `up`, the verification scenarios, `down`.
     Test {
-        /// The installed Slurm prefix.
-        #[arg(long)]
-        prefix: PathBuf,
+        #[command(flatten)]
+        shape: ShapeArgs,
         #[command(flatten)]
         target: ClusterTarget,
         /// Run only the scenarios whose name starts with this (repeatable).

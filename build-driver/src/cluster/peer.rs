@@ -245,7 +245,7 @@ fn run_one(
 ) -> Result<Results> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let extra: Vec<String> = EXTRA_CONF.iter().map(|s| s.to_string()).collect();
-    let lab = Lab::start(sh, &install.prefix, dir, args.profile.profile, &extra)?;
+    let lab = Lab::start(sh, &install.prefix, dir, args.profile.profile, 1, &extra)?;
     let outcome = (|| {
         let suite = prepare_suite(sh, install, dir, &lab.conf())?;
         // Written by pytest, so in the test user's directory.

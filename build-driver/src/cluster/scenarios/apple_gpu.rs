@@ -7,7 +7,8 @@
 //! The IOKit calls are gpu/apple's own C code (patch 0050's apple_iokit.c); the shim answers
 //! them from the cluster's hardware file (`Layout::mac_hardware`, shim/src/emulate/iokit.rs).
 
-use super::super::config::MAC_HARDWARE;
+use super::super::daemon::Daemon;
+use super::super::render::MAC_HARDWARE;
 use super::client::{Ctx, JOB_TIMEOUT, q};
 use crate::error::{Error, Result};
 use crate::gres_conf::{self, Source};
@@ -55,10 +56,10 @@ impl Saved {
 }
 
 fn restart_controller_and_node(ctx: &mut Ctx<'_>) -> Result<()> {
-    ctx.cluster.stop("slurmd")?;
-    ctx.cluster.stop("slurmctld")?;
-    ctx.cluster.start(ctx.sh, "slurmctld", false)?;
-    ctx.cluster.start(ctx.sh, "slurmd", false)
+    ctx.cluster.stop(Daemon::Slurmd(0))?;
+    ctx.cluster.stop(Daemon::Slurmctld)?;
+    ctx.cluster.start(ctx.sh, Daemon::Slurmctld)?;
+    ctx.cluster.start(ctx.sh, Daemon::Slurmd(0))
 }
 
 /// The whole check (see the module documentation).
@@ -141,7 +142,7 @@ fn with_gpu(ctx: &mut Ctx<'_>, prefix: &std::path::Path, hw: &std::path::Path) -
     std::fs::write(l.conf(), typed).map_err(|e| Error::io(l.conf(), e))?;
     let gres_conf = "# gpu-autodetect scenario: gpu/apple finds the GPU (IOKit)\nAutoDetect=apple\n";
     std::fs::write(l.gres_conf(), gres_conf).map_err(|e| Error::io(l.gres_conf(), e))?;
-    let log = l.daemon_log("slurmd");
+    let log = ctx.cluster.log(Daemon::Slurmd(0));
     let log_from = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
     restart_controller_and_node(ctx)?;
     ctx.wait_node_idle(Duration::from_secs(60))?;

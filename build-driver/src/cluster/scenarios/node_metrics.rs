@@ -6,7 +6,6 @@
 //! `scontrol update`) lets a `--constraint` job run while an absent feature is refused.
 
 use super::super::config::parse_slurmd_c;
-use super::super::handle::NODE;
 use super::apple_gpu::has_gpu_apple;
 use super::client::{Ctx, JOB_TIMEOUT};
 use crate::error::{Error, Result};
@@ -29,7 +28,7 @@ const NODE_KEYS: &[&str] = &[
 
 /// The node's Extra (`scontrol show node` prints it on a line of its own; it has spaces).
 fn node_extra(ctx: &Ctx<'_>) -> Result<String> {
-    let text = ctx.read("scontrol", &["show", "node", NODE])?;
+    let text = ctx.read("scontrol", &["show", "node", &ctx.first_node()])?;
     Ok(text
         .lines()
         .find_map(|l| l.trim().strip_prefix("Extra="))
@@ -42,7 +41,7 @@ fn set_features(ctx: &Ctx<'_>, features: &str) -> Result<()> {
         "scontrol",
         &[
             "update",
-            &format!("NodeName={NODE}"),
+            &format!("NodeName={}", ctx.first_node()),
             &format!("AvailableFeatures={features}"),
             &format!("ActiveFeatures={features}"),
         ],
