@@ -108,17 +108,28 @@ pub fn features(extra: &str) -> Vec<String> {
     v
 }
 
-/// gpu/apple's info line: `...gpu/apple: AutoDetect=apple: <model>, <n> GPU cores, <m> MB
-/// unified memory ...: gpu:<type>:1, File=...`.
+/// The text of one of gpu/apple's `AutoDetect=apple:` lines, from `AutoDetect=apple:` on.
+/// Slurm's log prefixes a gpu plugin's messages with `gpu/apple: <function>: `
+/// (`SLURM_PLUGIN_DEBUG`, as for every gpu plugin).
+pub fn autodetect_text(line: &str) -> Option<&str> {
+    let (_, rest) = line.split_once("gpu/apple: ")?;
+    rest.find("AutoDetect=apple: ").map(|at| &rest[at..])
+}
+
+/// gpu/apple's info line: `...gpu/apple: <function>: AutoDetect=apple: <model>, <n> GPU
+/// cores, <m> MB unified memory ...: gpu:<type>:1, File=...`.
 fn parse_gpu_line(line: &str) -> Option<Gpu> {
-    let rest = line.split("gpu/apple: AutoDetect=apple: ").nth(1)?;
+    let rest = autodetect_text(line)?.strip_prefix("AutoDetect=apple: ")?;
     let (model, rest) = rest.split_once(", ")?;
     let (cores, rest) = rest.split_once(" GPU cores, ")?;
     let (mem, rest) = rest.split_once(" MB unified memory")?;
     let gres_type = rest.split("gpu:").nth(1)?.split(':').next()?.to_string();
     Some(Gpu {
         model: model.to_string(),
-        cores: cores.parse::<i64>().ok().and_then(|c| u64::try_from(c).ok()),
+        cores: cores
+            .parse::<i64>()
+            .ok()
+            .and_then(|c| u64::try_from(c).ok()),
         memory_mb: mem.trim().parse().ok()?,
         gres_type,
     })
@@ -129,7 +140,9 @@ pub fn parse(stdout: &str, stderr: &str) -> Result<Report> {
     let node_line = stdout
         .lines()
         .find(|l| l.starts_with("NodeName="))
-        .ok_or_else(|| Error::Scenario(format!("`slurmd -C` printed no NodeName= line: {stdout:?}")))?
+        .ok_or_else(|| {
+            Error::Scenario(format!("`slurmd -C` printed no NodeName= line: {stdout:?}"))
+        })?
         .trim()
         .to_string();
     let gpu = stderr.lines().find_map(parse_gpu_line);
@@ -147,8 +160,9 @@ pub fn parse(stdout: &str, stderr: &str) -> Result<Report> {
             .map(|e| e.trim().to_string()),
         no_gpu: stderr
             .lines()
-            .find(|l| l.contains("gpu/apple: AutoDetect=apple: this machine has no Apple GPU"))
-            .map(|l| l.trim().to_string()),
+            .filter_map(autodetect_text)
+            .find(|t| t.starts_with("AutoDetect=apple: this machine has no Apple GPU"))
+            .map(|t| t.trim().to_string()),
         gpu_apple_lines: stderr
             .lines()
             .filter(|l| l.contains("gpu/apple:"))
@@ -170,7 +184,11 @@ pub enum Source {
 /// The text printed: `gres.conf`, then the slurm.conf lines.
 pub fn render(r: &Report, source: &Source, slurmd: &Path) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "# gres.conf (cargo xtask gres-conf; from `{} -v -C`)", slurmd.display());
+    let _ = writeln!(
+        o,
+        "# gres.conf (cargo xtask gres-conf; from `{} -v -C`)",
+        slurmd.display()
+    );
     if let Source::Seam(file) = source {
         let what = match file {
             Some(f) => format!("the hardware file {}", f.display()),
@@ -207,7 +225,7 @@ pub fn render(r: &Report, source: &Source, slurmd: &Path) -> String {
             let why = r
                 .no_gpu
                 .as_deref()
-                .map(|l| format!(" ({})", l.split("gpu/apple: ").nth(1).unwrap_or(l)))
+                .map(|l| format!(" ({l})"))
                 .unwrap_or_default();
             let _ = writeln!(
                 o,
@@ -230,7 +248,10 @@ pub fn render(r: &Report, source: &Source, slurmd: &Path) -> String {
             );
         }
         _ => {
-            let _ = writeln!(o, "# (slurmd printed no Extra=: not a macOS build with patch 0052)");
+            let _ = writeln!(
+                o,
+                "# (slurmd printed no Extra=: not a macOS build with patch 0052)"
+            );
         }
     }
     let _ = writeln!(o, "{node}");
@@ -293,7 +314,9 @@ pub fn check_hardware_file(f: &Path) -> Result<()> {
     let text = std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?;
     slurm_shim::emulate::mac_hardware::parse(&text).map_err(|e| Error::File {
         path: f.to_path_buf(),
-        problem: format!("not a hardware file ({e}); the format is in shim/src/emulate/mac_hardware.rs"),
+        problem: format!(
+            "not a hardware file ({e}); the format is in shim/src/emulate/mac_hardware.rs"
+        ),
     })?;
     Ok(())
 }
@@ -350,12 +373,15 @@ mod tests {
         Found gpu:apple_m4_max:1 with Autodetect=apple (Substring of gpu name may be used instead)\n\
         Extra={\"cpu_brand\":\"Apple M4 Max\",\"perf_levels\":2,\"perf_cores\":10,\"perf_cpus\":10,\"eff_cores\":4,\"eff_cpus\":4}\n\
         UpTime=0-01:02:03\n";
-    const STDERR: &str = "slurmd: gpu/apple: AutoDetect=apple: Apple M4 Max, 40 GPU cores, 49152 MB unified memory shared with the CPUs (hw.memsize): gpu:apple_m4_max:1, File=/dev/null (a placeholder: macOS cannot isolate a GPU)\n";
+    const STDERR: &str = "slurmd: gpu/apple: _get_system_gpu_list_apple: AutoDetect=apple: Apple M4 Max, 40 GPU cores, 49152 MB unified memory shared with the CPUs (hw.memsize): gpu:apple_m4_max:1, File=/dev/null (a placeholder: macOS cannot isolate a GPU)\n";
 
     #[test]
     fn parse__node_line_gpu_and_extra() {
         let r = parse(STDOUT, STDERR).unwrap();
-        assert!(r.node_line.ends_with("RealMemory=49152 Gres=gpu:apple_m4_max:1"));
+        assert!(
+            r.node_line
+                .ends_with("RealMemory=49152 Gres=gpu:apple_m4_max:1")
+        );
         assert_eq!(
             r.gpu,
             Some(Gpu {
@@ -365,14 +391,22 @@ mod tests {
                 gres_type: "apple_m4_max".into()
             })
         );
-        assert_eq!(features(r.extra.as_deref().unwrap()), ["apple_m4_max", "pcores_10", "ecores_4"]);
+        assert_eq!(
+            features(r.extra.as_deref().unwrap()),
+            ["apple_m4_max", "pcores_10", "ecores_4"]
+        );
     }
 
     #[test]
     fn parse__a_gpu_without_its_description_is_an_error() {
         let e = parse(STDOUT, "").unwrap_err().to_string();
         assert!(e.contains("printed no description"), "{e}");
-        assert!(parse("UpTime=1\n", "").unwrap_err().to_string().contains("no NodeName="));
+        assert!(
+            parse("UpTime=1\n", "")
+                .unwrap_err()
+                .to_string()
+                .contains("no NodeName=")
+        );
     }
 
     #[test]
@@ -382,13 +416,17 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[1].starts_with("# NOT THIS MACHINE'S HARDWARE"), "{t}");
         assert!(t.contains("\nAutoDetect=apple\n"), "{t}");
-        assert!(t.contains("# Name=gpu Type=apple_m4_max File=/dev/null Count=1"), "{t}");
+        assert!(
+            t.contains("# Name=gpu Type=apple_m4_max File=/dev/null Count=1"),
+            "{t}"
+        );
         assert!(t.contains("isolates nothing"), "{t}");
         assert!(t.contains("\nGresTypes=gpu\n"), "{t}");
         assert!(
-            lines.last().unwrap().ends_with(
-                "Gres=gpu:apple_m4_max:1 Features=apple_m4_max,pcores_10,ecores_4"
-            ),
+            lines
+                .last()
+                .unwrap()
+                .ends_with("Gres=gpu:apple_m4_max:1 Features=apple_m4_max,pcores_10,ecores_4"),
             "{t}"
         );
         let mac = render(&r, &Source::Mac, Path::new("/p/sbin/slurmd"));
@@ -398,22 +436,34 @@ mod tests {
     #[test]
     fn render__no_gpu_says_so_and_configures_none() {
         let out = "NodeName=mac1 CPUs=14 Boards=1 SocketsPerBoard=1 CoresPerSocket=14 ThreadsPerCore=1 RealMemory=49152\n";
-        let err = "slurmd: gpu/apple: AutoDetect=apple: this machine has no Apple GPU (no IOKit AGXAccelerator service): no GPU detected\n";
+        let err = "slurmd: gpu/apple: _get_system_gpu_list_apple: AutoDetect=apple: this machine has no Apple GPU (no IOKit AGXAccelerator service): no GPU detected\n";
         let r = parse(out, err).unwrap();
         let t = render(&r, &Source::Mac, Path::new("/p/sbin/slurmd"));
-        assert!(t.contains("# No Apple GPU found (AutoDetect=apple: this machine has no Apple GPU"), "{t}");
-        assert!(!t.contains("\nAutoDetect=apple\n") && !t.contains("GresTypes"), "{t}");
+        assert!(
+            t.contains("# No Apple GPU found (AutoDetect=apple: this machine has no Apple GPU"),
+            "{t}"
+        );
+        assert!(
+            !t.contains("\nAutoDetect=apple\n") && !t.contains("GresTypes"),
+            "{t}"
+        );
         assert!(t.contains("printed no Extra="), "{t}");
     }
 
     #[test]
     fn json_field__strings_numbers_and_escapes() {
         let j = r#"{"cpu_brand":"Apple \"M4\" Pro","perf_levels":2,"eff_cores":0}"#;
-        assert_eq!(json_field(j, "cpu_brand").as_deref(), Some("Apple \"M4\" Pro"));
+        assert_eq!(
+            json_field(j, "cpu_brand").as_deref(),
+            Some("Apple \"M4\" Pro")
+        );
         assert_eq!(json_field(j, "perf_levels").as_deref(), Some("2"));
         assert_eq!(json_field(j, "eff_cores").as_deref(), Some("0"));
         assert_eq!(json_field(j, "missing"), None);
-        assert_eq!(feature_name("Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz"), "intel_r_core_tm_i9_9880h_cpu_2_30ghz");
+        assert_eq!(
+            feature_name("Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz"),
+            "intel_r_core_tm_i9_9880h_cpu_2_30ghz"
+        );
     }
 
     #[test]
@@ -422,13 +472,19 @@ mod tests {
         let e = slurmd_of(&d.path().join("nope")).unwrap_err().to_string();
         assert!(e.contains("no such directory"), "{e}");
         let e = slurmd_of(d.path()).unwrap_err().to_string();
-        assert!(e.contains("sbin/slurmd is missing") && e.contains("--prefix"), "{e}");
+        assert!(
+            e.contains("sbin/slurmd is missing") && e.contains("--prefix"),
+            "{e}"
+        );
     }
 
     #[cfg(target_os = "linux")]
     #[test]
     fn hardware_var__is_the_shims_variable() {
-        assert_eq!(HARDWARE_VAR, slurm_shim::emulate::mac_hardware::HARDWARE_ENV);
+        assert_eq!(
+            HARDWARE_VAR,
+            slurm_shim::emulate::mac_hardware::HARDWARE_ENV
+        );
     }
 
     #[cfg(target_os = "linux")]
@@ -437,13 +493,22 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("lib/slurm")).unwrap();
         let e = source_of(d.path(), None).unwrap_err().to_string();
-        assert!(e.contains("gpu_apple.so is missing") && e.contains("--personality darwin"), "{e}");
+        assert!(
+            e.contains("gpu_apple.so is missing") && e.contains("--personality darwin"),
+            "{e}"
+        );
         std::fs::write(d.path().join("lib/slurm/gpu_apple.so"), "").unwrap();
         let hw = d.path().join("hw");
         std::fs::write(&hw, "agx.0.model = M\nbogus line\n").unwrap();
         let e = source_of(d.path(), Some(&hw)).unwrap_err().to_string();
-        assert!(e.contains("line 2") && e.contains("not a hardware file"), "{e}");
+        assert!(
+            e.contains("line 2") && e.contains("not a hardware file"),
+            "{e}"
+        );
         std::fs::write(&hw, "agx.0.model = Apple M4 Max\n").unwrap();
-        assert_eq!(source_of(d.path(), Some(&hw)).unwrap(), Source::Seam(Some(hw)));
+        assert_eq!(
+            source_of(d.path(), Some(&hw)).unwrap(),
+            Source::Seam(Some(hw))
+        );
     }
 }

@@ -106,7 +106,12 @@ fn iokit__no_hardware_file_means_no_gpu_and_a_null_iterator() {
     let run = probe("iokit-none", &[("SLURM_SHIM_MAC_HARDWARE", "")]);
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "none\n");
-    assert!(run.log.contains("IOServiceGetMatchingServices (macOS IOKit)"), "{}", run.log);
+    assert!(
+        run.log
+            .contains("IOServiceGetMatchingServices (macOS IOKit)"),
+        "{}",
+        run.log
+    );
 }
 
 #[test]
@@ -115,7 +120,10 @@ fn iokit__the_hardware_files_gpu_is_found() {
         "m4max",
         "machdep.cpu.brand_string = Apple M4 Max\nagx.0.model = Apple M4 Max\nagx.0.gpu-core-count = 40\n",
     );
-    let run = probe("iokit-m4max", &[("SLURM_SHIM_MAC_HARDWARE", hw.to_str().expect("utf-8"))]);
+    let run = probe(
+        "iokit-m4max",
+        &[("SLURM_SHIM_MAC_HARDWARE", hw.to_str().expect("utf-8"))],
+    );
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "gpu Apple M4 Max cores 40 small 0\nfound 1\n");
 }
@@ -126,7 +134,10 @@ fn iokit__the_hardware_files_gpu_is_found() {
 fn iokit__the_lookup_releases_everything_it_was_given() {
     use slurm_shim::emulate::corefoundation::{self as cf, *};
     use slurm_shim::emulate::iokit::{self, *};
-    let hw = hardware("leaks", "agx.0.model = Apple M4 Max\nagx.0.gpu-core-count = 40\n");
+    let hw = hardware(
+        "leaks",
+        "agx.0.model = Apple M4 Max\nagx.0.gpu-core-count = 40\n",
+    );
     // SAFETY: single-threaded use of this process's environment in this test binary's only
     // in-process test; the C strings are NUL-terminated literals.
     unsafe { std::env::set_var("SLURM_SHIM_MAC_HARDWARE", &hw) };
@@ -135,7 +146,10 @@ fn iokit__the_lookup_releases_everything_it_was_given() {
     unsafe {
         let m = slurm_shim_IOServiceMatching(c"AGXAccelerator".as_ptr());
         let mut it = 0;
-        assert_eq!(slurm_shim_IOServiceGetMatchingServices(0, m, &mut it), KERN_SUCCESS);
+        assert_eq!(
+            slurm_shim_IOServiceGetMatchingServices(0, m, &mut it),
+            KERN_SUCCESS
+        );
         assert_ne!(it, 0);
         let s = slurm_shim_IOIteratorNext(it);
         assert_ne!(s, 0);
@@ -147,7 +161,10 @@ fn iokit__the_lookup_releases_everything_it_was_given() {
         let v = slurm_shim_IORegistryEntryCreateCFProperty(s, key, std::ptr::null(), 0);
         let mut n: i64 = 0;
         assert_eq!(slurm_shim_CFGetTypeID(v), slurm_shim_CFNumberGetTypeID());
-        assert_eq!(slurm_shim_CFNumberGetValue(v, number_type::SInt64, (&raw mut n).cast()), 1);
+        assert_eq!(
+            slurm_shim_CFNumberGetValue(v, number_type::SInt64, (&raw mut n).cast()),
+            1
+        );
         assert_eq!(n, 40);
         slurm_shim_CFRelease(v);
         slurm_shim_CFRelease(key);
@@ -155,17 +172,27 @@ fn iokit__the_lookup_releases_everything_it_was_given() {
         assert_eq!(slurm_shim_IOObjectRelease(s), KERN_SUCCESS);
         assert_eq!(slurm_shim_IOObjectRelease(it), KERN_SUCCESS);
     }
-    assert_eq!((cf::live(), iokit::live()), (cf0, io0), "objects left behind");
+    assert_eq!(
+        (cf::live(), iokit::live()),
+        (cf0, io0),
+        "objects left behind"
+    );
 }
 
 #[test]
 fn iokit__a_broken_hardware_file_is_kioreturnerror() {
     let hw = hardware("broken", "agx.0.model = M\nthis is not a line\n");
-    let run = probe("iokit-broken", &[("SLURM_SHIM_MAC_HARDWARE", hw.to_str().expect("utf-8"))]);
+    let run = probe(
+        "iokit-broken",
+        &[("SLURM_SHIM_MAC_HARDWARE", hw.to_str().expect("utf-8"))],
+    );
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "error 0xe00002bc\n");
     assert!(run.log.contains("cannot be read or parsed"), "{}", run.log);
-    let run = probe("iokit-missing", &[("SLURM_SHIM_MAC_HARDWARE", "/nonexistent/hardware")]);
+    let run = probe(
+        "iokit-missing",
+        &[("SLURM_SHIM_MAC_HARDWARE", "/nonexistent/hardware")],
+    );
     assert_eq!(run.stdout, "error 0xe00002bc\n");
 }
 

@@ -160,7 +160,9 @@ pub extern "C" fn slurm_shim_CFRelease(cf: CFTypeRef) {
         halt("CFRelease(NULL) halts the process (CoreFoundation CFRuntime.c)");
     }
     if !release(cf) {
-        halt("CFRelease of a pointer that is not a live CF object halts the process (CoreFoundation __CFGenericAssertIsCF)");
+        halt(
+            "CFRelease of a pointer that is not a live CF object halts the process (CoreFoundation __CFGenericAssertIsCF)",
+        );
     }
 }
 
@@ -172,7 +174,9 @@ pub extern "C" fn slurm_shim_CFGetTypeID(cf: CFTypeRef) -> CFTypeID {
     }
     match kind_of(cf) {
         Some(k) => k.type_id(),
-        None => halt("CFGetTypeID of a pointer that is not a live CF object halts the process (CoreFoundation __CFGenericAssertIsCF)"),
+        None => halt(
+            "CFGetTypeID of a pointer that is not a live CF object halts the process (CoreFoundation __CFGenericAssertIsCF)",
+        ),
     }
 }
 
@@ -251,7 +255,9 @@ pub unsafe extern "C" fn slurm_shim_CFStringGetCString(
     encoding: CFStringEncoding,
 ) -> Boolean {
     let Some(Kind::Str(s)) = kind_of(string) else {
-        halt("CFStringGetCString of something that is not a live CFString halts the process (CoreFoundation __CFAssertIsString)");
+        halt(
+            "CFStringGetCString of something that is not a live CFString halts the process (CoreFoundation __CFAssertIsString)",
+        );
     };
     // SAFETY: the caller's buffer holds `size` bytes.
     unsafe { copy_c_string(&s, buffer, size, encoding) as Boolean }
@@ -261,7 +267,11 @@ pub unsafe extern "C" fn slurm_shim_CFStringGetCString(
 /// `None` for an unknown type.
 pub fn number_bytes(value: i64, ty: CFNumberType) -> Option<(Vec<u8>, bool)> {
     use number_type as t;
-    fn int<T: TryFrom<i64> + Copy>(v: i64, cast: fn(i64) -> T, bytes: fn(T) -> Vec<u8>) -> (Vec<u8>, bool) {
+    fn int<T: TryFrom<i64> + Copy>(
+        v: i64,
+        cast: fn(i64) -> T,
+        bytes: fn(T) -> Vec<u8>,
+    ) -> (Vec<u8>, bool) {
         let exact = T::try_from(v).is_ok();
         (bytes(cast(v)), exact)
     }
@@ -292,10 +302,14 @@ pub unsafe extern "C" fn slurm_shim_CFNumberGetValue(
     value: *mut c_void,
 ) -> Boolean {
     let Some(Kind::Number(n)) = kind_of(number) else {
-        halt("CFNumberGetValue of something that is not a live CFNumber halts the process (CoreFoundation __CFAssertIsNumber)");
+        halt(
+            "CFNumberGetValue of something that is not a live CFNumber halts the process (CoreFoundation __CFAssertIsNumber)",
+        );
     };
     let Some((bytes, exact)) = number_bytes(n, ty) else {
-        halt("CFNumberGetValue with an invalid CFNumberType halts the process (CoreFoundation __CFAssertIsValidNumberType)");
+        halt(
+            "CFNumberGetValue with an invalid CFNumberType halts the process (CoreFoundation __CFAssertIsValidNumberType)",
+        );
     };
     if !value.is_null() {
         // SAFETY: the caller's `value` holds an object of type `ty`, whose size `bytes` has.
@@ -311,12 +325,21 @@ mod tests {
 
     #[test]
     fn cfnumber__conversions_report_exactness() {
-        assert_eq!(number_bytes(40, number_type::Int), Some((40i32.to_ne_bytes().to_vec(), true)));
+        assert_eq!(
+            number_bytes(40, number_type::Int),
+            Some((40i32.to_ne_bytes().to_vec(), true))
+        );
         let (b, exact) = number_bytes(1 << 40, number_type::SInt32).unwrap();
         assert!(!exact);
         assert_eq!(b, 0i32.to_ne_bytes().to_vec());
-        assert_eq!(number_bytes(300, number_type::SInt8).map(|x| x.1), Some(false));
-        assert_eq!(number_bytes(7, number_type::Double).map(|x| x.1), Some(true));
+        assert_eq!(
+            number_bytes(300, number_type::SInt8).map(|x| x.1),
+            Some(false)
+        );
+        assert_eq!(
+            number_bytes(7, number_type::Double).map(|x| x.1),
+            Some(true)
+        );
         assert_eq!(number_bytes(7, 99), None);
     }
 
@@ -325,12 +348,32 @@ mod tests {
         let mut buf = [0x55 as c_char; 4];
         // SAFETY: `buf` holds 4 bytes.
         unsafe {
-            assert!(!copy_c_string(b"abcd", buf.as_mut_ptr(), 4, kCFStringEncodingUTF8));
+            assert!(!copy_c_string(
+                b"abcd",
+                buf.as_mut_ptr(),
+                4,
+                kCFStringEncodingUTF8
+            ));
             assert_eq!(buf[0], 0);
-            assert!(copy_c_string(b"abc", buf.as_mut_ptr(), 4, kCFStringEncodingUTF8));
+            assert!(copy_c_string(
+                b"abc",
+                buf.as_mut_ptr(),
+                4,
+                kCFStringEncodingUTF8
+            ));
             assert_eq!(buf, [b'a' as c_char, b'b' as c_char, b'c' as c_char, 0]);
-            assert!(!copy_c_string(b"\xc3\xa9", buf.as_mut_ptr(), 4, kCFStringEncodingASCII));
-            assert!(!copy_c_string(b"a", buf.as_mut_ptr(), 0, kCFStringEncodingUTF8));
+            assert!(!copy_c_string(
+                b"\xc3\xa9",
+                buf.as_mut_ptr(),
+                4,
+                kCFStringEncodingASCII
+            ));
+            assert!(!copy_c_string(
+                b"a",
+                buf.as_mut_ptr(),
+                0,
+                kCFStringEncodingUTF8
+            ));
         }
     }
 

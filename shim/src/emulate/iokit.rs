@@ -100,8 +100,13 @@ pub unsafe extern "C" fn slurm_shim_IOServiceMatching(name: *const c_char) -> CF
         return std::ptr::null();
     }
     // SAFETY: the caller passes a NUL-terminated class name.
-    let class = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
-    cf::create(Kind::Dictionary(vec![(IO_PROVIDER_CLASS.to_string(), class)]))
+    let class = unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned();
+    cf::create(Kind::Dictionary(vec![(
+        IO_PROVIDER_CLASS.to_string(),
+        class,
+    )]))
 }
 
 /// The services a matching dictionary selects on `hw`.
@@ -126,7 +131,9 @@ pub unsafe extern "C" fn slurm_shim_IOServiceGetMatchingServices(
         return kIOReturnBadArgument;
     }
     let Some(kind) = cf::kind_of(matching) else {
-        cf::halt("IOServiceGetMatchingServices with a matching dictionary that is not a live CF object halts the process (CoreFoundation)");
+        cf::halt(
+            "IOServiceGetMatchingServices with a matching dictionary that is not a live CF object halts the process (CoreFoundation)",
+        );
     };
     // One reference is always consumed (IOKitLib.c releases it before the kernel call).
     cf::release(matching);
@@ -190,14 +197,14 @@ pub extern "C" fn slurm_shim_IORegistryEntryCreateCFProperty(
     _options: c_uint,
 ) -> CFTypeRef {
     let Some(Kind::Str(key)) = cf::kind_of(key) else {
-        cf::halt("IORegistryEntryCreateCFProperty with a key that is not a live CFString halts the process (CoreFoundation)");
+        cf::halt(
+            "IORegistryEntryCreateCFProperty with a key that is not a live CFString halts the process (CoreFoundation)",
+        );
     };
     let value = {
         let n = names();
         match n.objects.get(&entry) {
-            Some(Object::Entry(s)) => {
-                s.prop(&String::from_utf8_lossy(&key)).cloned()
-            }
+            Some(Object::Entry(s)) => s.prop(&String::from_utf8_lossy(&key)).cloned(),
             _ => None,
         }
     };

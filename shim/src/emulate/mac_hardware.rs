@@ -239,7 +239,9 @@ pub fn parse(text: &str) -> Result<Hardware, ParseError> {
             if !(1..=MAX_LEVELS).contains(&n) {
                 return Err(ParseError {
                     line,
-                    problem: format!("hw.nperflevels is {n}; XNU has perf levels 0 and 1 only (1 or 2)"),
+                    problem: format!(
+                        "hw.nperflevels is {n}; XNU has perf levels 0 and 1 only (1 or 2)"
+                    ),
                 });
             }
             nlevels = Some((line, n));
@@ -320,7 +322,9 @@ pub fn parse(text: &str) -> Result<Hardware, ParseError> {
         if *n != want {
             return Err(ParseError {
                 line: 0,
-                problem: format!("GPU agx.{want} is missing (GPUs are numbered from 0 without gaps; agx.{n} is given)"),
+                problem: format!(
+                    "GPU agx.{want} is missing (GPUs are numbered from 0 without gaps; agx.{n} is given)"
+                ),
             });
         }
     }
@@ -355,8 +359,14 @@ mod tests {
     fn default__ten_performance_four_efficiency_no_gpu() {
         let hw = Hardware::default();
         assert_eq!(hw.sysctl("hw.nperflevels"), Some(Some(Value::Int(2))));
-        assert_eq!(hw.sysctl("hw.perflevel0.physicalcpu"), Some(Some(Value::Int(10))));
-        assert_eq!(hw.sysctl("hw.perflevel1.logicalcpu"), Some(Some(Value::Int(4))));
+        assert_eq!(
+            hw.sysctl("hw.perflevel0.physicalcpu"),
+            Some(Some(Value::Int(10)))
+        );
+        assert_eq!(
+            hw.sysctl("hw.perflevel1.logicalcpu"),
+            Some(Some(Value::Int(4)))
+        );
         assert_eq!(
             hw.sysctl("hw.perflevel1.name"),
             Some(Some(Value::Str("Efficiency".into())))
@@ -368,7 +378,10 @@ mod tests {
     #[test]
     fn sysctl__levels_past_nperflevels_are_enoent_and_past_xnu_unknown() {
         let hw = parse("hw.nperflevels = 1\nhw.perflevel0.physicalcpu = 8\n").unwrap();
-        assert_eq!(hw.sysctl("hw.perflevel0.logicalcpu"), Some(Some(Value::Int(8))));
+        assert_eq!(
+            hw.sysctl("hw.perflevel0.logicalcpu"),
+            Some(Some(Value::Int(8)))
+        );
         assert_eq!(hw.sysctl("hw.perflevel1.physicalcpu"), Some(None));
         assert_eq!(hw.sysctl("hw.perflevel2.physicalcpu"), None);
         assert_eq!(hw.sysctl("hw.perflevel01.physicalcpu"), None);
@@ -400,7 +413,12 @@ mod tests {
         assert_eq!(e.line, 2);
         assert!(e.problem.contains("unknown key `hw.cpufrequency`"), "{e}");
         assert_eq!(parse("just text\n").unwrap_err().line, 1);
-        assert!(parse("hw.nperflevels = 3\n").unwrap_err().problem.contains("1 or 2"));
+        assert!(
+            parse("hw.nperflevels = 3\n")
+                .unwrap_err()
+                .problem
+                .contains("1 or 2")
+        );
         assert!(
             parse("hw.nperflevels = 1\nhw.perflevel1.physicalcpu = 4\n")
                 .unwrap_err()
@@ -408,7 +426,17 @@ mod tests {
                 .contains("hw.nperflevels is 1")
         );
         assert!(parse("hw.perflevel0.physicalcpu = -1\n").is_err());
-        assert!(parse("agx.x.model = M\n").unwrap_err().problem.contains("agx.<n>"));
-        assert!(parse("agx.1.model = M\n").unwrap_err().problem.contains("agx.0 is missing"));
+        assert!(
+            parse("agx.x.model = M\n")
+                .unwrap_err()
+                .problem
+                .contains("agx.<n>")
+        );
+        assert!(
+            parse("agx.1.model = M\n")
+                .unwrap_err()
+                .problem
+                .contains("agx.0 is missing")
+        );
     }
 }

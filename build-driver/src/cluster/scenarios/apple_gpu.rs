@@ -78,8 +78,7 @@ pub fn autodetect(ctx: &mut Ctx<'_>) -> Result<String> {
     // The default Mac: no GPU, and gpu/apple says so once.
     std::fs::write(&hw, MAC_HARDWARE).map_err(|e| Error::io(&hw, e))?;
     let none = gres_conf::report(&prefix, &Source::Seam(Some(hw.clone())))?;
-    if none.gpu.is_some() || none.node_line.contains("Gres=") || none.gpu_apple_lines.len() != 1
-    {
+    if none.gpu.is_some() || none.node_line.contains("Gres=") || none.gpu_apple_lines.len() != 1 {
         return Err(Error::Scenario(format!(
             "default Mac (no GPU): slurmd -C reported {:?}, gpu/apple said {:?}; want no Gres and one line",
             none.node_line, none.gpu_apple_lines
@@ -105,7 +104,7 @@ pub fn autodetect(ctx: &mut Ctx<'_>) -> Result<String> {
     }
     Ok(format!(
         "no GPU: {:?}; {detail}; restored to gpu:apple:1",
-        no_gpu_line.split("gpu/apple: ").nth(1).unwrap_or(&no_gpu_line)
+        no_gpu_line
     ))
 }
 
@@ -140,7 +139,8 @@ fn with_gpu(ctx: &mut Ctx<'_>, prefix: &std::path::Path, hw: &std::path::Path) -
         ));
     }
     std::fs::write(l.conf(), typed).map_err(|e| Error::io(l.conf(), e))?;
-    let gres_conf = "# gpu-autodetect scenario: gpu/apple finds the GPU (IOKit)\nAutoDetect=apple\n";
+    let gres_conf =
+        "# gpu-autodetect scenario: gpu/apple finds the GPU (IOKit)\nAutoDetect=apple\n";
     std::fs::write(l.gres_conf(), gres_conf).map_err(|e| Error::io(l.gres_conf(), e))?;
     let log = ctx.cluster.log(Daemon::Slurmd(0));
     let log_from = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
@@ -156,7 +156,10 @@ fn with_gpu(ctx: &mut Ctx<'_>, prefix: &std::path::Path, hw: &std::path::Path) -
     let new = String::from_utf8_lossy(text.get(log_from as usize..).unwrap_or_default());
     let detected = new
         .lines()
-        .find(|line| line.contains("gpu/apple: AutoDetect=apple: Apple M4 Max, 40 GPU cores"))
+        .find(|line| {
+            gres_conf::autodetect_text(line)
+                .is_some_and(|t| t.starts_with("AutoDetect=apple: Apple M4 Max, 40 GPU cores"))
+        })
         .ok_or_else(|| {
             Error::Scenario(format!(
                 "slurmd.log has no gpu/apple line for the Apple M4 Max (since its restart: {} lines)",
@@ -193,7 +196,7 @@ fn with_gpu(ctx: &mut Ctx<'_>, prefix: &std::path::Path, hw: &std::path::Path) -
             .split_whitespace()
             .find(|w| w.starts_with("Gres="))
             .unwrap_or_default(),
-        detected.split("gpu/apple: ").nth(1).unwrap_or(detected),
+        gres_conf::autodetect_text(detected).unwrap_or(detected),
         acct.alloc_tres
     ))
 }

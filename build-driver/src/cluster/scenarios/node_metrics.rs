@@ -105,7 +105,11 @@ fn constrained_jobs(ctx: &mut Ctx<'_>) -> Result<String> {
     let script = ctx.script("ecores-8", "true\n")?;
     let out = ctx.run(
         "sbatch",
-        &["-n1", "--constraint=ecores_8", &script.display().to_string()],
+        &[
+            "-n1",
+            "--constraint=ecores_8",
+            &script.display().to_string(),
+        ],
     )?;
     if out.status.success() {
         return Err(Error::Scenario(format!(
