@@ -321,18 +321,36 @@ fn arch_name(a: object::Architecture) -> String {
 }
 
 /// The zig cross lane's own link stubs (`build-driver/cross-sdk/lib/*.tbd`: libresolv,
-/// libiconv), which zig lacks; they stand for macOS libraries the cross-built binaries load.
-/// Not on a Mac, where the SDK has the real ones.
+/// libiconv; `build-driver/cross-sdk/Frameworks`: IOKit, CoreFoundation), which zig lacks;
+/// they stand for macOS libraries the cross-built binaries load. Not on a Mac, where the
+/// SDK has the real ones.
 fn cross_sdk_stubs(root: &Path) -> Result<Vec<PathBuf>> {
-    let dir = crate::cross::zig::sdk_dir(root).join("lib");
+    let sdk = crate::cross::zig::sdk_dir(root);
+    let dir = sdk.join("lib");
     if cfg!(target_os = "macos") || !dir.is_dir() {
         return Ok(Vec::new());
     }
-    tbd_files(&dir)
+    let mut out = tbd_files(&dir)?;
+    out.extend(framework_stubs(&sdk.join("Frameworks")));
+    Ok(out)
 }
 
-/// On a Mac: the active SDK's stubs (`xcrun --show-sdk-path`, then `usr/lib/*.tbd` and
-/// `usr/lib/system/*.tbd`). Only tbd v3/v4 (YAML) are read; an SDK whose stubs are v5 (JSON)
+/// The frameworks Slurm links (gpu/apple, patch 0050: `-framework IOKit -framework
+/// CoreFoundation`).
+pub const FRAMEWORKS: &[&str] = &["IOKit", "CoreFoundation"];
+
+/// `<dir>/<F>.framework/<F>.tbd` of each of [`FRAMEWORKS`] that `dir` has (an SDK's
+/// `System/Library/Frameworks`, or the cross lane's stand-ins).
+fn framework_stubs(dir: &Path) -> Vec<PathBuf> {
+    FRAMEWORKS
+        .iter()
+        .map(|f| dir.join(format!("{f}.framework")).join(format!("{f}.tbd")))
+        .filter(|p| p.is_file())
+        .collect()
+}
+
+/// On a Mac: the active SDK's stubs (`xcrun --show-sdk-path`, then `usr/lib/*.tbd`,
+/// `usr/lib/system/*.tbd` and the [`FRAMEWORKS`]' stubs). Only tbd v3/v4 (YAML) are read; an SDK whose stubs are v5 (JSON)
 /// fails here with the parse error. Not run by this project (no Mac).
 fn sdk_stubs(sh: &Shell) -> Result<Vec<PathBuf>> {
     let sdk = cmd!(sh, "xcrun --show-sdk-path")
@@ -348,6 +366,9 @@ fn sdk_stubs(sh: &Shell) -> Result<Vec<PathBuf>> {
         let dir = PathBuf::from(sdk.trim()).join(sub);
         out.extend(tbd_files(&dir)?);
     }
+    out.extend(framework_stubs(
+        &PathBuf::from(sdk.trim()).join("System/Library/Frameworks"),
+    ));
     Ok(out)
 }
 

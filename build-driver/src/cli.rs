@@ -37,6 +37,23 @@ pub enum Command {
     /// /proc, /run, /sys paths, memory rlimits, descriptor loops, ...) in the code a compute
     /// node runs.
     Lint(LintArgs),
+    /// Print the gres.conf and the slurm.conf NodeName= line (GPU, CPU Features) of this
+    /// machine from a built slurmd (`slurmd -v -C`); on Linux, of the darwin personality's
+    /// modelled Mac, marked as such.
+    GresConf(GresConfArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GresConfArgs {
+    /// The installed Slurm prefix whose sbin/slurmd is asked (a macOS build on a Mac; on
+    /// Linux a darwin-personality build).
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// Linux, darwin personality: the modelled Mac's hardware file (SLURM_SHIM_MAC_HARDWARE;
+    /// format in shim/src/emulate/mac_hardware.rs). Default: that variable, else the shim's
+    /// default Mac (no GPU).
+    #[arg(long, value_name = "FILE")]
+    pub hardware: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

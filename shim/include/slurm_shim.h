@@ -544,6 +544,18 @@ typedef uint64_t eventfd_t;
 #pragma redefine_extname proc_pidinfo slurm_shim_proc_pidinfo
 #pragma redefine_extname getpeereid slurm_shim_getpeereid
 #pragma redefine_extname fcntl slurm_shim_fcntl
+#pragma redefine_extname IOServiceMatching slurm_shim_IOServiceMatching
+#pragma redefine_extname IOServiceGetMatchingServices slurm_shim_IOServiceGetMatchingServices
+#pragma redefine_extname IOIteratorNext slurm_shim_IOIteratorNext
+#pragma redefine_extname IORegistryEntryCreateCFProperty slurm_shim_IORegistryEntryCreateCFProperty
+#pragma redefine_extname IOObjectRelease slurm_shim_IOObjectRelease
+#pragma redefine_extname CFRelease slurm_shim_CFRelease
+#pragma redefine_extname CFGetTypeID slurm_shim_CFGetTypeID
+#pragma redefine_extname CFStringGetTypeID slurm_shim_CFStringGetTypeID
+#pragma redefine_extname CFNumberGetTypeID slurm_shim_CFNumberGetTypeID
+#pragma redefine_extname CFStringCreateWithCString slurm_shim_CFStringCreateWithCString
+#pragma redefine_extname CFStringGetCString slurm_shim_CFStringGetCString
+#pragma redefine_extname CFNumberGetValue slurm_shim_CFNumberGetValue
 
 /* Slurm's sources preprocessed as on macOS: its __APPLE__ branches run here, its
  * __linux__ branches do not; the macOS APIs they call are declared by the stand-ins in

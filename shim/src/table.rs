@@ -175,6 +175,21 @@ table! {
     libproc::slurm_shim_proc_pidinfo => Emulate,
     getpeereid::slurm_shim_getpeereid => Emulate,
     fcntl::slurm_shim_fcntl => Emulate,
+    // IOKit and CoreFoundation as gpu/apple calls them, from the modelled Mac's hardware
+    // file (shim/src/emulate/{iokit,corefoundation,mac_hardware}.rs; declared by the
+    // stand-ins shim/include/emulate/IOKit/IOKitLib.h, CoreFoundation/CoreFoundation.h).
+    iokit::slurm_shim_IOServiceMatching => Emulate,
+    iokit::slurm_shim_IOServiceGetMatchingServices => Emulate,
+    iokit::slurm_shim_IOIteratorNext => Emulate,
+    iokit::slurm_shim_IORegistryEntryCreateCFProperty => Emulate,
+    iokit::slurm_shim_IOObjectRelease => Emulate,
+    corefoundation::slurm_shim_CFRelease => Emulate,
+    corefoundation::slurm_shim_CFGetTypeID => Emulate,
+    corefoundation::slurm_shim_CFStringGetTypeID => Emulate,
+    corefoundation::slurm_shim_CFNumberGetTypeID => Emulate,
+    corefoundation::slurm_shim_CFStringCreateWithCString => Emulate,
+    corefoundation::slurm_shim_CFStringGetCString => Emulate,
+    corefoundation::slurm_shim_CFNumberGetValue => Emulate,
 }
 
 #[cfg(test)]

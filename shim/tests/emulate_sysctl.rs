@@ -186,3 +186,79 @@ fn sysctl__darwin_translation_unit_lists_its_group_and_parent() {
     assert_eq!(run.stdout, "1\n");
     assert!(run.log.contains("sysctl (macOS)"), "{}", run.log);
 }
+
+/// slurmd's node metrics (patch 0052), reduced: the CPU's brand and its perf levels.
+const CPU: &str = r#"#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/sysctl.h>
+
+static int get(const char *name)
+{
+	int v = -1;
+	size_t len = sizeof(v);
+	if (sysctlbyname(name, &v, &len, NULL, 0))
+		return errno == ENOENT ? -2 : -3;
+	return len == sizeof(v) ? v : -4;
+}
+
+int main(void)
+{
+	char brand[64], name[32], tiny[4];
+	size_t len = sizeof(brand), nlen = sizeof(name), tlen = sizeof(tiny);
+	if (sysctlbyname("machdep.cpu.brand_string", brand, &len, NULL, 0))
+		return 1;
+	if (len != strlen(brand) + 1)
+		return 2; /* the NUL is part of the answer */
+	if (sysctlbyname("hw.perflevel0.name", name, &nlen, NULL, 0))
+		return 3;
+	if (!sysctlbyname("machdep.cpu.brand_string", tiny, &tlen, NULL, 0) || errno != ENOMEM)
+		return 4;
+	printf("%s|%d|%d/%d|%d/%d|%s\n", brand, get("hw.nperflevels"),
+	       get("hw.perflevel0.physicalcpu"), get("hw.perflevel0.logicalcpu"),
+	       get("hw.perflevel1.physicalcpu"), get("hw.perflevel1.logicalcpu"), name);
+	return 0;
+}
+"#;
+
+#[test]
+fn sysctlbyname__default_mac_is_m4_pro_with_ten_performance_and_four_efficiency_cores() {
+    let run = common::darwin_c::run("sysctl-cpu-default", CPU, &[], &[("SLURM_SHIM_MAC_HARDWARE", "")]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout, "Apple M4 Pro|2|10/10|4/4|Performance\n");
+}
+
+#[test]
+fn sysctlbyname__the_hardware_file_sets_the_cpu_and_one_level_hides_perflevel1() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sysctl-hw");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let hw = dir.join("intel");
+    std::fs::write(
+        &hw,
+        "machdep.cpu.brand_string = Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz\n\
+         hw.nperflevels = 1\nhw.perflevel0.physicalcpu = 8\nhw.perflevel0.logicalcpu = 16\n",
+    )
+    .expect("write");
+    let run = common::darwin_c::run(
+        "sysctl-cpu-file",
+        CPU,
+        &[],
+        &[("SLURM_SHIM_MAC_HARDWARE", hw.to_str().expect("utf-8"))],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(
+        run.stdout,
+        "Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz|1|8/16|-2/-2|Performance\n"
+    );
+    std::fs::write(&hw, "hw.nperflevels = two\n").expect("write");
+    let run = common::darwin_c::run(
+        "sysctl-cpu-broken",
+        CPU,
+        &[],
+        &[("SLURM_SHIM_MAC_HARDWARE", hw.to_str().expect("utf-8"))],
+    );
+    assert_eq!(run.code, Some(1), "a broken file fails the query: {run:?}");
+    assert!(run.log.contains("cannot be read or parsed -> EIO"), "{}", run.log);
+}

@@ -184,7 +184,7 @@ pub const TYPES: &[PluginType] = &[
     PluginType {
         name: "gpu",
         loaders: D_STEPD,
-        evidence: "gpu_plugin_init from gres.c: gres_g_node_config_load (slurmd), gres_g_recv_stepd (slurmstepd)",
+        evidence: "gpu_plugin_init from gres.c: gres_g_node_config_load (slurmd, also `slurmd -C` through gres_get_autodetected_gpus), gres_g_recv_stepd (slurmstepd); gpu/apple (patch 0050) is picked there by AutoDetect=apple (0051)",
         loaders_26_11: None,
     },
     PluginType {
@@ -513,6 +513,15 @@ mod tests {
             programs(plugin_type("sched_backfill.so").unwrap(), Line::L24_11),
             ["slurmctld"]
         );
+    }
+
+    #[test]
+    fn programs__gpu_apple_is_loaded_by_slurmd_and_slurmstepd_in_both_lines() {
+        let gpu = plugin_type("gpu_apple.so").unwrap();
+        assert_eq!(gpu.name, "gpu");
+        for line in [Line::L24_11, Line::L26_11] {
+            assert_eq!(programs(gpu, line), ["slurmd", "slurmstepd"], "{line:?}");
+        }
     }
 
     #[test]

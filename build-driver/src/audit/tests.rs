@@ -261,3 +261,52 @@ fn zig_lib_dir__zon_and_json() {
     assert_eq!(zig_lib_dir(json).as_deref(), Some("/y/lib"));
     assert_eq!(zig_lib_dir("nothing"), None);
 }
+
+/// The cross lane's IOKit and CoreFoundation stubs: found by the audit, named as the SDK
+/// names the frameworks, and exporting exactly the shim's IOKit/CoreFoundation rows (the
+/// calls gpu/apple makes, which the stand-in headers declare): a call added to one of the
+/// three without the others fails here.
+#[test]
+fn cross_sdk_stubs__frameworks_export_what_gpu_apple_calls() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let stubs = cross_sdk_stubs(&root).unwrap();
+    let mut exported = std::collections::BTreeSet::new();
+    let mut names = Vec::new();
+    for f in FRAMEWORKS {
+        let p = stubs
+            .iter()
+            .find(|p| p.ends_with(format!("{f}.framework/{f}.tbd")))
+            .unwrap_or_else(|| panic!("no {f}.tbd among {stubs:?}"));
+        let libs = tbd::parse(&fs::read_to_string(p).unwrap(), "arm64").unwrap();
+        names.push(libs[0].install_name.clone());
+        exported.extend(libs[0].exports.iter().cloned());
+    }
+    assert_eq!(
+        names,
+        [
+            "/System/Library/Frameworks/IOKit.framework/Versions/A/IOKit",
+            "/System/Library/Frameworks/CoreFoundation.framework/Versions/A/CoreFoundation"
+        ]
+    );
+    let rows: std::collections::BTreeSet<String> = slurm_shim::table::ENTRIES
+        .iter()
+        .filter(|e| e.module == "iokit" || e.module == "corefoundation")
+        .map(|e| format!("_{}", e.linux_name()))
+        .collect();
+    assert_eq!(exported, rows);
+    let mut declared = std::collections::BTreeSet::new();
+    for h in ["IOKit/IOKitLib.h", "CoreFoundation/CoreFoundation.h"] {
+        let text = fs::read_to_string(root.join("shim/include/emulate").join(h)).unwrap();
+        let fw = root
+            .join("build-driver/cross-sdk/Frameworks")
+            .join(format!("{}.framework/Headers", h.split('/').next().unwrap()))
+            .join(h.split('/').nth(1).unwrap());
+        assert_eq!(fs::read_to_string(&fw).unwrap(), text, "{} is the stand-in", fw.display());
+        declared.extend(
+            rows.iter()
+                .filter(|r| text.contains(&format!(" {}(", &r[1..])))
+                .cloned(),
+        );
+    }
+    assert_eq!(declared, rows, "every row is declared by a stand-in header");
+}

@@ -70,6 +70,16 @@ pub const DARWIN_CACHE_VARS: &[&str] = &[
 /// Extra configure switches of the darwin personality.
 pub const DARWIN_SWITCHES: &[&str] = &["--without-bpf"];
 
+/// The darwin personality's cache answers that are not "no": `(variable, macOS answer in
+/// the personality's terms)`.
+///
+/// `x_ac_cv_apple_gpu_libs` (patch 0050's `auxdir/x_ac_apple_gpu.m4`): on a Mac,
+/// `-framework IOKit -framework CoreFoundation` link gpu/apple's IOKit calls; in the
+/// personality the shim answers those calls from libslurmfull, so "none required" (the
+/// macro's word for "links without extra flags") builds the plugin with no framework flags.
+/// Harmless for a tree without the patch (nothing reads the variable).
+pub const DARWIN_CACHE_ANSWERS: &[(&str, &str)] = &[("x_ac_cv_apple_gpu_libs", "none required")];
+
 /// `config.h` answers without a cache variable: `(macro, macOS value)`; `None` = undefined.
 /// `HAVE_PROGRAM_INVOCATION_NAME` is set by a link test that ignores presets (slurm.m4).
 /// `HAVE_SYSCTLBYNAME`: macOS's libSystem has it (so `slurm_protocol_defs.h` includes
@@ -334,6 +344,7 @@ pub fn configure_args(spec: &ConfigureSpec) -> Vec<String> {
     if spec.personality == Personality::Darwin {
         args.extend(DARWIN_SWITCHES.iter().map(|s| s.to_string()));
         args.extend(DARWIN_CACHE_VARS.iter().map(|v| format!("{v}=no")));
+        args.extend(DARWIN_CACHE_ANSWERS.iter().map(|(v, a)| format!("{v}={a}")));
     }
     if spec.target.os == Os::Apple {
         args.extend(cross::APPLE_SWITCHES.iter().map(|s| s.to_string()));
@@ -526,6 +537,10 @@ mod tests {
                 "{v} missing from {args:?}"
             );
         }
+        assert!(
+            args.contains(&"x_ac_cv_apple_gpu_libs=none required".to_string()),
+            "gpu/apple is built in the darwin personality: {args:?}"
+        );
         assert!(
             !args.iter().any(|a| a.starts_with("--host")),
             "native host: no --host"

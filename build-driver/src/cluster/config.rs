@@ -31,6 +31,11 @@ impl Layout {
     pub fn gres_conf(&self) -> PathBuf {
         self.conf_dir().join("gres.conf")
     }
+    /// The darwin personality's modelled Mac for this cluster (`SLURM_SHIM_MAC_HARDWARE` of
+    /// every daemon and client; a scenario rewrites it to change the machine).
+    pub fn mac_hardware(&self) -> PathBuf {
+        self.conf_dir().join("mac-hardware.conf")
+    }
     pub fn dbd_conf(&self) -> PathBuf {
         self.conf_dir().join("slurmdbd.conf")
     }

@@ -22,7 +22,8 @@
 //!   `runuser`), [`Cluster::tool_on`] / [`Cluster::tool_on_as`] (the node's own build, in the
 //!   node's namespaces: its host name and its slurmd's SACK socket, as a client on that
 //!   machine), [`Cluster::wrap`] / [`Cluster::wrap_on`] for any other command. Each is a
-//!   `std::process::Command` with `SLURM_CONF` set; run it with
+//!   `std::process::Command` with `SLURM_CONF` (and the darwin personality's hardware file,
+//!   `SLURM_SHIM_MAC_HARDWARE`, [`Layout::mac_hardware`]) set; run it with
 //!   `crate::util::process::bounded` (a deadline) or through the scenarios' `Ctx`.
 //! - **Node state.** [`Cluster::node_state`] (sinfo's word for node `i`), and
 //!   [`Cluster::leftovers`]: processes left in the cluster's namespaces that are no daemon
@@ -207,6 +208,7 @@ impl Cluster {
     /// Any command, with this cluster's environment and the head's namespace.
     pub fn wrap(&self, mut cmd: Command) -> Command {
         cmd.env("SLURM_CONF", self.layout().conf());
+        cmd.env(crate::gres_conf::HARDWARE_VAR, self.layout().mac_hardware());
         if let Some(iso) = &self.isolation {
             iso.apply(&mut cmd);
         }
@@ -222,6 +224,7 @@ impl Cluster {
             )));
         }
         cmd.env("SLURM_CONF", self.layout().conf());
+        cmd.env(crate::gres_conf::HARDWARE_VAR, self.layout().mac_hardware());
         if let Some(Some(iso)) = self.node_isolation.get(i) {
             iso.apply(&mut cmd);
         }

@@ -99,7 +99,11 @@ impl Cluster {
         let (mut cmd, iso) = self.daemon_command(sh, d, first)?;
         // A daemon that aborts dumps its core in its working directory: the cluster's logs,
         // never the caller's directory (a source tree).
-        cmd.env("SLURM_CONF", l.conf()).current_dir(l.logs());
+        // The darwin personality's modelled Mac (gpu/apple, node metrics) is the cluster's
+        // hardware file for every daemon; native builds never read it.
+        cmd.env("SLURM_CONF", l.conf())
+            .env(crate::gres_conf::HARDWARE_VAR, l.mac_hardware())
+            .current_dir(l.logs());
         let rec = procs::spawn_detached(&d.name(), cmd, iso.as_ref(), &l.daemon_output(&d.name()))?;
         let pid = rec.pid;
         self.state.record(rec)?;

@@ -13,6 +13,8 @@
 //! 24.11 nor 26.11 has such a plugin directory; found when the first cross install was
 //! checked) and `cred/slurm` (it lives in `auth_slurm.so`). 24.11 names topology/flat
 //! `topology_default`. `tls/none` exists in both lines, `certgen/script` only in 26.11.
+//! `gpu/apple` (patch 0050, `AutoDetect=apple`) links IOKit and CoreFoundation: on Linux the
+//! lane's stubs in `build-driver/cross-sdk/Frameworks`.
 //! auth/slurm (with cred/slurm) and serializer/json need json-c and libjwt: they are
 //! required only when the build was configured with them ([`required`]'s `with_deps`).
 
@@ -65,6 +67,7 @@ const PROGRAMS: &[&str] = &[
 /// Plugins in both lines (by file name under `lib/slurm`, without `.so`).
 const PLUGINS: &[&str] = &[
     "proctrack_pgid",
+    "gpu_apple",
     "select_cons_tres",
     "gres_gpu",
     "accounting_storage_slurmdbd",

@@ -38,3 +38,9 @@ pub mod getpeereid;
 pub mod libproc;
 pub mod procfs;
 pub mod sysctl;
+
+// macOS-native node capabilities (issue 13): the machine's CPU and GPU as IOKit and the
+// machine sysctls describe them, from a hardware file (gpu/apple, slurmd's node metrics).
+pub mod corefoundation;
+pub mod iokit;
+pub mod mac_hardware;

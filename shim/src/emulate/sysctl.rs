@@ -19,10 +19,17 @@
 //!   `hw.physmem` (`int`), `hw.pagesize` (`int`, 16384: Apple Silicon's page), `kern.ngroups`
 //!   (16), `kern.maxfilesperproc`, `kern.maxfiles`, `kern.boottime`. Apple Silicon has no
 //!   `hw.cpufrequency`: `ENOENT`, as any unknown name.
+//! * The machine's CPU as slurmd's node metrics read it (patch 0052):
+//!   `machdep.cpu.brand_string` (a string, NUL included), `hw.nperflevels` (`int`) and
+//!   `hw.perflevel{0,1}.{physicalcpu,physicalcpu_max,logicalcpu,logicalcpu_max}` (`int`),
+//!   `.name` (a string); a level at or above `hw.nperflevels` is `ENOENT`
+//!   (xnu-11417.101.15 bsd/kern/kern_mib.c `sysctl_hw_generic`).
 //! * Setting a value (`newp`) is `EPERM`.
 //!
-//! Linux mechanism: `/proc/<pid>/stat` and `status` ([`super::procfs`]), `sysconf`, and the
-//! boot time of the `sysinfo` seam (`CLOCK_REALTIME - CLOCK_BOOTTIME`). `p_stat` maps Linux's
+//! Linux mechanism: `/proc/<pid>/stat` and `status` ([`super::procfs`]), `sysconf`, the
+//! boot time of the `sysinfo` seam (`CLOCK_REALTIME - CLOCK_BOOTTIME`), and for the CPU
+//! names the modelled Mac of [`super::mac_hardware`] (default "Apple M4 Pro", 10
+//! performance + 4 efficiency cores; a hardware file that cannot be used gives `EIO`). `p_stat` maps Linux's
 //! letters: `R` SRUN, `T`/`t` SSTOP, `Z`/`X` SZOMB, others SSLEEP.
 //!
 //! Portability problems not fixed: only the members Slurm or ps(1) read are filled
@@ -35,6 +42,7 @@ use libc::{c_char, c_int, c_uint, c_void, size_t, timeval};
 use std::ffi::CStr;
 
 use super::machine;
+use super::mac_hardware;
 use super::procfs::{self, ProcStat};
 use crate::errno::{self, Errno};
 use crate::uptime::{RealUptimeOs, UptimeOs};
@@ -318,8 +326,34 @@ pub fn query_of_name(name: &[u8]) -> Result<Query, Errno> {
         b"kern.maxfilesperproc" => return query_of_mib(&[CTL_KERN, KERN_MAXFILESPERPROC]),
         b"kern.maxfiles" => Query::Value(int_value(2 * machine::maxfilesperproc() as i64)),
         b"kern.boottime" => return query_of_mib(&[CTL_KERN, KERN_BOOTTIME]),
-        _ => return Err(Errno(libc::ENOENT)),
+        other => return hardware_value(other),
     })
+}
+
+/// A name answered by the modelled Mac (`machdep.cpu.brand_string`, `hw.nperflevels`,
+/// `hw.perflevelN.*`), else `ENOENT`.
+fn hardware_value(name: &[u8]) -> Result<Query, Errno> {
+    let enoent = Errno(libc::ENOENT);
+    let name = std::str::from_utf8(name).map_err(|_| enoent)?;
+    // Only the modelled names read the hardware file.
+    if mac_hardware::Hardware::default().sysctl(name).is_none() {
+        return Err(enoent);
+    }
+    let hw = mac_hardware::load().map_err(|_| {
+        super::report::applied(
+            "sysctlbyname: SLURM_SHIM_MAC_HARDWARE names a file that cannot be read or parsed -> EIO",
+        );
+        Errno(libc::EIO)
+    })?;
+    match hw.sysctl(name) {
+        Some(Some(mac_hardware::Value::Int(n))) => Ok(Query::Value(int_value(n))),
+        Some(Some(mac_hardware::Value::Str(s))) => {
+            let mut b = s.into_bytes();
+            b.push(0);
+            Ok(Query::Value(b))
+        }
+        _ => Err(enoent),
+    }
 }
 
 /// The processes a `KERN_PROC` query selects.

@@ -5,6 +5,7 @@
 //! failure does not cascade.
 
 mod accounting;
+mod apple_gpu;
 mod bad_states;
 mod batch;
 mod churn;
@@ -14,6 +15,7 @@ mod gres;
 mod hooks;
 mod memory;
 mod mix;
+mod node_metrics;
 mod nodes;
 mod processes;
 mod pty;
@@ -100,6 +102,8 @@ pub const ALL: &[Scenario] = &[
     one("gres-serialise", gres::serialise),
     one("gres-release", gres::release),
     one("gres-accounting", gres::accounting),
+    one("gpu-autodetect", apple_gpu::autodetect),
+    one("node-metrics", node_metrics::extra_and_features),
     one("prolog-epilog", hooks::prolog_epilog),
     one("prolog-failure", hooks::prolog_failure),
     one("epilog-failure", hooks::epilog_failure),
