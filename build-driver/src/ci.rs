@@ -107,6 +107,9 @@ impl Builds<'_> {
             no_patches,
             target: None,
             prefix: None,
+            destdir: None,
+            sysconfdir: None,
+            localstatedir: None,
             jobs: None,
             deps_prefix: None,
         }

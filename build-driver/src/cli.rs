@@ -113,9 +113,20 @@ pub struct BuildArgs {
     /// Rust target triple to build for (default: this machine).
     #[arg(long)]
     pub target: Option<String>,
-    /// Installation prefix (default: a staging directory under target/).
+    /// Installation prefix (default: a staging directory under target/). With --destdir it
+    /// is the prefix the programs are configured for, not where the files go.
     #[arg(long)]
     pub prefix: Option<PathBuf>,
+    /// Stage the install below this directory (`make install DESTDIR=...`): the files of
+    /// --prefix P land in DIR/P (a Homebrew Cellar path built on another machine).
+    #[arg(long, value_name = "DIR")]
+    pub destdir: Option<PathBuf>,
+    /// configure's --sysconfdir (where slurm.conf is read; default PREFIX/etc).
+    #[arg(long, value_name = "DIR")]
+    pub sysconfdir: Option<PathBuf>,
+    /// configure's --localstatedir (default PREFIX/var).
+    #[arg(long, value_name = "DIR")]
+    pub localstatedir: Option<PathBuf>,
     /// Parallel make jobs (default: the number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,

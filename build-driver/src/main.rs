@@ -2,6 +2,7 @@
 //! to the project root and dispatches.
 
 mod audit;
+mod bottle;
 mod build_slurm;
 mod check;
 mod ci;

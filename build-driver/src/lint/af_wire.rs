@@ -36,7 +36,11 @@ pub fn scan(f: &Scanned, out: &mut Vec<Finding>) {
                 let Some(first) = args.first() else { continue };
                 let a = &body[first.clone()];
                 let nested = a.windows(2).any(|w| w[0].ident().is_some() && w[1].is("("));
-                if let Some(fam) = a.last().and_then(|x| x.ident()).filter(|x| FAMILY.contains(x)) {
+                if let Some(fam) = a
+                    .last()
+                    .and_then(|x| x.ident())
+                    .filter(|x| FAMILY.contains(x))
+                {
                     if !nested {
                         out.push(Finding {
                             file: f.rel.clone(),
@@ -51,7 +55,10 @@ pub fn scan(f: &Scanned, out: &mut Vec<Finding>) {
                 }
             } else if FAMILY.contains(&id)
                 && body.get(k + 1).is_some_and(|x| x.is("="))
-                && body.get(k + 2).and_then(|x| x.ident()).is_some_and(|v| unpacked.iter().any(|u| u == v))
+                && body
+                    .get(k + 2)
+                    .and_then(|x| x.ident())
+                    .is_some_and(|v| unpacked.iter().any(|u| u == v))
                 && body.get(k + 3).is_some_and(|x| x.is(";"))
             {
                 out.push(Finding {

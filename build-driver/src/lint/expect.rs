@@ -75,13 +75,15 @@ impl Recorded for Expectations {
             }
             for subject in &a.subjects {
                 if !seen.insert((a.class.clone(), a.file.clone(), subject.clone())) {
-                    return Err(format!("{} {} `{subject}` is listed twice", a.class, a.file));
+                    return Err(format!(
+                        "{} {} `{subject}` is listed twice",
+                        a.class, a.file
+                    ));
                 }
             }
         }
         Ok(e)
     }
-
 }
 
 impl Expectations {
@@ -103,7 +105,8 @@ impl Expectations {
         for a in &self.accepted {
             for subject in &a.subjects {
                 if !used.contains(&(a.class.as_str(), a.file.as_str(), subject.as_str())) {
-                    diff.stale.push(format!("{} {} `{subject}`", a.class, a.file));
+                    diff.stale
+                        .push(format!("{} {} `{subject}`", a.class, a.file));
                 }
             }
         }

@@ -25,9 +25,8 @@ const OLD_EXIT_TIMEOUT: Duration = Duration::from_secs(60);
 pub fn replacement_keeps_socket(ctx: &mut Ctx<'_>) -> Result<String> {
     let sock = ctx.cluster.layout().run().join("slurm/sack.socket");
     let ino = |what: &str| -> Result<u64> {
-        let m = std::fs::symlink_metadata(&sock).map_err(|e| {
-            Error::Scenario(format!("{what}: SACK socket {}: {e}", sock.display()))
-        })?;
+        let m = std::fs::symlink_metadata(&sock)
+            .map_err(|e| Error::Scenario(format!("{what}: SACK socket {}: {e}", sock.display())))?;
         if !m.file_type().is_socket() {
             return Err(Error::Scenario(format!(
                 "{what}: {} is not a socket",

@@ -1,0 +1,3 @@
+//! `cargo xtask bottle`: a Homebrew bottle of Slurm built on Linux.
+
+pub mod codesign;
