@@ -1,3 +1,13 @@
 //! `cargo xtask bottle`: a Homebrew bottle of Slurm built on Linux.
 
 pub mod codesign;
+pub mod linkage;
+
+use crate::cli::BottleArgs;
+use crate::error::{Error, Result};
+use std::path::Path;
+use xshell::Shell;
+
+pub fn run(_sh: &Shell, _root: &Path, _args: BottleArgs) -> Result<()> {
+    Err(Error::Unsupported("bottle: not yet".into()))
+}

@@ -36,6 +36,105 @@ pub enum Command {
     /// /proc, /run, /sys paths, memory rlimits, descriptor loops, ...) in the code a compute
     /// node runs.
     Lint(LintArgs),
+    /// A Homebrew bottle of Slurm for a macOS target, built here (with its .bottle.json, the
+    /// formula slurm-wlm.rb and the LaunchDaemon plist), checked: signatures, install names,
+    /// no build-machine path.
+    Bottle(BottleArgs),
+    /// slurmd (or sackd) as a macOS LaunchDaemon: print the plist, install, uninstall, status.
+    Service(ServiceArgs),
+    /// Install a staged build into its prefix (staged, then renamed; a manifest), with the
+    /// cluster's slurm.key.
+    Install(InstallArgs),
+    /// Remove what `install` installed (by its manifest); slurm.conf and slurm.key stay.
+    Uninstall(UninstallArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BottleArgs {
+    /// A pinned Slurm version (slurm-src/pins.toml), e.g. 24.11.5.
+    #[arg(long)]
+    pub version: String,
+    /// aarch64-apple-darwin (tag arm64_sonoma, /opt/homebrew) or x86_64-apple-darwin
+    /// (tag sonoma, /usr/local).
+    #[arg(long)]
+    pub target: String,
+    /// Where the bottle, its .bottle.json and the formula go (default: target/bottle/).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Parallel make jobs for the Slurm build (default: the number of CPUs).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceArgs {
+    #[command(subcommand)]
+    pub action: ServiceAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServiceAction {
+    /// Write the plist to /Library/LaunchDaemons and load it (launchctl bootstrap system).
+    Install(ServiceOptions),
+    /// Unload it (launchctl bootout, waiting until the label is gone) and remove the plist.
+    Uninstall(ServiceOptions),
+    /// What launchd says about the label.
+    Status(ServiceOptions),
+    /// Print the plist (any OS).
+    Print(ServiceOptions),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ServiceOptions {
+    /// Which daemon.
+    #[arg(long, value_enum, default_value = "slurmd")]
+    pub daemon: crate::service::plist::Daemon,
+    /// The prefix holding sbin/slurmd.
+    #[arg(long, default_value = "/opt/homebrew/opt/slurm-wlm")]
+    pub prefix: PathBuf,
+    /// Where the daemon's stdout and stderr go.
+    #[arg(long, default_value = "/opt/homebrew/var/log/slurm")]
+    pub log_dir: PathBuf,
+    /// Configless: slurmd --conf-server HOST[:PORT] (the controller).
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub conf_server: Option<String>,
+    /// Run the daemon under `caffeinate -s`: no system sleep while it runs (AC power only).
+    #[arg(long)]
+    pub caffeinate: bool,
+    /// The directory of system daemon plists.
+    #[arg(long, default_value = crate::service::LAUNCH_DAEMONS)]
+    pub launchd_dir: PathBuf,
+    /// The launchctl program (default /bin/launchctl).
+    #[arg(long)]
+    pub launchctl: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// The prefix the build was configured for (build-slurm --prefix).
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// Install below this root instead of / (a package root, a test).
+    #[arg(long, value_name = "DIR")]
+    pub destdir: Option<PathBuf>,
+    /// The staged build to install (build-slurm --prefix P --destdir D stages it in D/P);
+    /// default: <destdir of build-slurm's default staging>, see the error if missing.
+    #[arg(long, value_name = "DIR")]
+    pub from: PathBuf,
+    /// The cluster's slurm.key (it must be the controller's), copied to <sysconfdir>/slurm.key
+    /// with mode 0600, owned by root.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    /// The prefix `install` installed into.
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// The root `install` was given.
+    #[arg(long, value_name = "DIR")]
+    pub destdir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -14,12 +14,14 @@ mod deps;
 mod error;
 mod expectations;
 mod fetch;
+mod install;
 mod lint;
 mod macho;
 #[cfg(test)]
 mod macos_workflow;
 mod patches;
 mod personality;
+mod service;
 mod pins;
 mod staging;
 mod targets;
@@ -57,6 +59,10 @@ fn run(cli: cli::Cli) -> Result<()> {
         cli::Command::Audit(args) => audit::run(&sh, &root, args),
         cli::Command::Deps(args) => deps::run(&sh, &root, args).map(|_| ()),
         cli::Command::Lint(args) => lint::run(&sh, &root, args),
+        cli::Command::Bottle(args) => bottle::run(&sh, &root, args).map(|_| ()),
+        cli::Command::Service(args) => service::run(&sh, &root, args),
+        cli::Command::Install(args) => install::run(&sh, &root, args),
+        cli::Command::Uninstall(args) => install::uninstall(&args),
     }
 }
 

@@ -17,11 +17,11 @@
 //! Arm64 macOS refuses to run code without a valid signature; a file changed after linking
 //! (an install name rewritten) must be signed again, which is what [`sign`] is for.
 
-mod layout;
+pub mod layout;
 mod sign;
 mod verify;
 
-pub use layout::Layout;
+pub use layout::{HEADER_SIZE, Layout};
 pub use sign::sign;
 pub use verify::{Verified, verify};
 
