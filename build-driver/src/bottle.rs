@@ -1,7 +1,10 @@
 //! `cargo xtask bottle`: a Homebrew bottle of Slurm built on Linux.
 
+pub mod archive;
 pub mod codesign;
 pub mod linkage;
+pub mod relocate;
+pub mod scan;
 
 use crate::cli::BottleArgs;
 use crate::error::{Error, Result};

@@ -1,0 +1,68 @@
+//! The scan that fails a bottle: no file may contain a directory of the build machine
+//! ([`crate::util::host_paths`]: the project root, the cargo target directory, `$HOME`, cargo's
+//! and rustup's homes). The compile maps those directories away at the source; this finds
+//! anything that slipped through (a configure path, an rpath, a panic location).
+
+use crate::util::host_paths::PathMap;
+
+/// The byte strings to look for: each directory, as written.
+pub fn needles(maps: &[PathMap]) -> Vec<Vec<u8>> {
+    let mut v: Vec<Vec<u8>> = maps
+        .iter()
+        .map(|m| m.from.as_os_str().as_encoded_bytes().to_vec())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn is_path_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-_.+".contains(&b)
+}
+
+/// Every occurrence of a needle as a whole path component sequence: not followed by a byte
+/// that would continue its last component (`/root` matches `/root/x` and `/root\0`, not
+/// `/rootfs`), and not preceded by one that would extend its first. Each hit is the string
+/// around it, for the message.
+pub fn hits(data: &[u8], needles: &[Vec<u8>]) -> Vec<String> {
+    let mut out = Vec::new();
+    for n in needles {
+        if n.is_empty() {
+            continue;
+        }
+        let mut i = 0;
+        while let Some(pos) = find(&data[i..], n) {
+            let at = i + pos;
+            let end = at + n.len();
+            let before_ok = at == 0 || !is_path_byte(data[at - 1]);
+            let after_ok = end == data.len() || !is_path_byte(data[end]);
+            if before_ok && after_ok {
+                let s = data[at..].iter().take_while(|b| b.is_ascii_graphic()).take(160);
+                out.push(String::from_utf8_lossy(&s.copied().collect::<Vec<u8>>()).into_owned());
+            }
+            i = end;
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+#[allow(non_snake_case)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hits__whole_components_only() {
+        let n = vec![b"/root".to_vec(), b"/w/proj".to_vec()];
+        let data = b"x\0/root/.cargo/registry/src/libc/lib.rs\0/rootfs\0a/w/proj\0/w/proj/target/x.c\0/w/project\0";
+        let h = hits(data, &n);
+        assert_eq!(h, vec!["/root/.cargo/registry/src/libc/lib.rs", "/w/proj/target/x.c"]);
+        assert!(hits(b"/opt/homebrew/etc/slurm", &n).is_empty());
+    }
+}
