@@ -21,9 +21,9 @@ pub mod layout;
 mod sign;
 mod verify;
 
-pub use layout::{HEADER_SIZE, Layout};
+pub use layout::Layout;
 pub use sign::sign;
-pub use verify::{Verified, verify};
+pub use verify::verify;
 
 /// Magic numbers and slots from xnu `osfmk/kern/cs_blobs.h`.
 pub mod consts {
@@ -36,6 +36,7 @@ pub mod consts {
     pub const CSSLOT_ALTERNATE_CODEDIRECTORIES: u32 = 0x1000;
     pub const CSSLOT_SIGNATURESLOT: u32 = 0x10000;
     pub const CS_ADHOC: u32 = 0x2;
+    #[cfg(test)]
     pub const CS_LINKER_SIGNED: u32 = 0x2_0000;
     pub const CS_EXECSEG_MAIN_BINARY: u64 = 0x1;
     pub const CS_SUPPORTSEXECSEG: u32 = 0x2_0400;

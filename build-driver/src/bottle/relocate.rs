@@ -48,6 +48,7 @@ pub fn to_placeholders(text: &[u8], cellar: &str, prefix: &str) -> Option<Vec<u8
 }
 
 /// What brew writes back at pour.
+#[cfg(test)]
 pub fn from_placeholders(text: &[u8], cellar: &str, prefix: &str) -> Vec<u8> {
     replace(&replace(text, CELLAR_PLACEHOLDER, cellar), PREFIX_PLACEHOLDER, prefix)
 }

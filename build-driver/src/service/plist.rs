@@ -21,7 +21,9 @@
 //!   keeps the system awake while slurmd runs, on AC power only (caffeinate(8)); on battery
 //!   a Mac sleeps anyway.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+#[cfg(test)]
+use std::path::Path;
 
 /// `NumberOfFiles`, soft and hard.
 pub const NUMBER_OF_FILES: u64 = 131_072;
@@ -127,7 +129,8 @@ pub fn file_name(daemon: Daemon) -> String {
     format!("{}.plist", daemon.label())
 }
 
-/// Reads a property list back (tests, `status`).
+/// Reads a property list back (tests).
+#[cfg(test)]
 pub fn parse(bytes: &[u8], what: &Path) -> crate::error::Result<plist::Value> {
     plist::Value::from_reader(std::io::Cursor::new(bytes))
         .map_err(|e| crate::error::Error::parse(what.display().to_string(), e))
