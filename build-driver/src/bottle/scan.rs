@@ -5,12 +5,22 @@
 
 use crate::util::host_paths::PathMap;
 
-/// The byte strings to look for: each directory, as written.
+/// The byte strings to look for: each directory, as written. `$HOME` itself is not one
+/// (root's `/root` is also an example path in Slurm's own man pages, `/root/path`); the
+/// hidden directories below it are (`.cargo`, `.rustup` come as their own maps, plus
+/// `.pyenv`, where zig is installed, `.cache` and `.local`).
 pub fn needles(maps: &[PathMap]) -> Vec<Vec<u8>> {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let mut v: Vec<Vec<u8>> = maps
         .iter()
+        .filter(|m| Some(&m.from) != home.as_ref())
         .map(|m| m.from.as_os_str().as_encoded_bytes().to_vec())
         .collect();
+    if let Some(h) = &home {
+        for hidden in [".pyenv", ".cache", ".local"] {
+            v.push(h.join(hidden).as_os_str().as_encoded_bytes().to_vec());
+        }
+    }
     v.sort();
     v.dedup();
     v
