@@ -297,6 +297,9 @@ impl Plan {
         }
         if let Some(z) = &self.toolchain.zig {
             inputs.add("zig", &z.version);
+            // The wrapper's own text (its flags: the path maps, -g0, -Wl,-S) is an input too.
+            let wrapper = std::fs::read_to_string(&z.cc).map_err(|e| Error::io(&z.cc, e))?;
+            inputs.add("cc wrapper", wrapper);
             inputs.add(
                 "cross-sdk",
                 stamp::contents_digest(root, &[cross::zig::sdk_dir(root)])?,

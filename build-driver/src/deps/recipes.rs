@@ -93,7 +93,7 @@ impl Job<'_> {
 /// What a build runs, as data (for the stamp: a changed recipe rebuilds).
 pub fn describe(job: &Job<'_>) -> String {
     format!(
-        "recipe v1 {:?} cflags={} deps={:?}",
+        "recipe v2 {:?} cflags={} deps={:?}",
         job.lib.build,
         job.tools.cflags_with(&[]),
         job.deps.iter().map(|(n, _)| n).collect::<Vec<_>>()
