@@ -107,14 +107,23 @@ impl Layout {
     }
     /// `slurm-wlm--24.11.5.arm64_sonoma.bottle.tar.gz` (brew's local file name).
     pub fn bottle_name(&self) -> String {
-        format!("{}--{}.{}.bottle.tar.gz", self.formula, self.version, self.tag)
+        format!(
+            "{}--{}.{}.bottle.tar.gz",
+            self.formula, self.version, self.tag
+        )
     }
     /// `slurm-wlm-24.11.5.arm64_sonoma.bottle.tar.gz` (the name under a `root_url`).
     pub fn url_name(&self) -> String {
-        format!("{}-{}.{}.bottle.tar.gz", self.formula, self.version, self.tag)
+        format!(
+            "{}-{}.{}.bottle.tar.gz",
+            self.formula, self.version, self.tag
+        )
     }
     pub fn json_name(&self) -> String {
-        format!("{}--{}.{}.bottle.json", self.formula, self.version, self.tag)
+        format!(
+            "{}--{}.{}.bottle.json",
+            self.formula, self.version, self.tag
+        )
     }
 }
 
@@ -171,18 +180,23 @@ pub fn run(sh: &Shell, root: &Path, args: BottleArgs) -> Result<Made> {
             debian_mirror: None,
         },
     )?;
-    let built = crate::build_slurm::build(sh, root, &build_args(root, &layout, &deps.dir, args.jobs))?;
+    let built =
+        crate::build_slurm::build(sh, root, &build_args(root, &layout, &deps.dir, args.jobs))?;
     let out = match &args.out {
         Some(o) => std::path::absolute(o).map_err(|e| Error::io(o, e))?,
-        None => crate::build_slurm::link::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok())
-            .join("bottle"),
+        None => {
+            crate::build_slurm::link::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok())
+                .join("bottle")
+        }
     };
     let t = Instant::now();
     let made = package(root, &layout, &pin, &built.prefix, &out)?;
     println!(
         "bottle: {} ({} bytes, sha256 {}) in {:.1}s",
         made.bottle.display(),
-        std::fs::metadata(&made.bottle).map(|m| m.len()).unwrap_or(0),
+        std::fs::metadata(&made.bottle)
+            .map(|m| m.len())
+            .unwrap_or(0),
         made.sha256,
         t.elapsed().as_secs_f64()
     );
@@ -220,7 +234,12 @@ pub fn package(
             root_url: None,
         }
     }
-    let assembled = keg::assemble(layout, staged, &keg, &formula::render(&spec(layout, &url, &sha, &commit, &[])))?;
+    let assembled = keg::assemble(
+        layout,
+        staged,
+        &keg,
+        &formula::render(&spec(layout, &url, &sha, &commit, &[])),
+    )?;
     let epoch = epoch();
     receipt::write_receipt(layout, &keg, &assembled.changed_files, epoch)?;
     let report = check::check(root, layout, &keg)?;
@@ -229,24 +248,38 @@ pub fn package(
     let sha256 = crate::util::fs::sha256_file(&bottle)?;
     let bottles = [(layout.tag.to_string(), sha256.clone())];
     let text = formula::render(&spec(layout, &url, &sha, &commit, &bottles));
-    crate::util::fs::write_atomic(&out.join(format!("{}.rb", layout.formula)), text.as_bytes(), 0o644)?;
+    crate::util::fs::write_atomic(
+        &out.join(format!("{}.rb", layout.formula)),
+        text.as_bytes(),
+        0o644,
+    )?;
     let versioned = Layout {
         formula: format!("{}@{}", layout.formula, layout.line),
         ..layout.clone()
     };
     let vtext = formula::render(&spec(&versioned, &url, &sha, &commit, &[]));
-    crate::util::fs::write_atomic(&out.join(format!("{}.rb", versioned.formula)), vtext.as_bytes(), 0o644)?;
+    crate::util::fs::write_atomic(
+        &out.join(format!("{}.rb", versioned.formula)),
+        vtext.as_bytes(),
+        0o644,
+    )?;
     let json = receipt::bottle_json(layout, &keg, &sha256, &assembled.changed_files, epoch)?;
     crate::util::fs::write_atomic(&out.join(layout.json_name()), json.as_bytes(), 0o644)?;
-    Ok(Made { bottle, sha256, report })
+    Ok(Made {
+        bottle,
+        sha256,
+        report,
+    })
 }
 
 /// The pinned tarball's first URL and sha256.
 fn source_of(pin: &crate::pins::Pin) -> Result<(String, String)> {
     match &pin.source {
-        crate::pins::PinSource::Tarball { sha256: Some(s), urls, .. } if !urls.is_empty() => {
-            Ok((urls[0].clone(), s.clone()))
-        }
+        crate::pins::PinSource::Tarball {
+            sha256: Some(s),
+            urls,
+            ..
+        } if !urls.is_empty() => Ok((urls[0].clone(), s.clone())),
         _ => Err(Error::Usage(format!(
             "version {} has no verified release tarball pin: a formula needs a url and sha256 (bottle a pinned release such as 24.11.5)",
             pin.version

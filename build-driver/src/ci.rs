@@ -294,8 +294,13 @@ fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<BuildOutput> {
     // the bottle step below packs this very build instead of building again.
     let bottle = builds.src.version.as_deref().and_then(|v| {
         let pin = crate::bottle::pinned(root, v).ok()?;
-        let layout =
-            crate::bottle::Layout::new(crate::bottle::FORMULA, v, &pin.line, "aarch64-apple-darwin").ok()?;
+        let layout = crate::bottle::Layout::new(
+            crate::bottle::FORMULA,
+            v,
+            &pin.line,
+            "aarch64-apple-darwin",
+        )
+        .ok()?;
         Some((pin, layout))
     });
     let macho = report.step_after(
@@ -315,18 +320,27 @@ fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<BuildOutput> {
     );
     match &bottle {
         Some((pin, layout)) => {
-            report.step_after("bottle --target aarch64-apple-darwin (keg, signatures, scan)", &macho, |b| {
-                let out = crate::build_slurm::link::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok())
+            report.step_after(
+                "bottle --target aarch64-apple-darwin (keg, signatures, scan)",
+                &macho,
+                |b| {
+                    let out = crate::build_slurm::link::cargo_target_dir(
+                        root,
+                        std::env::var("CARGO_TARGET_DIR").ok(),
+                    )
                     .join("bottle");
-                let made = crate::bottle::package(root, layout, pin, &b.prefix, &out)?;
-                let size = std::fs::metadata(&made.bottle).map(|m| m.len()).unwrap_or(0);
-                println!("{}", made.report.summary());
-                Ok(format!(
-                    "{} ({size} bytes, {} Mach-O verified)",
-                    made.bottle.display(),
-                    made.report.macho_files
-                ))
-            });
+                    let made = crate::bottle::package(root, layout, pin, &b.prefix, &out)?;
+                    let size = std::fs::metadata(&made.bottle)
+                        .map(|m| m.len())
+                        .unwrap_or(0);
+                    println!("{}", made.report.summary());
+                    Ok(format!(
+                        "{} ({size} bytes, {} Mach-O verified)",
+                        made.bottle.display(),
+                        made.report.macho_files
+                    ))
+                },
+            );
         }
         None => report.skip(
             "bottle --target aarch64-apple-darwin",

@@ -20,8 +20,8 @@
 //! - `uninstall` removes the files of the manifest and the directories it leaves empty;
 //!   `slurm.conf` and `slurm.key` stay.
 
-pub mod manifest;
 mod config;
+pub mod manifest;
 
 use crate::cli::{InstallArgs, UninstallArgs};
 use crate::error::{Error, Result};
@@ -58,7 +58,9 @@ struct Target {
 fn target(prefix: &Path, destdir: Option<&Path>, sysconfdir: Option<&Path>) -> Result<Target> {
     let prefix = absolute(prefix)?;
     let destdir = destdir.map(absolute).transpose()?;
-    let sysconf = sysconfdir.map(Path::to_path_buf).unwrap_or_else(|| prefix.join("etc"));
+    let sysconf = sysconfdir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| prefix.join("etc"));
     Ok(Target {
         dir: rooted(destdir.as_deref(), &prefix),
         etc: rooted(destdir.as_deref(), &sysconf),
@@ -74,7 +76,10 @@ fn check_prefix(dir: &Path) -> Result<()> {
         Err(e) => return Err(Error::io(dir, e)),
     };
     if !meta.is_dir() {
-        return Err(Error::file(dir, "exists and is not a directory: choose another --prefix"));
+        return Err(Error::file(
+            dir,
+            "exists and is not a directory: choose another --prefix",
+        ));
     }
     let me = nix::unistd::geteuid().as_raw();
     if meta.uid() != me {
@@ -86,7 +91,10 @@ fn check_prefix(dir: &Path) -> Result<()> {
             ),
         ));
     }
-    let empty = fs::read_dir(dir).map_err(|e| Error::io(dir, e))?.next().is_none();
+    let empty = fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .next()
+        .is_none();
     if !empty && !dir.join(MANIFEST).is_file() {
         return Err(Error::file(
             dir,
@@ -102,7 +110,10 @@ fn check_prefix(dir: &Path) -> Result<()> {
 pub fn run(_sh: &Shell, _root: &Path, args: InstallArgs) -> Result<()> {
     let from = absolute(&args.from)?;
     let staged = Staged::read(&from)?;
-    let configured = staged.configured_prefix.clone().unwrap_or_else(|| staged.prefix.clone());
+    let configured = staged
+        .configured_prefix
+        .clone()
+        .unwrap_or_else(|| staged.prefix.clone());
     let want = absolute(&args.prefix)?;
     if configured != want {
         return Err(Error::Usage(format!(
@@ -121,7 +132,11 @@ pub fn run(_sh: &Shell, _root: &Path, args: InstallArgs) -> Result<()> {
     println!(
         "install: {} {}",
         t.dir.display(),
-        if changed { "installed" } else { "unchanged (already this build)" }
+        if changed {
+            "installed"
+        } else {
+            "unchanged (already this build)"
+        }
     );
     for line in config::install_config(&from, &t.etc, key.as_deref())? {
         println!("install: {line}");
@@ -138,7 +153,10 @@ fn install_tree(from: &Path, t: &Target) -> Result<bool> {
             return Ok(false);
         }
     }
-    let parent = t.dir.parent().ok_or_else(|| Error::file(&t.dir, "has no parent directory"))?;
+    let parent = t
+        .dir
+        .parent()
+        .ok_or_else(|| Error::file(&t.dir, "has no parent directory"))?;
     fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     let staging = crate::util::fs::Staging::new(parent, "install")?;
     let tree = staging.dir.join("tree");
@@ -156,7 +174,8 @@ fn install_tree(from: &Path, t: &Target) -> Result<bool> {
             // Copied, not moved: until the rename below the old tree stays whole.
             fs::copy(&src, &dst).map_err(|e| Error::io(&dst, e))?;
             let m = fs::metadata(&src).map_err(|e| Error::io(&src, e))?;
-            std::os::unix::fs::chown(&dst, Some(m.uid()), Some(m.gid())).map_err(|e| Error::io(&dst, e))?;
+            std::os::unix::fs::chown(&dst, Some(m.uid()), Some(m.gid()))
+                .map_err(|e| Error::io(&dst, e))?;
         }
     }
     if had_old {

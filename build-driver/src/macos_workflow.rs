@@ -28,9 +28,15 @@ const BREW_COMMANDS: &[&str] = &["install", "linkage", "test", "services"];
 /// Whether `line` is an allowed `brew` step (optionally under sudo).
 fn brew_step(line: &str) -> bool {
     let w = words(line);
-    let rest = if w.first().is_some_and(|x| x == "sudo") { &w[1..] } else { &w[..] };
+    let rest = if w.first().is_some_and(|x| x == "sudo") {
+        &w[1..]
+    } else {
+        &w[..]
+    };
     rest.first().is_some_and(|x| x == "brew")
-        && rest.get(1).is_some_and(|c| BREW_COMMANDS.contains(&c.as_str()))
+        && rest
+            .get(1)
+            .is_some_and(|c| BREW_COMMANDS.contains(&c.as_str()))
 }
 
 fn load() -> (String, Yaml) {
@@ -116,8 +122,15 @@ fn workflow__arm64_macos_runner_and_header_says_not_run() {
     for (name, job) in jobs {
         let runner = job["runs-on"].as_str().unwrap_or_default();
         if name.as_str().is_some_and(|n| LINUX_JOBS.contains(&n)) {
-            assert!(runner.starts_with("ubuntu-"), "job {name:?}: runs-on {runner:?}");
-            assert_eq!(job["container"].as_str(), Some("debian:12"), "job {name:?}: Debian 12, as ci/setup-debian.sh expects");
+            assert!(
+                runner.starts_with("ubuntu-"),
+                "job {name:?}: runs-on {runner:?}"
+            );
+            assert_eq!(
+                job["container"].as_str(),
+                Some("debian:12"),
+                "job {name:?}: Debian 12, as ci/setup-debian.sh expects"
+            );
             continue;
         }
         // GitHub's arm64 macOS images: macos-14, macos-15, macos-latest (macos-13 is Intel).
@@ -229,14 +242,37 @@ fn xtask_args__rejects_other_commands() {
 fn workflow__bottle_jobs_build_on_linux_then_brew_install_test_and_serve_it() {
     let (_, doc) = load();
     let linux = steps(&doc["jobs"]["bottle-linux"]);
-    assert!(linux.iter().any(|l| l.contains("cargo xtask bottle") && l.contains("--target aarch64-apple-darwin")));
+    assert!(
+        linux.iter().any(
+            |l| l.contains("cargo xtask bottle") && l.contains("--target aarch64-apple-darwin")
+        )
+    );
     let mac = steps(&doc["jobs"]["bottle-macos"]);
-    assert_eq!(doc["jobs"]["bottle-macos"]["needs"].as_str(), Some("bottle-linux"));
-    let layout = crate::bottle::Layout::new(crate::bottle::FORMULA, "24.11.5", "24.11", "aarch64-apple-darwin").unwrap();
+    assert_eq!(
+        doc["jobs"]["bottle-macos"]["needs"].as_str(),
+        Some("bottle-linux")
+    );
+    let layout = crate::bottle::Layout::new(
+        crate::bottle::FORMULA,
+        "24.11.5",
+        "24.11",
+        "aarch64-apple-darwin",
+    )
+    .unwrap();
     let install = mac.iter().find(|l| l.starts_with("brew install")).unwrap();
     assert!(install.ends_with(&layout.bottle_name()), "{install}");
-    for want in ["brew test slurm-wlm", "sudo brew services start slurm-wlm", "service status", "cluster test --prefix /opt/homebrew/opt/slurm-wlm"] {
-        assert!(mac.iter().any(|l| l.contains(want)), "bottle-macos lacks {want}");
+    for want in [
+        "brew test slurm-wlm",
+        "sudo brew services start slurm-wlm",
+        "service status",
+        "cluster test --prefix /opt/homebrew/opt/slurm-wlm",
+    ] {
+        assert!(
+            mac.iter().any(|l| l.contains(want)),
+            "bottle-macos lacks {want}"
+        );
     }
-    assert!(!brew_step("brew uninstall slurm-wlm") && brew_step("sudo brew services stop slurm-wlm"));
+    assert!(
+        !brew_step("brew uninstall slurm-wlm") && brew_step("sudo brew services stop slurm-wlm")
+    );
 }

@@ -21,8 +21,8 @@ mod macho;
 mod macos_workflow;
 mod patches;
 mod personality;
-mod service;
 mod pins;
+mod service;
 mod staging;
 mod targets;
 #[cfg(test)]

@@ -35,7 +35,10 @@ pub fn service_of(o: &ServiceOptions) -> Service {
 }
 
 fn launchctl_of(o: &ServiceOptions) -> Result<Launchctl> {
-    let program = o.launchctl.clone().unwrap_or_else(|| PathBuf::from(LAUNCHCTL));
+    let program = o
+        .launchctl
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(LAUNCHCTL));
     if !program.is_file() {
         return Err(Error::Unsupported(format!(
             "{} not found: `service install|uninstall|status` load daemons with macOS's launchd; \

@@ -62,7 +62,10 @@ pub fn write(base: &Path, top: &Path, out: &Path, mtime: u64) -> Result<()> {
             let f = fs::File::open(&abs).map_err(|e| Error::io(&abs, e))?;
             tar.append_data(&mut h, rel, f).map_err(io)?;
         } else {
-            return Err(Error::file(abs, "not a file, directory or symlink: cannot bottle it"));
+            return Err(Error::file(
+                abs,
+                "not a file, directory or symlink: cannot bottle it",
+            ));
         }
     }
     let gz = tar.into_inner().map_err(|e| Error::io(out, e))?;
@@ -84,13 +87,19 @@ mod tests {
         for base in ["a", "b"] {
             let k = d.path().join(base).join(top);
             put(&k.join("INSTALL_RECEIPT.json"), "{}");
-            put(&k.join(".brew/slurm-wlm.rb"), "class SlurmWlm < Formula\nend\n");
+            put(
+                &k.join(".brew/slurm-wlm.rb"),
+                "class SlurmWlm < Formula\nend\n",
+            );
             put(&k.join("sbin/slurmd"), "x");
             fs::set_permissions(k.join("sbin/slurmd"), fs::Permissions::from_mode(0o555)).unwrap();
             std::os::unix::fs::symlink("slurmd", k.join("sbin/link")).unwrap();
         }
         let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(12345);
-        fs::File::open(d.path().join("b").join(top).join("sbin/slurmd")).unwrap().set_modified(t).unwrap();
+        fs::File::open(d.path().join("b").join(top).join("sbin/slurmd"))
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
         let (x, y) = (d.path().join("x.tar.gz"), d.path().join("y.tar.gz"));
         write(&d.path().join("a"), top, &x, 1_700_000_000).unwrap();
         write(&d.path().join("b"), top, &y, 1_700_000_000).unwrap();
@@ -100,7 +109,10 @@ mod tests {
         for e in ar.entries().unwrap() {
             let e = e.unwrap();
             let h = e.header();
-            assert_eq!((h.uid().unwrap(), h.gid().unwrap(), h.mtime().unwrap()), (0, 0, 1_700_000_000));
+            assert_eq!(
+                (h.uid().unwrap(), h.gid().unwrap(), h.mtime().unwrap()),
+                (0, 0, 1_700_000_000)
+            );
             if e.path().unwrap().ends_with("sbin/slurmd") {
                 assert_eq!(h.mode().unwrap() & 0o777, 0o555);
             }

@@ -33,7 +33,13 @@ impl Report {
 }
 
 /// The files the formula and the service name, relative to the keg.
-pub const NAMED: &[&str] = &["sbin/slurmd", "sbin/slurmstepd", "bin/sinfo", "bin/srun", "bin/sbatch"];
+pub const NAMED: &[&str] = &[
+    "sbin/slurmd",
+    "sbin/slurmstepd",
+    "bin/sinfo",
+    "bin/srun",
+    "bin/sbatch",
+];
 
 pub fn check(root: &Path, layout: &Layout, keg: &Path) -> Result<Report> {
     let needles = scan::needles(&crate::build_slurm::link::host_dirs(root));
@@ -61,17 +67,29 @@ pub fn check(root: &Path, layout: &Layout, keg: &Path) -> Result<Report> {
             }
             report.signature_time += t.elapsed();
             match linkage::violations(&k, &data) {
-                Ok(v) => problems.extend(v.into_iter().map(|b| format!("{name}: install name {b}"))),
+                Ok(v) => {
+                    problems.extend(v.into_iter().map(|b| format!("{name}: install name {b}")))
+                }
                 Err(e) => problems.push(format!("{name}: load commands: {e}")),
             }
-        } else if relocate::is_text(&data) && rel != Path::new(".brew").join(format!("{}.rb", layout.formula)) {
-            if relocate::to_placeholders(&data, &layout.cellar(), &layout.homebrew_prefix).is_some() {
-                problems.push(format!("{name}: a literal {} path is left in a text file", layout.homebrew_prefix));
-            }
+        } else if relocate::is_text(&data)
+            && rel != Path::new(".brew").join(format!("{}.rb", layout.formula))
+            && relocate::to_placeholders(&data, &layout.cellar(), &layout.homebrew_prefix).is_some()
+        {
+            problems.push(format!(
+                "{name}: a literal {} path is left in a text file",
+                layout.homebrew_prefix
+            ));
         }
     }
-    let plist = keg.join(crate::service::plist::file_name(crate::service::plist::Daemon::Slurmd));
-    for n in NAMED.iter().map(|n| keg.join(n)).chain([plist, keg.join("INSTALL_RECEIPT.json")]) {
+    let plist = keg.join(crate::service::plist::file_name(
+        crate::service::plist::Daemon::Slurmd,
+    ));
+    for n in NAMED
+        .iter()
+        .map(|n| keg.join(n))
+        .chain([plist, keg.join("INSTALL_RECEIPT.json")])
+    {
         if !n.is_file() {
             problems.push(format!("{} is missing", n.display()));
         }
@@ -82,6 +100,9 @@ pub fn check(root: &Path, layout: &Layout, keg: &Path) -> Result<Report> {
     if problems.is_empty() {
         Ok(report)
     } else {
-        Err(Error::file(keg, format!("the bottle check failed:\n  {}", problems.join("\n  "))))
+        Err(Error::file(
+            keg,
+            format!("the bottle check failed:\n  {}", problems.join("\n  ")),
+        ))
     }
 }

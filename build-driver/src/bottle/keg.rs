@@ -25,7 +25,12 @@ fn is_macho(data: &[u8]) -> bool {
 }
 
 /// Copies `staged` to `keg` and makes it a keg.
-pub fn assemble(layout: &Layout, staged: &Path, keg: &Path, formula_text: &str) -> Result<Assembled> {
+pub fn assemble(
+    layout: &Layout,
+    staged: &Path,
+    keg: &Path,
+    formula_text: &str,
+) -> Result<Assembled> {
     if let Some(parent) = keg.parent() {
         fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     }
@@ -53,7 +58,9 @@ pub fn assemble(layout: &Layout, staged: &Path, keg: &Path, formula_text: &str) 
                 out.relinked.push(rel);
             }
         } else if relocate::is_text(&data) {
-            if let Some(t) = relocate::to_placeholders(&data, &layout.cellar(), &layout.homebrew_prefix) {
+            if let Some(t) =
+                relocate::to_placeholders(&data, &layout.cellar(), &layout.homebrew_prefix)
+            {
                 write_keeping_mode(&abs, &t, &meta)?;
                 out.changed_files.push(name.into_owned());
             }
@@ -65,7 +72,8 @@ pub fn assemble(layout: &Layout, staged: &Path, keg: &Path, formula_text: &str) 
         .service(Daemon::Slurmd)
         .xml()
         .map_err(|e| Error::parse("the LaunchDaemon plist", e))?;
-    let xml = relocate::to_placeholders(&xml, &layout.cellar(), &layout.homebrew_prefix).unwrap_or(xml);
+    let xml =
+        relocate::to_placeholders(&xml, &layout.cellar(), &layout.homebrew_prefix).unwrap_or(xml);
     crate::util::fs::write_atomic(&keg.join(&plist_name), &xml, 0o644)?;
     out.changed_files.push(plist_name);
     let brew = keg.join(".brew");

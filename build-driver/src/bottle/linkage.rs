@@ -89,14 +89,16 @@ fn commands(data: &[u8]) -> Result<Vec<Command>, String> {
     while let Some(lc) = it.next().map_err(|e| format!("bad load command: {e}"))? {
         let cmd = lc.cmd().0;
         let raw = lc.raw_data();
-        let str_at = if cmd == macho::LC_ID_DYLIB.0 || DYLIB_CMDS.contains(&cmd) || cmd == macho::LC_RPATH.0 {
-            raw.get(8..12)
-                .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]) as usize)
-                .filter(|o| *o >= 12 && *o < raw.len())
-                .ok_or_else(|| format!("load command {cmd:#x} has a bad string offset"))?
-        } else {
-            0
-        };
+        let str_at =
+            if cmd == macho::LC_ID_DYLIB.0 || DYLIB_CMDS.contains(&cmd) || cmd == macho::LC_RPATH.0
+            {
+                raw.get(8..12)
+                    .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]) as usize)
+                    .filter(|o| *o >= 12 && *o < raw.len())
+                    .ok_or_else(|| format!("load command {cmd:#x} has a bad string offset"))?
+            } else {
+                0
+            };
         out.push(Command {
             cmd,
             str_at,
@@ -181,7 +183,10 @@ pub fn rewrite(
 /// The opt-link name of a file in the keg: `<opt>/<dir of rel>/<basename of name>`.
 fn opt_id(keg: &Keg, rel: &Path, name: &str) -> String {
     let base = name.rsplit('/').next().unwrap_or(name);
-    let dir = rel.parent().map(|d| d.display().to_string()).unwrap_or_default();
+    let dir = rel
+        .parent()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
     if dir.is_empty() {
         format!("{}/{base}", keg.opt)
     } else {
@@ -191,11 +196,18 @@ fn opt_id(keg: &Keg, rel: &Path, name: &str) -> String {
 
 /// `@loader_path/<path from the file's directory to target>` (both relative to the keg).
 fn loader_path(rel: &Path, target: &str) -> String {
-    let from: Vec<_> = rel.parent().map(|p| p.components().collect()).unwrap_or_default();
+    let from: Vec<_> = rel
+        .parent()
+        .map(|p| p.components().collect())
+        .unwrap_or_default();
     let to: Vec<_> = Path::new(target).components().collect();
     let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
     let mut parts: Vec<String> = vec!["..".into(); from.len() - common];
-    parts.extend(to[common..].iter().map(|c| c.as_os_str().to_string_lossy().into_owned()));
+    parts.extend(
+        to[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
     if parts.is_empty() {
         "@loader_path".into()
     } else {
@@ -233,7 +245,10 @@ pub fn allowed(keg: &Keg, role: Role, name: &str) -> bool {
 pub fn fix(keg: &Keg, rel: &Path, data: &mut Vec<u8>) -> Result<bool, String> {
     let changed = rewrite(data, |role, old| homebrew_name(keg, rel, role, old))?;
     if changed {
-        let name = rel.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = rel
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         codesign::sign(data, &name)?;
     }
     Ok(changed)
@@ -277,7 +292,13 @@ mod tests {
         let slurmd = Path::new("sbin/slurmd");
         let c = "/opt/homebrew/Cellar/slurm-wlm/24.11.5";
         assert_eq!(
-            homebrew_name(&k, full, Role::Id, &format!("{c}/lib/slurm/libslurmfull.dylib")).unwrap(),
+            homebrew_name(
+                &k,
+                full,
+                Role::Id,
+                &format!("{c}/lib/slurm/libslurmfull.dylib")
+            )
+            .unwrap(),
             "/opt/homebrew/opt/slurm-wlm/lib/slurm/libslurmfull.dylib"
         );
         // libtool's relative plugin id: the basename stays, the directory is the file's.
@@ -286,10 +307,19 @@ mod tests {
             "/opt/homebrew/opt/slurm-wlm/lib/slurm/auth_slurm.so"
         );
         assert_eq!(
-            homebrew_name(&k, slurmd, Role::Dylib, &format!("{c}/lib/slurm/libslurmfull.dylib")).unwrap(),
+            homebrew_name(
+                &k,
+                slurmd,
+                Role::Dylib,
+                &format!("{c}/lib/slurm/libslurmfull.dylib")
+            )
+            .unwrap(),
             "/opt/homebrew/opt/slurm-wlm/lib/slurm/libslurmfull.dylib"
         );
-        assert_eq!(homebrew_name(&k, slurmd, Role::Dylib, "/usr/lib/libSystem.B.dylib"), None);
+        assert_eq!(
+            homebrew_name(&k, slurmd, Role::Dylib, "/usr/lib/libSystem.B.dylib"),
+            None
+        );
         assert_eq!(
             homebrew_name(&k, slurmd, Role::Rpath, &format!("{c}/lib/slurm")).unwrap(),
             "@loader_path/../lib/slurm"
@@ -299,18 +329,31 @@ mod tests {
             "@loader_path"
         );
         // Another version's keg is not this keg.
-        assert_eq!(homebrew_name(&k, slurmd, Role::Dylib, &format!("{c}0/lib/x.dylib")), None);
+        assert_eq!(
+            homebrew_name(&k, slurmd, Role::Dylib, &format!("{c}0/lib/x.dylib")),
+            None
+        );
     }
 
     #[test]
     fn allowed__system_opt_and_relative_only() {
         let k = keg();
-        for ok in ["/usr/lib/libSystem.B.dylib", "/System/Library/Frameworks/IOKit.framework/IOKit",
-                   "/opt/homebrew/opt/slurm-wlm/lib/libslurm.42.dylib", "@loader_path/../lib/x.dylib", "@rpath/x.dylib"] {
+        for ok in [
+            "/usr/lib/libSystem.B.dylib",
+            "/System/Library/Frameworks/IOKit.framework/IOKit",
+            "/opt/homebrew/opt/slurm-wlm/lib/libslurm.42.dylib",
+            "@loader_path/../lib/x.dylib",
+            "@rpath/x.dylib",
+        ] {
             assert!(allowed(&k, Role::Dylib, ok), "{ok}");
         }
-        for bad in ["/opt/homebrew/Cellar/slurm-wlm/24.11.5/lib/libslurm.42.dylib", "/work/x/prefix/lib/a.dylib",
-                    "/opt/homebrew/opt/json-c/lib/libjson-c.dylib", ".libs/auth_slurm.so", "/opt/homebrew/opt/slurm-wlm-x/lib/a"] {
+        for bad in [
+            "/opt/homebrew/Cellar/slurm-wlm/24.11.5/lib/libslurm.42.dylib",
+            "/work/x/prefix/lib/a.dylib",
+            "/opt/homebrew/opt/json-c/lib/libjson-c.dylib",
+            ".libs/auth_slurm.so",
+            "/opt/homebrew/opt/slurm-wlm-x/lib/a",
+        ] {
             assert!(!allowed(&k, Role::Dylib, bad), "{bad}");
         }
         assert!(!allowed(&k, Role::Rpath, "/usr/lib"));
@@ -321,7 +364,13 @@ mod tests {
     fn fix__rewrites_a_cellar_id_resigns_and_a_second_fix_changes_nothing() {
         let d = tempfile::tempdir().unwrap();
         let id = "/opt/homebrew/Cellar/slurm-wlm/24.11.5/lib/libx.dylib";
-        let Some(lib) = zig_macho(d.path(), "aarch64-apple-darwin", "libx.dylib", "int f(void){return 1;}\n", Some(id)) else {
+        let Some(lib) = zig_macho(
+            d.path(),
+            "aarch64-apple-darwin",
+            "libx.dylib",
+            "int f(void){return 1;}\n",
+            Some(id),
+        ) else {
             return;
         };
         let mut data = std::fs::read(&lib).unwrap();
@@ -332,7 +381,13 @@ mod tests {
             names(&data).unwrap().id.as_deref(),
             Some("/opt/homebrew/opt/slurm-wlm/lib/libx.dylib")
         );
-        assert!(names(&data).unwrap().dylibs.iter().any(|d| d.starts_with("/usr/lib/libSystem")));
+        assert!(
+            names(&data)
+                .unwrap()
+                .dylibs
+                .iter()
+                .any(|d| d.starts_with("/usr/lib/libSystem"))
+        );
         assert!(violations(&keg(), &data).unwrap().is_empty());
         codesign::verify(&data).unwrap();
         let before = data.clone();

@@ -46,7 +46,13 @@ pub fn write_receipt(layout: &Layout, keg: &Path, changed: &[String], epoch: u64
 }
 
 /// The `.bottle.json` text.
-pub fn bottle_json(layout: &Layout, keg: &Path, sha256: &str, changed: &[String], epoch: u64) -> Result<String> {
+pub fn bottle_json(
+    layout: &Layout,
+    keg: &Path,
+    sha256: &str,
+    changed: &[String],
+    epoch: u64,
+) -> Result<String> {
     let mut all_files = Vec::new();
     let mut exec_files = Vec::new();
     let mut size = 0u64;

@@ -43,14 +43,22 @@ fn replace(text: &[u8], from: &str, to: &str) -> Vec<u8> {
 
 /// The text with the keg's locations as placeholders; `None` when nothing matched.
 pub fn to_placeholders(text: &[u8], cellar: &str, prefix: &str) -> Option<Vec<u8>> {
-    let out = replace(&replace(text, cellar, CELLAR_PLACEHOLDER), prefix, PREFIX_PLACEHOLDER);
+    let out = replace(
+        &replace(text, cellar, CELLAR_PLACEHOLDER),
+        prefix,
+        PREFIX_PLACEHOLDER,
+    );
     (out != text).then_some(out)
 }
 
 /// What brew writes back at pour.
 #[cfg(test)]
 pub fn from_placeholders(text: &[u8], cellar: &str, prefix: &str) -> Vec<u8> {
-    replace(&replace(text, CELLAR_PLACEHOLDER, cellar), PREFIX_PLACEHOLDER, prefix)
+    replace(
+        &replace(text, CELLAR_PLACEHOLDER, cellar),
+        PREFIX_PLACEHOLDER,
+        prefix,
+    )
 }
 
 #[cfg(test)]
@@ -65,7 +73,10 @@ mod tests {
         let t = b"prefix=/opt/homebrew/Cellar/slurm-wlm/24.11.5\nCflags: -I/opt/homebrew/include\nconf /opt/homebrew/etc/slurm x/opt/homebrew y";
         let out = to_placeholders(t, C, P).unwrap();
         let s = String::from_utf8(out.clone()).unwrap();
-        assert!(s.contains("prefix=@@HOMEBREW_CELLAR@@/slurm-wlm/24.11.5\n"), "{s}");
+        assert!(
+            s.contains("prefix=@@HOMEBREW_CELLAR@@/slurm-wlm/24.11.5\n"),
+            "{s}"
+        );
         assert!(s.contains("-I@@HOMEBREW_PREFIX@@/include"), "{s}");
         assert!(s.contains("conf @@HOMEBREW_PREFIX@@/etc/slurm"), "{s}");
         // Glued to a letter: not a path, left as it is.

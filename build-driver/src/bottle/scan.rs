@@ -47,7 +47,10 @@ pub fn hits(data: &[u8], needles: &[Vec<u8>]) -> Vec<String> {
             let before_ok = at == 0 || !is_path_byte(data[at - 1]);
             let after_ok = end == data.len() || !is_path_byte(data[end]);
             if before_ok && after_ok {
-                let s = data[at..].iter().take_while(|b| b.is_ascii_graphic()).take(160);
+                let s = data[at..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_graphic())
+                    .take(160);
                 out.push(String::from_utf8_lossy(&s.copied().collect::<Vec<u8>>()).into_owned());
             }
             i = end;
@@ -72,7 +75,13 @@ mod tests {
         let n = vec![b"/root".to_vec(), b"/w/proj".to_vec()];
         let data = b"x\0/root/.cargo/registry/src/libc/lib.rs\0/rootfs\0a/w/proj\0/w/proj/target/x.c\0/w/project\0";
         let h = hits(data, &n);
-        assert_eq!(h, vec!["/root/.cargo/registry/src/libc/lib.rs", "/w/proj/target/x.c"]);
+        assert_eq!(
+            h,
+            vec![
+                "/root/.cargo/registry/src/libc/lib.rs",
+                "/w/proj/target/x.c"
+            ]
+        );
         assert!(hits(b"/opt/homebrew/etc/slurm", &n).is_empty());
     }
 }

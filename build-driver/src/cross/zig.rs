@@ -382,7 +382,10 @@ mod tests {
              <-L/r/build-driver/cross-sdk/lib><-Wl,--no-gc-sections><-Wl,-S>"
         );
         // Last: the build machine's directories mapped away, and no debug information.
-        assert!(after.starts_with("<-ffile-prefix-map=/r=/slurm-on-mac>"), "{after}");
+        assert!(
+            after.starts_with("<-ffile-prefix-map=/r=/slurm-on-mac>"),
+            "{after}"
+        );
         assert!(after.ends_with("<-g0>"), "{after}");
         // A compile gets no -L (clang would warn that it is unused).
         let out = std::process::Command::new(&tc.cc)

@@ -12,7 +12,10 @@ pub fn read_key(path: &Path) -> Result<Vec<u8>> {
         )
     })?;
     if bytes.is_empty() {
-        return Err(Error::file(path, "is empty: --key must be the controller's slurm.key"));
+        return Err(Error::file(
+            path,
+            "is empty: --key must be the controller's slurm.key",
+        ));
     }
     Ok(bytes)
 }
@@ -42,7 +45,10 @@ pub fn install_config(from: &Path, etc: &Path, key: Option<&[u8]>) -> Result<Vec
         match fs::read(&conf) {
             Err(_) => {
                 crate::util::fs::write_atomic(&conf, &text, 0o644)?;
-                said.push(format!("{} written from the example: edit it for your cluster", conf.display()));
+                said.push(format!(
+                    "{} written from the example: edit it for your cluster",
+                    conf.display()
+                ));
             }
             Ok(old) if old == text => {}
             Ok(_) => {

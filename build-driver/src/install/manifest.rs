@@ -72,7 +72,9 @@ impl Manifest {
         if let Some(p) = path.parent() {
             fs::create_dir_all(p).map_err(|e| Error::io(p, e))?;
         }
-        let text = format!("# Written by `cargo xtask install`; `cargo xtask uninstall` reads it.\n{text}");
+        let text = format!(
+            "# Written by `cargo xtask install`; `cargo xtask uninstall` reads it.\n{text}"
+        );
         crate::util::fs::write_atomic(path, text.as_bytes(), 0o644)
     }
 
@@ -107,7 +109,10 @@ impl Manifest {
             .collect();
         dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
         for d in dirs.iter().map(PathBuf::as_path).chain([dir]) {
-            if fs::read_dir(d).map(|mut r| r.next().is_none()).unwrap_or(false) {
+            if fs::read_dir(d)
+                .map(|mut r| r.next().is_none())
+                .unwrap_or(false)
+            {
                 fs::remove_dir(d).map_err(|e| Error::io(d, e))?;
             }
         }

@@ -10,8 +10,8 @@
 use crate::error::{Error, Result};
 use crate::util::process::bounded::{poll, run_bounded};
 use std::path::{Path, PathBuf};
-use xshell::{Shell, cmd};
 use std::time::Duration;
+use xshell::{Shell, cmd};
 
 /// How long a bootout may take to make the label disappear (ExitTimeOut plus margin).
 pub const BOOTOUT_WAIT: Duration = Duration::from_secs(super::plist::EXIT_TIMEOUT + 30);
@@ -31,7 +31,10 @@ impl Launchctl {
 
     /// Whether launchd has the label in the system domain.
     pub fn loaded(&self, sh: &Shell, label: &str) -> Result<bool> {
-        Ok(self.run(sh, &["print", &format!("system/{label}")])?.status.success())
+        Ok(self
+            .run(sh, &["print", &format!("system/{label}")])?
+            .status
+            .success())
     }
 
     /// `launchctl print system/<label>`'s text.

@@ -21,9 +21,9 @@
 //!   keeps the system awake while slurmd runs, on AC power only (caffeinate(8)); on battery
 //!   a Mac sleeps anyway.
 
-use std::path::PathBuf;
 #[cfg(test)]
 use std::path::Path;
+use std::path::PathBuf;
 
 /// `NumberOfFiles`, soft and hard.
 pub const NUMBER_OF_FILES: u64 = 131_072;
@@ -95,7 +95,10 @@ impl Service {
     /// The property list.
     pub fn plist(&self) -> plist::Value {
         let mut limits = plist::Dictionary::new();
-        limits.insert("NumberOfFiles".into(), plist::Value::Integer(NUMBER_OF_FILES.into()));
+        limits.insert(
+            "NumberOfFiles".into(),
+            plist::Value::Integer(NUMBER_OF_FILES.into()),
+        );
         let mut d = plist::Dictionary::new();
         d.insert("Label".into(), self.daemon.label().into());
         d.insert(
@@ -106,7 +109,10 @@ impl Service {
         d.insert("KeepAlive".into(), true.into());
         d.insert("ProcessType".into(), "Interactive".into());
         d.insert("AbandonProcessGroup".into(), true.into());
-        d.insert("ExitTimeOut".into(), plist::Value::Integer(EXIT_TIMEOUT.into()));
+        d.insert(
+            "ExitTimeOut".into(),
+            plist::Value::Integer(EXIT_TIMEOUT.into()),
+        );
         d.insert("SoftResourceLimits".into(), limits.clone().into());
         d.insert("HardResourceLimits".into(), limits.into());
         d.insert("StandardOutPath".into(), self.log("out").into());
@@ -198,7 +204,12 @@ mod tests {
         };
         assert_eq!(
             s.arguments(),
-            ["/usr/bin/caffeinate", "-s", "/opt/homebrew/opt/slurm-wlm/sbin/sackd", "-D"]
+            [
+                "/usr/bin/caffeinate",
+                "-s",
+                "/opt/homebrew/opt/slurm-wlm/sbin/sackd",
+                "-D"
+            ]
         );
         assert_eq!(file_name(Daemon::Sackd), "org.slurm-on-mac.sackd.plist");
     }

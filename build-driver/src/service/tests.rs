@@ -67,14 +67,20 @@ fn install__writes_the_plist_0644_and_reinstall_waits_out_the_bootout_race() {
     let meta = std::fs::metadata(&path).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o644);
     let v = plist::parse(&std::fs::read(&path).unwrap(), &path).unwrap();
-    let args = v.as_dictionary().unwrap()["ProgramArguments"].as_array().unwrap().clone();
+    let args = v.as_dictionary().unwrap()["ProgramArguments"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(args[0].as_string(), Some("/usr/bin/caffeinate"));
     // Again: the label lingers for 3 prints after bootout; bootstrap only after it is gone.
     install(&sh, &o).unwrap();
     let calls = std::fs::read_to_string(d.path().join("state/calls")).unwrap();
     let lines: Vec<&str> = calls.lines().collect();
     let bootout = lines.iter().position(|l| l.starts_with("bootout")).unwrap();
-    let last_bootstrap = lines.iter().rposition(|l| l.starts_with("bootstrap")).unwrap();
+    let last_bootstrap = lines
+        .iter()
+        .rposition(|l| l.starts_with("bootstrap"))
+        .unwrap();
     assert!(last_bootstrap > bootout + 3, "{calls}");
     uninstall(&sh, &o).unwrap();
     assert!(!path.exists());

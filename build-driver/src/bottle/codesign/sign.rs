@@ -3,7 +3,7 @@
 //! requirements set and an empty CMS wrapper, as `codesign -s -` does.
 
 use super::consts::*;
-use super::layout::{HEADER_SIZE, Layout, put_le32, put_le64};
+use super::layout::{Layout, put_le32, put_le64};
 use sha2::{Digest, Sha256};
 
 /// The fixed part of a version-0x20400 CodeDirectory (up to `execSegFlags`).
@@ -51,7 +51,7 @@ pub fn sign(data: &mut Vec<u8>, fallback_identifier: &str) -> Result<(), String>
 
 /// Adds an `LC_CODE_SIGNATURE` command after the last one (into the header's padding) and
 /// returns its offset and the signature's `dataoff`.
-fn add_signature_command(data: &mut Vec<u8>, layout: &Layout) -> Result<(usize, usize), String> {
+fn add_signature_command(data: &mut [u8], layout: &Layout) -> Result<(usize, usize), String> {
     let at = layout.commands_end;
     if at + 16 > layout.first_section {
         return Err(
@@ -71,7 +71,6 @@ fn add_signature_command(data: &mut Vec<u8>, layout: &Layout) -> Result<(usize, 
     }
     put_le32(data, 16, layout.ncmds + 1);
     put_le32(data, 20, layout.sizeofcmds + 16);
-    debug_assert!(HEADER_SIZE == 32);
     Ok((at, dataoff))
 }
 

@@ -25,8 +25,11 @@ fn be64(b: &[u8], off: usize) -> Result<u64, String> {
     Ok((u64::from(be32(b, off)?) << 32) | u64::from(be32(b, off + 4)?))
 }
 
-/// The signature's bytes and the SuperBlob's (slot, blob) entries.
-fn superblob(data: &[u8]) -> Result<(usize, Vec<(u32, &[u8])>), String> {
+/// A SuperBlob's entries: (slot, blob bytes).
+type Blobs<'a> = Vec<(u32, &'a [u8])>;
+
+/// The signature's offset and the SuperBlob's entries.
+fn superblob(data: &[u8]) -> Result<(usize, Blobs<'_>), String> {
     let layout = Layout::parse(data)?;
     let (_, dataoff, datasize) = layout.signature.ok_or("no LC_CODE_SIGNATURE: not signed")?;
     let (dataoff, datasize) = (dataoff as usize, datasize as usize);
