@@ -55,6 +55,17 @@ pub fn automake_tree(tree: &Path, extra: &str) {
     write(&tree.join("Makefile.am"), "");
 }
 
+/// The pinned zig, or `None` with the reason printed (the calling test is skipped).
+pub fn zig_or_skip() -> Option<std::path::PathBuf> {
+    match crate::cross::zig::find(&Shell::new().unwrap()) {
+        Ok(z) => Some(z.path),
+        Err(e) => {
+            eprintln!("SKIP: {e}");
+            None
+        }
+    }
+}
+
 /// A small Mach-O file for `triple` linked by the pinned zig from C `source`: an executable,
 /// or with `dylib` a dynamic library whose install name is `install_name`. `None` (with the
 /// reason printed) where zig is not installed.
@@ -66,13 +77,7 @@ pub fn zig_macho(
     dylib: Option<&str>,
 ) -> Option<std::path::PathBuf> {
     let sh = Shell::new().unwrap();
-    let zig = match crate::cross::zig::find(&sh) {
-        Ok(z) => z.path,
-        Err(e) => {
-            eprintln!("SKIP: {e}");
-            return None;
-        }
-    };
+    let zig = zig_or_skip()?;
     let target = crate::targets::lookup(triple)
         .unwrap()
         .zig_target()

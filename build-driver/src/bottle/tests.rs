@@ -19,13 +19,7 @@ fn pin() -> crate::pins::Pin {
 /// the Cellar path. `None` where zig is missing (reason printed).
 fn staged(dir: &Path) -> Option<PathBuf> {
     let sh = Shell::new().unwrap();
-    let zig = match crate::cross::zig::find(&sh) {
-        Ok(z) => z.path,
-        Err(e) => {
-            eprintln!("SKIP: {e}");
-            return None;
-        }
-    };
+    let zig = crate::testing::zig_or_skip()?;
     let s = dir.join("stage").join(CELLAR_KEG.trim_start_matches('/'));
     let lib = s.join("lib/slurm");
     fs::create_dir_all(&lib).unwrap();
