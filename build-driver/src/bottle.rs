@@ -177,7 +177,8 @@ pub fn run(sh: &Shell, root: &Path, args: BottleArgs) -> Result<Made> {
         DepsArgs {
             target: layout.target.rust.to_string(),
             jobs: args.jobs,
-            debian_mirror: None,
+            debian_mirror: args.debian_mirror.clone(),
+            build_all: true,
         },
     )?;
     let built =

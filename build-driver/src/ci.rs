@@ -283,6 +283,7 @@ fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<BuildOutput> {
                 target: "aarch64-apple-darwin".to_string(),
                 jobs: None,
                 debian_mirror: None,
+                build_all: true,
             },
         )
         .map(|d| {

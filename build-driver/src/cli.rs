@@ -64,6 +64,10 @@ pub struct BottleArgs {
     /// Parallel make jobs for the Slurm build (default: the number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Where apt is absent (macOS): a Debian mirror's base URL for the pinned third-party
+    /// tarballs (as `cargo xtask deps --debian-mirror`).
+    #[arg(long, value_name = "URL")]
+    pub debian_mirror: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -160,6 +164,10 @@ pub struct DepsArgs {
     /// then downloaded from its pool/ with curl (and sha256-checked like any download).
     #[arg(long, value_name = "URL")]
     pub debian_mirror: Option<String>,
+    /// macOS: build json-c and hwloc too, even where Homebrew has them (a self-contained
+    /// prefix, as a bottle or the formula's source build needs).
+    #[arg(long)]
+    pub build_all: bool,
 }
 
 #[derive(Debug, Args)]

@@ -101,7 +101,14 @@ class {class} < Formula
     resource("slurm-on-mac").stage(buildpath/"slurm-on-mac")
     cd "slurm-on-mac" do
       system "cargo", "xtask", "fetch", "--version", version.to_s, "--source", cached_download
-      system "cargo", "xtask", "deps", "--target", "{triple}"
+      # Every third-party library static and built here (none from Homebrew at run time),
+      # from the pinned (sha256-checked) Debian orig tarballs, which a Mac gets from the
+      # pool/ of the Debian mirror the user names.
+      mirror = ENV.fetch("HOMEBREW_SLURM_DEBIAN_MIRROR", "")
+      if mirror.empty?
+        odie "Set HOMEBREW_SLURM_DEBIAN_MIRROR to a Debian mirror's base URL to build from source"
+      end
+      system "cargo", "xtask", "deps", "--target", "{triple}", "--build-all", "--debian-mirror", mirror
       system "cargo", "xtask", "build-slurm", "--version", version.to_s,
              "--deps-prefix", "target/deps/{triple}/prefix",
              "--prefix", prefix, "--sysconfdir", etc/"slurm", "--localstatedir", var
