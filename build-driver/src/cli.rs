@@ -121,10 +121,11 @@ pub struct InstallArgs {
     /// Install below this root instead of / (a package root, a test).
     #[arg(long, value_name = "DIR")]
     pub destdir: Option<PathBuf>,
-    /// The staged build to install (build-slurm --prefix P --destdir D stages it in D/P);
-    /// default: <destdir of build-slurm's default staging>, see the error if missing.
+    /// The staged build to install: `build-slurm --prefix P --destdir D` stages it in D/P
+    /// (its staging manifest must say it was configured for --prefix). Default:
+    /// target/stage/P, where `build-slurm --prefix P --destdir target/stage` puts it.
     #[arg(long, value_name = "DIR")]
-    pub from: PathBuf,
+    pub from: Option<PathBuf>,
     /// The cluster's slurm.key (it must be the controller's), copied to <sysconfdir>/slurm.key
     /// with mode 0600, owned by root.
     #[arg(long, value_name = "FILE")]

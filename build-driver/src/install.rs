@@ -1,4 +1,4 @@
-//! `cargo xtask install --prefix DIR --from STAGED [--destdir DIR] [--key FILE]` and
+//! `cargo xtask install --prefix DIR [--destdir DIR] [--from STAGED] [--key FILE]` and
 //! `cargo xtask uninstall --prefix DIR [--destdir DIR]`: a staged build (`build-slurm
 //! --prefix DIR --destdir D` leaves it in `D/DIR`, with its staging manifest) into its prefix,
 //! for a Mac that does not use Homebrew.
@@ -107,9 +107,26 @@ fn check_prefix(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-pub fn run(_sh: &Shell, _root: &Path, args: InstallArgs) -> Result<()> {
-    let from = absolute(&args.from)?;
-    let staged = Staged::read(&from)?;
+/// Where `install` looks for the build of `prefix` without `--from`: `target/stage/<prefix>`.
+pub fn default_from(root: &Path, prefix: &Path) -> PathBuf {
+    let target =
+        crate::build_slurm::link::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok());
+    rooted(Some(&target.join("stage")), prefix)
+}
+
+pub fn run(_sh: &Shell, root: &Path, args: InstallArgs) -> Result<()> {
+    let from = match &args.from {
+        Some(f) => absolute(f)?,
+        None => default_from(root, &absolute(&args.prefix)?),
+    };
+    let staged = Staged::read(&from).map_err(|e| {
+        e.context(format!(
+            "install: no staged build at {}: build it with `cargo xtask build-slurm --version V \
+             --prefix {} --destdir target/stage`, or pass --from",
+            from.display(),
+            args.prefix.display()
+        ))
+    })?;
     let configured = staged
         .configured_prefix
         .clone()
