@@ -40,9 +40,7 @@ pub fn hits(data: &[u8], needles: &[Vec<u8>]) -> Vec<String> {
         if n.is_empty() {
             continue;
         }
-        let mut i = 0;
-        while let Some(pos) = find(&data[i..], n) {
-            let at = i + pos;
+        for at in memchr::memmem::find_iter(data, n) {
             let end = at + n.len();
             let before_ok = at == 0 || !is_path_byte(data[at - 1]);
             let after_ok = end == data.len() || !is_path_byte(data[end]);
@@ -53,16 +51,11 @@ pub fn hits(data: &[u8], needles: &[Vec<u8>]) -> Vec<String> {
                     .take(160);
                 out.push(String::from_utf8_lossy(&s.copied().collect::<Vec<u8>>()).into_owned());
             }
-            i = end;
         }
     }
     out.sort();
     out.dedup();
     out
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 #[cfg(test)]
