@@ -349,7 +349,7 @@ mod tests {
         }
         for bad in [
             "/opt/homebrew/Cellar/slurm-wlm/24.11.5/lib/libslurm.42.dylib",
-            "/work/x/prefix/lib/a.dylib",
+            "/build/x/prefix/lib/a.dylib",
             "/opt/homebrew/opt/json-c/lib/libjson-c.dylib",
             ".libs/auth_slurm.so",
             "/opt/homebrew/opt/slurm-wlm-x/lib/a",

@@ -6,7 +6,7 @@
 use crate::util::host_paths::PathMap;
 
 /// The byte strings to look for: each directory, as written. `$HOME` itself is not one
-/// (root's `/root` is also an example path in Slurm's own man pages, `/root/path`); the
+/// (root's home is also an example path in Slurm's own man pages, `/root/path`); the
 /// hidden directories below it are (`.cargo`, `.rustup` come as their own maps, plus
 /// `.pyenv`, where zig is installed, `.cache` and `.local`).
 pub fn needles(maps: &[PathMap]) -> Vec<Vec<u8>> {
@@ -31,8 +31,8 @@ fn is_path_byte(b: u8) -> bool {
 }
 
 /// Every occurrence of a needle as a whole path component sequence: not followed by a byte
-/// that would continue its last component (`/root` matches `/root/x` and `/root\0`, not
-/// `/rootfs`), and not preceded by one that would extend its first. Each hit is the string
+/// that would continue its last component (`/home/u` matches `/home/u/x` and `/home/u\0`, not
+/// `/home/user`), and not preceded by one that would extend its first. Each hit is the string
 /// around it, for the message.
 pub fn hits(data: &[u8], needles: &[Vec<u8>]) -> Vec<String> {
     let mut out = Vec::new();
@@ -65,13 +65,13 @@ mod tests {
 
     #[test]
     fn hits__whole_components_only() {
-        let n = vec![b"/root".to_vec(), b"/w/proj".to_vec()];
-        let data = b"x\0/root/.cargo/registry/src/libc/lib.rs\0/rootfs\0a/w/proj\0/w/proj/target/x.c\0/w/project\0";
+        let n = vec![b"/home/u".to_vec(), b"/w/proj".to_vec()];
+        let data = b"x\0/home/u/.cargo/registry/src/libc/lib.rs\0/home/user\0a/w/proj\0/w/proj/target/x.c\0/w/project\0";
         let h = hits(data, &n);
         assert_eq!(
             h,
             vec![
-                "/root/.cargo/registry/src/libc/lib.rs",
+                "/home/u/.cargo/registry/src/libc/lib.rs",
                 "/w/proj/target/x.c"
             ]
         );
