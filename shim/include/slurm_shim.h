@@ -485,6 +485,10 @@ typedef uint64_t eventfd_t;
 #pragma redefine_extname pthread_rwlock_init slurm_shim_pthread_rwlock_init
 #pragma redefine_extname getsockopt slurm_shim_getsockopt
 #pragma redefine_extname sysinfo slurm_shim_sysinfo
+
+#if defined(SLURM_SHIM_EMULATE_MACOS)
+/* Make time only: macOS's runtime behaviour for calls glibc also has, and the macOS APIs
+ * of Slurm's __APPLE__ branches (export table rows of kind Emulate). */
 #pragma redefine_extname pthread_mutex_init slurm_shim_pthread_mutex_init
 #pragma redefine_extname pthread_mutex_destroy slurm_shim_pthread_mutex_destroy
 #pragma redefine_extname pthread_mutex_lock slurm_shim_pthread_mutex_lock
@@ -505,6 +509,52 @@ typedef uint64_t eventfd_t;
 #pragma redefine_extname pthread_rwlock_trywrlock slurm_shim_pthread_rwlock_trywrlock
 #pragma redefine_extname pthread_rwlock_timedwrlock slurm_shim_pthread_rwlock_timedwrlock
 #pragma redefine_extname pthread_rwlock_unlock slurm_shim_pthread_rwlock_unlock
+#pragma redefine_extname getrlimit slurm_shim_getrlimit
+#pragma redefine_extname setrlimit slurm_shim_setrlimit
+#pragma redefine_extname prlimit slurm_shim_prlimit
+#pragma redefine_extname sysconf slurm_shim_sysconf
+#pragma redefine_extname getdtablesize slurm_shim_getdtablesize
+#pragma redefine_extname dlsym slurm_shim_dlsym
+#pragma redefine_extname open slurm_shim_open
+#pragma redefine_extname open64 slurm_shim_open64
+#pragma redefine_extname openat slurm_shim_openat
+#pragma redefine_extname fopen slurm_shim_fopen
+#pragma redefine_extname fopen64 slurm_shim_fopen64
+#pragma redefine_extname opendir slurm_shim_opendir
+#pragma redefine_extname stat slurm_shim_stat
+#pragma redefine_extname lstat slurm_shim_lstat
+#pragma redefine_extname statfs slurm_shim_statfs
+#pragma redefine_extname statvfs slurm_shim_statvfs
+#pragma redefine_extname access slurm_shim_access
+#pragma redefine_extname readlink slurm_shim_readlink
+#pragma redefine_extname realpath slurm_shim_realpath
+#pragma redefine_extname unlink slurm_shim_unlink
+#pragma redefine_extname mkdir slurm_shim_mkdir
+#pragma redefine_extname rmdir slurm_shim_rmdir
+#pragma redefine_extname symlink slurm_shim_symlink
+#pragma redefine_extname chdir slurm_shim_chdir
+#pragma redefine_extname connect slurm_shim_connect
+#pragma redefine_extname bind slurm_shim_bind
+#pragma redefine_extname setgroups slurm_shim_setgroups
+#pragma redefine_extname mlockall slurm_shim_mlockall
+#pragma redefine_extname munlockall slurm_shim_munlockall
+#pragma redefine_extname sysctl slurm_shim_sysctl
+#pragma redefine_extname sysctlbyname slurm_shim_sysctlbyname
+#pragma redefine_extname proc_pidpath slurm_shim_proc_pidpath
+#pragma redefine_extname proc_pidinfo slurm_shim_proc_pidinfo
+#pragma redefine_extname getpeereid slurm_shim_getpeereid
+#pragma redefine_extname fcntl slurm_shim_fcntl
+
+/* Slurm's sources preprocessed as on macOS: its __APPLE__ branches run here, its
+ * __linux__ branches do not; the macOS APIs they call are declared by the stand-ins in
+ * shim/include/emulate/ and answered by the shim from Linux. */
+#undef __linux__
+#undef __linux
+#undef linux
+#undef __gnu_linux__
+#define __APPLE__ 1
+#define weak_import weak
+#endif /* SLURM_SHIM_EMULATE_MACOS */
 
 #endif /* __APPLE__ / SLURM_SHIM_EMULATE_DARWIN */
 

@@ -133,6 +133,48 @@ table! {
     pthread_rwlock::slurm_shim_pthread_rwlock_trywrlock => Emulate,
     pthread_rwlock::slurm_shim_pthread_rwlock_timedwrlock => Emulate,
     pthread_rwlock::slurm_shim_pthread_rwlock_unlock => Emulate,
+    // macOS runtime semantics: resource limits (shim/src/emulate/rlimit.rs).
+    rlimit::slurm_shim_getrlimit => Emulate,
+    rlimit::slurm_shim_setrlimit => Emulate,
+    rlimit::slurm_shim_prlimit => Emulate,
+    // macOS runtime semantics: descriptors (shim/src/emulate/{sysconf,dlsym}.rs).
+    sysconf::slurm_shim_sysconf => Emulate,
+    sysconf::slurm_shim_getdtablesize => Emulate,
+    dlsym::slurm_shim_dlsym => Emulate,
+    // macOS runtime semantics: no /proc, /run, /sys, /dev/shm (shim/src/emulate/hidden_paths.rs).
+    hidden_paths::slurm_shim_open => Emulate,
+    hidden_paths::slurm_shim_open64 => Emulate,
+    hidden_paths::slurm_shim_openat => Emulate,
+    hidden_paths::slurm_shim_fopen => Emulate,
+    hidden_paths::slurm_shim_fopen64 => Emulate,
+    hidden_paths::slurm_shim_opendir => Emulate,
+    hidden_paths::slurm_shim_stat => Emulate,
+    hidden_paths::slurm_shim_lstat => Emulate,
+    hidden_paths::slurm_shim_statfs => Emulate,
+    hidden_paths::slurm_shim_statvfs => Emulate,
+    hidden_paths::slurm_shim_access => Emulate,
+    hidden_paths::slurm_shim_readlink => Emulate,
+    hidden_paths::slurm_shim_realpath => Emulate,
+    hidden_paths::slurm_shim_unlink => Emulate,
+    hidden_paths::slurm_shim_mkdir => Emulate,
+    hidden_paths::slurm_shim_rmdir => Emulate,
+    hidden_paths::slurm_shim_symlink => Emulate,
+    hidden_paths::slurm_shim_chdir => Emulate,
+    // macOS runtime semantics: AF_UNIX paths (shim/src/emulate/unix_socket.rs).
+    unix_socket::slurm_shim_connect => Emulate,
+    unix_socket::slurm_shim_bind => Emulate,
+    // macOS runtime semantics: groups, memory locking (shim/src/emulate/{setgroups,mlockall}.rs).
+    setgroups::slurm_shim_setgroups => Emulate,
+    mlockall::slurm_shim_mlockall => Emulate,
+    mlockall::slurm_shim_munlockall => Emulate,
+    // macOS APIs of Slurm's __APPLE__ branches, from Linux seams (shim/src/emulate/
+    // {sysctl,libproc,getpeereid,fcntl}.rs; declared by shim/include/emulate/ stand-ins).
+    sysctl::slurm_shim_sysctl => Emulate,
+    sysctl::slurm_shim_sysctlbyname => Emulate,
+    libproc::slurm_shim_proc_pidpath => Emulate,
+    libproc::slurm_shim_proc_pidinfo => Emulate,
+    getpeereid::slurm_shim_getpeereid => Emulate,
+    fcntl::slurm_shim_fcntl => Emulate,
 }
 
 #[cfg(test)]

@@ -271,6 +271,10 @@ pub fn sysinfo_impl(os: &impl UptimeOs) -> Result<slurm_shim_sysinfo, Errno> {
 /// `sysinfo(2)` for `struct sysinfo` (mapped to [`slurm_shim_sysinfo`]).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_sysinfo(info: *mut slurm_shim_sysinfo) -> c_int {
+    // Darwin personality (the only Linux user of the shim): name the call site, so the
+    // scenarios show which macOS branch (patch 0012, get_mach_stat.c) ran.
+    #[cfg(target_os = "linux")]
+    crate::emulate::report::applied("sysinfo() on macOS is the shim's (patch 0012's macOS branch)");
     if info.is_null() {
         return errno::to_c(Err(Errno(libc::EFAULT)));
     }

@@ -1,6 +1,6 @@
 //! `shim/include/emulate/pthread.h` and the pthread models, from C: one program compiled
 //! twice, with the darwin personality's flags (`-include slurm_shim.h
-//! -DSLURM_SHIM_EMULATE_DARWIN -Iinclude/emulate`, linked to the release staticlib, as
+//! -DSLURM_SHIM_EMULATE_DARWIN -DSLURM_SHIM_EMULATE_MACOS -Iinclude/emulate`, linked to the release staticlib, as
 //! Slurm is built) and natively (glibc alone). Every check states both answers; the
 //! program prints one line per check and exits with the number of failures.
 //!
@@ -93,6 +93,7 @@ fn run(mode: &str, darwin: bool, env: &[(&str, &Path)]) -> (i32, String, String)
         cc.arg("-include")
             .arg(include_dir().join("slurm_shim.h"))
             .arg("-DSLURM_SHIM_EMULATE_DARWIN")
+            .arg("-DSLURM_SHIM_EMULATE_MACOS")
             .arg("-I")
             .arg(include_dir().join("emulate"));
     }

@@ -23,9 +23,10 @@ use std::path::{Path, PathBuf};
 /// after configure ([`CONFIG_H_ANSWERS`]).
 ///
 /// Not reproduced, because Linux cannot give the macOS answer:
-/// * `HAVE_SYSCTLBYNAME`, `HAVE_SETPROCTITLE` (macOS's libSystem exports both; glibc has
-///   neither function, so claiming them would fail to link) and `HAVE_SYS_SYSCTL_H` (glibc
-///   2.32 removed the header).
+/// * `HAVE_SETPROCTITLE` (macOS's libSystem exports it; glibc has none, so claiming it would
+///   fail to link). (`HAVE_SYSCTLBYNAME` is set in `config.h` ([`CONFIG_H_ANSWERS`]): the
+///   shim's `sysctlbyname` answers it at make time; `HAVE_SYS_SYSCTL_H` comes out defined
+///   because the personality's include path has the stand-in `<sys/sysctl.h>`.)
 /// * `HAVE_STRUCT_SOCKADDR_*_LEN` (26.11 probes `sin_len`, `sin6_len`, `sa_len`, `sun_len`):
 ///   Linux's socket address structures have no length member; claiming one makes Slurm
 ///   assign a field that does not exist.
@@ -71,7 +72,18 @@ pub const DARWIN_SWITCHES: &[&str] = &["--without-bpf"];
 
 /// `config.h` answers without a cache variable: `(macro, macOS value)`; `None` = undefined.
 /// `HAVE_PROGRAM_INVOCATION_NAME` is set by a link test that ignores presets (slurm.m4).
-pub const CONFIG_H_ANSWERS: &[(&str, Option<&str>)] = &[("HAVE_PROGRAM_INVOCATION_NAME", None)];
+/// `HAVE_SYSCTLBYNAME`: macOS's libSystem has it (so `slurm_protocol_defs.h` includes
+/// `<sys/param.h>` and `<sys/sysctl.h>`, as on a Mac); configure's link test cannot see the
+/// shim's, which exists at make time only.
+/// `WITH_CGROUP`: configure decides it from the host triple (`auxdir/x_ac_cgroup.m4`: no on
+/// darwin); undefined in `config.h` only, so Slurm's cgroup interface behaves as on a Mac
+/// (no autodetection under `/sys/fs/cgroup`) while the cgroup plugins, which a Mac never
+/// loads, still build.
+pub const CONFIG_H_ANSWERS: &[(&str, Option<&str>)] = &[
+    ("HAVE_PROGRAM_INVOCATION_NAME", None),
+    ("HAVE_SYSCTLBYNAME", Some("1")),
+    ("WITH_CGROUP", None),
+];
 
 /// The macros that must be undefined in a darwin-personality `config.h` (checked).
 pub const DARWIN_UNDEFINED: &[&str] = &[
@@ -271,6 +283,17 @@ pub fn apple_make_cppflags(spec: &ConfigureSpec) -> Option<String> {
         return None;
     }
     cppflags_with_shim(spec).map(|c| format!("{c} -I{}", compat_dir(spec).display()))
+}
+
+/// The darwin personality: make's `CPPFLAGS`, configure's plus `-DSLURM_SHIM_EMULATE_MACOS`,
+/// which turns on the header's make-time part (the macOS runtime models and `__APPLE__`
+/// preprocessing, see `codegen::EMULATE_MACOS_OPEN`); configure's test programs would not
+/// link with it.
+pub fn darwin_make_cppflags(spec: &ConfigureSpec) -> Option<String> {
+    if spec.personality != Personality::Darwin || spec.target.os == Os::Apple {
+        return None;
+    }
+    cppflags_with_shim(spec).map(|c| format!("{c} -DSLURM_SHIM_EMULATE_MACOS"))
 }
 
 /// The shim's stand-in headers (`shim/include/compat`, beside the shim header).
@@ -703,13 +726,14 @@ mod tests {
         );
     }
 
-    const CONFIG_H: &str = "/* x */\n#define HAVE_EPOLL 1\n#define HAVE_PROGRAM_INVOCATION_NAME 1\n#define USE_ALIAS 1\n/* #undef HAVE_SETRESUID */\n";
+    const CONFIG_H: &str = "/* x */\n#define HAVE_EPOLL 1\n#define HAVE_PROGRAM_INVOCATION_NAME 1\n#define USE_ALIAS 1\n/* #undef HAVE_SETRESUID */\n/* #undef HAVE_SYSCTLBYNAME */\n#define WITH_CGROUP 1\n";
 
     #[test]
     fn apply_config_h_answers__sets_the_macos_values() {
         let out = apply_config_h_answers(CONFIG_H).unwrap();
         assert!(out.contains("/* #undef HAVE_PROGRAM_INVOCATION_NAME */"));
         assert!(!out.contains("#define HAVE_PROGRAM_INVOCATION_NAME"));
+        assert!(out.contains("#define HAVE_SYSCTLBYNAME 1\n"));
         assert!(
             out.contains("#define USE_ALIAS 1\n"),
             "USE_ALIAS stays (Mach-O only)"

@@ -216,6 +216,7 @@ impl Plan {
             }
             make_vars.extend(configure::apple_make_cppflags(&spec));
         }
+        make_vars.extend(configure::darwin_make_cppflags(&spec));
         plan.configure_args = configure_args;
         plan.make_vars = make_vars;
         Ok(plan)
@@ -327,6 +328,10 @@ impl Plan {
         inputs.add("make", self.make_vars.join("\u{1f}"));
         if let Some(d) = &self.dirs.destdir {
             inputs.add("destdir", d.display().to_string());
+        }
+        if self.personality == Personality::Darwin {
+            // The config.h rewrite is part of what the build is (a changed answer rebuilds).
+            inputs.add("config.h answers", format!("{:?}", configure::CONFIG_H_ANSWERS));
         }
         Ok(inputs)
     }

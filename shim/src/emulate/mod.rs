@@ -20,3 +20,21 @@ pub mod pthread_cond;
 pub mod pthread_mutex;
 pub mod pthread_rwlock;
 pub mod pthread_sig;
+
+// Runtime semantics (issue 10 item 1): rlimits, descriptors, paths, groups.
+pub mod machine;
+pub mod rlimit;
+pub mod scope;
+pub mod dlsym;
+pub mod hidden_paths;
+pub mod mlockall;
+pub mod setgroups;
+pub mod sysconf;
+pub mod unix_socket;
+
+// macOS APIs of Slurm's __APPLE__ branches, from Linux seams (issue 10 item 2).
+pub mod fcntl;
+pub mod getpeereid;
+pub mod libproc;
+pub mod procfs;
+pub mod sysctl;

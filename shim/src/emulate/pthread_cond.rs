@@ -62,7 +62,7 @@ unsafe fn check(cond: *mut pthread_cond_t, what: &'static str) -> Result<(), c_i
     }
     // SAFETY: `cond` points to a pthread_cond_t.
     if unsafe { pthread_sig::cond_wrefs(cond) }.load(Ordering::Relaxed) & COND_MARK == 0
-        && report::apply(what)
+        && report::apply(pthread_sig::NAME, what)
     {
         return Err(libc::EINVAL);
     }

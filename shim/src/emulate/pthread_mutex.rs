@@ -62,7 +62,7 @@ pub unsafe fn check(m: *const pthread_mutex_t, what: &'static str) -> Result<(),
             unsafe { pthread_sig::promote(m.cast_mut(), MUTEX_SIG_OFFSET, sig, MUTEX_SIG) };
             Ok(())
         }
-        State::Invalid => match report::apply(what) {
+        State::Invalid => match report::apply(pthread_sig::NAME, what) {
             true => Err(libc::EINVAL),
             false => Ok(()),
         },
@@ -84,8 +84,7 @@ pub unsafe extern "C" fn slurm_shim_pthread_mutex_init(
         let refused = unsafe { libc::pthread_mutexattr_getrobust(attr, &mut robust) } != 0
             || robust != libc::PTHREAD_MUTEX_STALLED;
         if refused
-            && report::apply(
-                "pthread_mutex_init with a robust attribute -> EINVAL (macOS has no robust mutexes)",
+            && report::apply(pthread_sig::NAME, "pthread_mutex_init with a robust attribute -> EINVAL (macOS has no robust mutexes)",
             )
         {
             return libc::EINVAL;

@@ -78,7 +78,7 @@ unsafe fn check(l: *const pthread_rwlock_t, what: &'static str) -> Result<(), c_
             };
             Ok(())
         }
-        State::Invalid => match report::apply(what) {
+        State::Invalid => match report::apply(pthread_sig::NAME, what) {
             true => Err(libc::EINVAL),
             false => Ok(()),
         },
@@ -115,8 +115,7 @@ pub unsafe fn init(l: *mut pthread_rwlock_t, attr: *const pthread_rwlockattr_t) 
     // SAFETY: a live marker, so `l` is a lock glibc initialised.
     let busy = st == State::Live && unsafe { held(l) };
     if busy
-        && report::apply(
-            "pthread_rwlock_init of a live, held rwlock -> EBUSY (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_busy)",
+        && report::apply(pthread_sig::NAME, "pthread_rwlock_init of a live, held rwlock -> EBUSY (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_busy)",
         )
     {
         return libc::EBUSY;
@@ -139,14 +138,13 @@ pub unsafe extern "C" fn slurm_shim_pthread_rwlock_destroy(l: *mut pthread_rwloc
         Ok(s) => s,
         Err(e) => return e,
     };
-    if st == State::Invalid && report::apply(WHAT) {
+    if st == State::Invalid && report::apply(pthread_sig::NAME, WHAT) {
         return libc::EINVAL;
     }
     // SAFETY: a live marker, so `l` is a lock glibc initialised.
     let busy = st == State::Live && unsafe { held(l) };
     if busy
-        && report::apply(
-            "pthread_rwlock_destroy of a held rwlock -> EBUSY (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_busy)",
+        && report::apply(pthread_sig::NAME, "pthread_rwlock_destroy of a held rwlock -> EBUSY (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_busy)",
         )
     {
         return libc::EBUSY;

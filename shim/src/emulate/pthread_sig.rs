@@ -48,6 +48,9 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+/// The models' name for [`super::scope`] (`SLURM_SHIM_EMULATION_OFF=pthread-signature`).
+pub const NAME: &str = "pthread-signature";
+
 /// High half of every mutex/rwlock marker: "SHIM".
 pub const TAG: u64 = 0x5348_494D << 32;
 

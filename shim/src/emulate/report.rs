@@ -10,7 +10,9 @@
 //!
 //! Where: the file named by the environment variable `SLURM_SHIM_EMULATION_LOG` (opened
 //! for each line with `O_APPEND`, so several processes share it and no descriptor is kept
-//! open across Slurm's `closeall()`), else standard error. The call site is the frame that
+//! open across Slurm's `closeall()`); without it, nowhere (standard error is a job's output once
+//! slurmstepd has set up the task: lines there ended up in `srun`'s stderr and broke the
+//! scenarios' exact checks; a library never prints). The call site is the frame that
 //! called the shim's exported `slurm_shim_*` entry point ([`pick_caller`]), named with
 //! `dladdr` (object, nearest dynamic symbol, offset; a static function shows as its
 //! nearest exported neighbour), and the offset in the object for `addr2line`.
@@ -75,10 +77,14 @@ pub fn applied(behaviour: &'static str) {
     log_once(behaviour, "applied");
 }
 
-/// Report `behaviour` like [`applied`] and say whether the model is to apply it: `false`
-/// only in the `observe` mode ([`MODE_ENV`]), where the line says "observed" and the caller
-/// keeps glibc's answer.
-pub fn apply(behaviour: &'static str) -> bool {
+/// Whether the model `model` is to apply `behaviour` here, reporting it like [`applied`]:
+/// `false` without a line where the model does not apply ([`super::scope::active`]: the
+/// controller daemons, or the model turned off by name), and `false` with an "observed"
+/// line in the `observe` mode ([`MODE_ENV`]), where the caller keeps glibc's answer.
+pub fn apply(model: &str, behaviour: &'static str) -> bool {
+    if !super::scope::active(model) {
+        return false;
+    }
     let enforce = !observing();
     log_once(
         behaviour,
@@ -225,30 +231,27 @@ fn cstr(p: *const c_char) -> Option<String> {
 }
 
 fn write_line(line: &str) {
-    let path = std::env::var_os(LOG_ENV);
-    let fd = match path
-        .as_deref()
-        .and_then(|p| std::ffi::CString::new(p.as_encoded_bytes()).ok())
-    {
-        // SAFETY: `p` is NUL-terminated; flags and mode are plain values.
-        Some(p) => unsafe {
-            libc::open(
-                p.as_ptr(),
-                libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC,
-                0o644 as libc::c_uint,
-            )
-        },
-        None => 2,
+    let Some(path) = std::env::var_os(LOG_ENV) else {
+        return;
+    };
+    let Ok(path) = std::ffi::CString::new(path.as_encoded_bytes()) else {
+        return;
+    };
+    // SAFETY: `path` is NUL-terminated; flags and mode are plain values.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC,
+            0o644 as libc::c_uint,
+        )
     };
     if fd < 0 {
         return;
     }
     // SAFETY: the buffer is valid for its length; a short or failed write is ignored.
     let _ = unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
-    if fd != 2 {
-        // SAFETY: `fd` was opened above and is closed once.
-        unsafe { libc::close(fd) };
-    }
+    // SAFETY: `fd` was opened above and is closed once.
+    unsafe { libc::close(fd) };
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 //! this module with `mod common;`).
 #![allow(dead_code)]
 
+pub mod darwin_c;
+
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 

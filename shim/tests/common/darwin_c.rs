@@ -1,0 +1,99 @@
+//! Compiling and running C as the darwin personality compiles Slurm: `-include
+//! slurm_shim.h -DSLURM_SHIM_EMULATE_DARWIN -Ishim/include/emulate` (configure) plus
+//! `-DSLURM_SHIM_EMULATE_MACOS` (make), linked to this build's
+//! `libslurm_shim.a`. The emulation models' tests use it to check what a Slurm translation
+//! unit sees (macOS constants, the calls re-targeted to the shim, the macOS answers).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What a C program printed and how it ended, and the emulation log it wrote.
+#[derive(Debug)]
+pub struct Run {
+    /// Exit code (`None`: killed by a signal).
+    pub code: Option<i32>,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+    /// The lines `SLURM_SHIM_EMULATION_LOG` received.
+    pub log: String,
+}
+
+fn shim_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+/// The host `libslurm_shim.a` cargo built with this test binary: the newest
+/// `libslurm_shim-<hash>.a` beside it in `deps/` (the copy one level up is only refreshed
+/// by `cargo build`).
+pub fn staticlib() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let deps = exe.parent().expect("target/<profile>/deps");
+    let newest = std::fs::read_dir(deps)
+        .expect("read deps dir")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libslurm_shim-") && n.ends_with(".a"))
+        })
+        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok());
+    newest.unwrap_or_else(|| panic!("no libslurm_shim-*.a in {}", deps.display()))
+}
+
+/// Compiles `source` in darwin-personality mode (plus `extra` compiler arguments), links it
+/// to the shim and runs it with `env` (an empty value removes that variable).
+pub fn run(name: &str, source: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("darwin-c")
+        .join(name);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, source).expect("write C source");
+    let exe = dir.join(name);
+    let include = shim_dir().join("include");
+    let out = Command::new("cc")
+        .args(["-std=gnu99", "-Wall", "-Wextra", "-Werror", "-O1"])
+        .arg("-include")
+        .arg(include.join("slurm_shim.h"))
+        .arg("-DSLURM_SHIM_EMULATE_DARWIN")
+        .arg("-DSLURM_SHIM_EMULATE_MACOS")
+        .arg(format!("-I{}", include.join("emulate").display()))
+        .args(extra)
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .arg(staticlib())
+        .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s", "-lutil"])
+        .output()
+        .expect("run cc");
+    assert!(
+        out.status.success(),
+        "compiling {name}.c failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = dir.join("emulation.log");
+    let _ = std::fs::remove_file(&log);
+    let mut cmd = Command::new(&exe);
+    // Hermetic: only the switches a test names (CI may export SLURM_SHIM_EMULATION_OFF for
+    // its live clusters).
+    cmd.env_remove("SLURM_SHIM_EMULATION_OFF");
+    cmd.env("SLURM_SHIM_EMULATION_LOG", &log);
+    for (k, v) in env {
+        // An empty value removes the variable (e.g. no emulation log at all).
+        if v.is_empty() {
+            cmd.env_remove(k);
+        } else {
+            cmd.env(k, v);
+        }
+    }
+    let out = cmd.output().expect("run the C program");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        log: std::fs::read_to_string(&log).unwrap_or_default(),
+    }
+}
