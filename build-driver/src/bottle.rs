@@ -170,6 +170,8 @@ pub fn pinned(root: &Path, version: &str) -> Result<crate::pins::Pin> {
 
 pub fn run(sh: &Shell, root: &Path, args: BottleArgs) -> Result<Made> {
     let pin = pinned(root, &args.version)?;
+    // The formula needs the release tarball's url and sha256: refused before any build.
+    source_of(&pin)?;
     let layout = Layout::new(FORMULA, &args.version, &pin.line, &args.target)?;
     let deps = crate::deps::run(
         sh,
@@ -273,8 +275,8 @@ pub fn package(
     })
 }
 
-/// The pinned tarball's first URL and sha256.
-fn source_of(pin: &crate::pins::Pin) -> Result<(String, String)> {
+/// The pinned tarball's first URL and sha256 (a pin without them cannot make a formula).
+pub fn source_of(pin: &crate::pins::Pin) -> Result<(String, String)> {
     match &pin.source {
         crate::pins::PinSource::Tarball {
             sha256: Some(s),

@@ -329,6 +329,7 @@ fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<BuildOutput> {
     // the bottle step below packs this very build instead of building again.
     let bottle = builds.src.version.as_deref().and_then(|v| {
         let pin = crate::bottle::pinned(root, v).ok()?;
+        crate::bottle::source_of(&pin).ok()?;
         let layout = crate::bottle::Layout::new(
             crate::bottle::FORMULA,
             v,
@@ -379,7 +380,7 @@ fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<BuildOutput> {
         }
         None => report.skip(
             "bottle --target aarch64-apple-darwin",
-            "a bottle is made of a pinned release only (not --source)",
+            "a bottle is made of a pinned release tarball only (not --source, not a snapshot)",
         ),
     }
     macho

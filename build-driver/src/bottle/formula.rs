@@ -127,9 +127,12 @@ class {class} < Formula
       This Mac joins an existing Slurm cluster as a compute node (auth/slurm).
       1. Copy the controller's key (it must be the same key) and protect it:
            sudo install -m 0600 -o root -g wheel slurm.key #{{etc}}/slurm/slurm.key
-      2. Either put the cluster's slurm.conf into #{{etc}}/slurm/, or run configless:
-           sudo cargo xtask service install --conf-server <controller>[:6817]
-         (slurmd --conf-server; the controller needs SlurmctldParameters=enable_configless).
+      2. Either put the cluster's slurm.conf into #{{etc}}/slurm/, or run configless
+         (the controller needs SlurmctldParameters=enable_configless): with no slurm.conf
+         slurmd asks the controller a DNS SRV record _slurmctld._tcp names; to name it
+         yourself (slurmd --conf-server), from a checkout of slurm-on-mac instead of
+         brew services:
+           sudo cargo xtask service install --prefix #{{opt_prefix}} --conf-server <controller>
       3. Client commands read #{{etc}}/slurm/slurm.conf, or the file SLURM_CONF names.
       Start slurmd as a LaunchDaemon:
            sudo brew services start {formula}

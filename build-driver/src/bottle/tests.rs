@@ -296,4 +296,9 @@ fn layout__apple_targets_only_and_intel_uses_usr_local() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("24.11.99") && e.contains("24.11.5"), "{e}");
+    // A snapshot has no release tarball to pin in a formula: refused before any build.
+    let snap = pinned(&crate::project_root(), "26.11-snapshot").unwrap();
+    let e = source_of(&snap).unwrap_err().to_string();
+    assert!(e.contains("26.11-snapshot") && e.contains("24.11.5"), "{e}");
+    assert!(source_of(&pin()).is_ok());
 }
