@@ -22,6 +22,7 @@ APT_PACKAGES=(
   cmake xz-utils bzip2 perl              # cargo xtask deps: json-c/jansson/libjwt (CMake), hwloc/OpenSSL, .tar.xz/.tar.bz2
   libmariadb-dev libmariadb-dev-compat   # accounting_storage/mysql (slurmdbd)
   mariadb-server                         # the live cluster's private MariaDB (never the system service)
+  ruby                                   # `ruby -c` of the generated Homebrew formulae (bottle tests)
 )
 
 sudo_() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

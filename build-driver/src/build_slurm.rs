@@ -85,7 +85,7 @@ pub struct BuildOutput {
 impl BuildOutput {
     fn of(plan: &Plan, rebuilt: bool) -> BuildOutput {
         BuildOutput {
-            prefix: plan.dirs.prefix.clone(),
+            prefix: plan.dirs.staged(),
             build_dir: plan.dirs.build.clone(),
             src_dir: plan.dirs.src.clone(),
             version: plan.source.version.clone(),
@@ -117,7 +117,7 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
     let inputs = plan.inputs(root)?;
     let dirs = &plan.dirs;
     if stamp::read(&dirs.stamp()).as_deref() == Some(inputs.hash().as_str())
-        && dirs.prefix.is_dir()
+        && dirs.staged().is_dir()
         && dirs.build.is_dir()
     {
         eprintln!(
@@ -126,7 +126,7 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
         );
         // A build staged before the manifest existed gets one; its inputs are the plan's.
         let manifest = plan.manifest();
-        if Manifest::read(&dirs.prefix).ok().as_ref() != Some(&manifest) {
+        if Manifest::read(&dirs.staged()).ok().as_ref() != Some(&manifest) {
             manifest.write()?;
         }
         return Ok(BuildOutput::of(&plan, false));
@@ -134,7 +134,7 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
     // From here on, an interrupted build must not leave a stamp behind.
     std::fs::create_dir_all(&dirs.base).map_err(|e| Error::io(&dirs.base, e))?;
     stamp::remove(&dirs.stamp())?;
-    crate::util::fs::remove_optional(&Manifest::path_for(&dirs.prefix))?;
+    crate::util::fs::remove_optional(&Manifest::path_for(&dirs.staged()))?;
     run::all(sh, &plan)?;
     verify(sh, &plan)?;
     record(&plan, &inputs)?;
@@ -144,7 +144,7 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
 /// Checks the install: a macOS target's Mach-O files; the darwin personality's `config.h`
 /// answers and its shim link.
 fn verify(sh: &Shell, plan: &Plan) -> Result<()> {
-    let prefix = &plan.dirs.prefix;
+    let prefix = &plan.dirs.staged();
     if plan.target.os == Os::Apple {
         let report = crate::cross::macho::check_prefix(
             prefix,

@@ -20,6 +20,9 @@
 //! 4. Darwin cross-build: `cargo xtask deps --target aarch64-apple-darwin` (json-c, libjwt,
 //!    hwloc), then 24.11 (the pinned version) built for aarch64-apple-darwin with zig and those
 //!    libraries, the installed programs, libslurmfull and plugins checked to be arm64 Mach-O.
+//!    The build is the bottle's keg (`--prefix /opt/homebrew/Cellar/slurm-wlm/<v>`, staged
+//!    with DESTDIR), then packed as the Homebrew bottle (`cargo xtask bottle`'s packaging:
+//!    names fixed and re-signed, every signature verified, no build-machine path).
 //! 5. Plugin-linkage audit (`cargo xtask audit`) of the Mach-O, the native and the darwin install, each
 //!    compared exactly with `ci/expectations/audit-<line>-<lane>.toml` (new and fixed
 //!    findings both fail).
@@ -113,6 +116,9 @@ impl Builds<'_> {
             no_patches,
             target: None,
             prefix: None,
+            destdir: None,
+            sysconfdir: None,
+            localstatedir: None,
             jobs: None,
             deps_prefix: None,
         }
@@ -311,6 +317,7 @@ fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<BuildOutput> {
                 target: "aarch64-apple-darwin".to_string(),
                 jobs: None,
                 debian_mirror: None,
+                build_all: true,
             },
         )
         .map(|d| {
@@ -318,18 +325,65 @@ fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<BuildOutput> {
             (d, text)
         })
     });
-    report.step_after(
+    // A pinned release is built as the bottle's keg (Cellar prefix, staged with DESTDIR), so
+    // the bottle step below packs this very build instead of building again.
+    let bottle = builds.src.version.as_deref().and_then(|v| {
+        let pin = crate::bottle::pinned(root, v).ok()?;
+        crate::bottle::source_of(&pin).ok()?;
+        let layout = crate::bottle::Layout::new(
+            crate::bottle::FORMULA,
+            v,
+            &pin.line,
+            "aarch64-apple-darwin",
+        )
+        .ok()?;
+        Some((pin, layout))
+    });
+    let macho = report.step_after(
         "build-slurm --target aarch64-apple-darwin (zig, deps, Mach-O check)",
         &deps,
         |d| {
-            let args = BuildArgs {
-                target: Some("aarch64-apple-darwin".to_string()),
-                deps_prefix: Some(d.dir.clone()),
-                ..builds.args(Personality::Native, false)
+            let args = match &bottle {
+                Some((_, layout)) => crate::bottle::build_args(root, layout, &d.dir, None),
+                None => BuildArgs {
+                    target: Some("aarch64-apple-darwin".to_string()),
+                    deps_prefix: Some(d.dir.clone()),
+                    ..builds.args(Personality::Native, false)
+                },
             };
             builds.build(&args)
         },
-    )
+    );
+    match &bottle {
+        Some((pin, layout)) => {
+            report.step_after(
+                "bottle --target aarch64-apple-darwin (keg, signatures, scan)",
+                &macho,
+                |b| {
+                    let out = crate::build_slurm::link::cargo_target_dir(
+                        root,
+                        std::env::var("CARGO_TARGET_DIR").ok(),
+                    )
+                    .join("bottle");
+                    let made = crate::bottle::package(root, layout, pin, &b.prefix, &out)?;
+                    let size = std::fs::metadata(&made.bottle)
+                        .map(|m| m.len())
+                        .unwrap_or(0);
+                    println!("{}", made.report.summary());
+                    Ok(format!(
+                        "{} ({size} bytes, {} Mach-O verified)",
+                        made.bottle.display(),
+                        made.report.macho_files
+                    ))
+                },
+            );
+        }
+        None => report.skip(
+            "bottle --target aarch64-apple-darwin",
+            "a bottle is made of a pinned release tarball only (not --source, not a snapshot)",
+        ),
+    }
+    macho
 }
 
 /// `cargo xtask audit` on an install, compared exactly with

@@ -41,6 +41,17 @@ pub enum Command {
     /// machine from a built slurmd (`slurmd -v -C`); on Linux, of the darwin personality's
     /// modelled Mac, marked as such.
     GresConf(GresConfArgs),
+    /// A Homebrew bottle of Slurm for a macOS target, built here (with its .bottle.json, the
+    /// formula slurm-wlm.rb and the LaunchDaemon plist), checked: signatures, install names,
+    /// no build-machine path.
+    Bottle(BottleArgs),
+    /// slurmd (or sackd) as a macOS LaunchDaemon: print the plist, install, uninstall, status.
+    Service(ServiceArgs),
+    /// Install a staged build into its prefix (staged, then renamed; a manifest), with the
+    /// cluster's slurm.key.
+    Install(InstallArgs),
+    /// Remove what `install` installed (by its manifest); slurm.conf and slurm.key stay.
+    Uninstall(UninstallArgs),
 }
 
 #[derive(Debug, Args)]
@@ -54,6 +65,99 @@ pub struct GresConfArgs {
     /// default Mac (no GPU).
     #[arg(long, value_name = "FILE")]
     pub hardware: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct BottleArgs {
+    /// A pinned Slurm version (slurm-src/pins.toml), e.g. 24.11.5.
+    #[arg(long)]
+    pub version: String,
+    /// aarch64-apple-darwin (tag arm64_sonoma, /opt/homebrew) or x86_64-apple-darwin
+    /// (tag sonoma, /usr/local).
+    #[arg(long)]
+    pub target: String,
+    /// Where the bottle, its .bottle.json and the formula go (default: target/bottle/).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Parallel make jobs for the Slurm build (default: the number of CPUs).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Where apt is absent (macOS): a Debian mirror's base URL for the pinned third-party
+    /// tarballs (as `cargo xtask deps --debian-mirror`).
+    #[arg(long, value_name = "URL")]
+    pub debian_mirror: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceArgs {
+    #[command(subcommand)]
+    pub action: ServiceAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServiceAction {
+    /// Write the plist to /Library/LaunchDaemons and load it (launchctl bootstrap system).
+    Install(ServiceOptions),
+    /// Unload it (launchctl bootout, waiting until the label is gone) and remove the plist.
+    Uninstall(ServiceOptions),
+    /// What launchd says about the label.
+    Status(ServiceOptions),
+    /// Print the plist (any OS).
+    Print(ServiceOptions),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ServiceOptions {
+    /// Which daemon.
+    #[arg(long, value_enum, default_value = "slurmd")]
+    pub daemon: crate::service::plist::Daemon,
+    /// The prefix holding sbin/slurmd.
+    #[arg(long, default_value = "/opt/homebrew/opt/slurm-wlm")]
+    pub prefix: PathBuf,
+    /// Where the daemon's stdout and stderr go.
+    #[arg(long, default_value = "/opt/homebrew/var/log/slurm")]
+    pub log_dir: PathBuf,
+    /// Configless: slurmd --conf-server HOST[:PORT] (the controller).
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub conf_server: Option<String>,
+    /// Run the daemon under `caffeinate -s`: no system sleep while it runs (AC power only).
+    #[arg(long)]
+    pub caffeinate: bool,
+    /// The directory of system daemon plists.
+    #[arg(long, default_value = crate::service::LAUNCH_DAEMONS)]
+    pub launchd_dir: PathBuf,
+    /// The launchctl program (default /bin/launchctl).
+    #[arg(long)]
+    pub launchctl: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// The prefix the build was configured for (build-slurm --prefix).
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// Install below this root instead of / (a package root, a test).
+    #[arg(long, value_name = "DIR")]
+    pub destdir: Option<PathBuf>,
+    /// The staged build to install: `build-slurm --prefix P --destdir D` stages it in D/P
+    /// (its staging manifest must say it was configured for --prefix). Default:
+    /// target/stage/P, where `build-slurm --prefix P --destdir target/stage` puts it.
+    #[arg(long, value_name = "DIR")]
+    pub from: Option<PathBuf>,
+    /// The cluster's slurm.key (it must be the controller's), copied to <sysconfdir>/slurm.key
+    /// with mode 0600, owned by root.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    /// The prefix `install` installed into.
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// The root `install` was given.
+    #[arg(long, value_name = "DIR")]
+    pub destdir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -79,6 +183,10 @@ pub struct DepsArgs {
     /// then downloaded from its pool/ with curl (and sha256-checked like any download).
     #[arg(long, value_name = "URL")]
     pub debian_mirror: Option<String>,
+    /// macOS: build json-c and hwloc too, even where Homebrew has them (a self-contained
+    /// prefix, as a bottle or the formula's source build needs).
+    #[arg(long)]
+    pub build_all: bool,
 }
 
 #[derive(Debug, Args)]
@@ -131,9 +239,20 @@ pub struct BuildArgs {
     /// Rust target triple to build for (default: this machine).
     #[arg(long)]
     pub target: Option<String>,
-    /// Installation prefix (default: a staging directory under target/).
+    /// Installation prefix (default: a staging directory under target/). With --destdir it
+    /// is the prefix the programs are configured for, not where the files go.
     #[arg(long)]
     pub prefix: Option<PathBuf>,
+    /// Stage the install below this directory (`make install DESTDIR=...`): the files of
+    /// --prefix P land in DIR/P (a Homebrew Cellar path built on another machine).
+    #[arg(long, value_name = "DIR")]
+    pub destdir: Option<PathBuf>,
+    /// configure's --sysconfdir (where slurm.conf is read; default PREFIX/etc).
+    #[arg(long, value_name = "DIR")]
+    pub sysconfdir: Option<PathBuf>,
+    /// configure's --localstatedir (default PREFIX/var).
+    #[arg(long, value_name = "DIR")]
+    pub localstatedir: Option<PathBuf>,
     /// Parallel make jobs (default: the number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,

@@ -317,7 +317,10 @@ fn cbindgen_declarations(shim_dir: &Path) -> Result<String> {
     // Emulation rows exist on Linux only and are reached through `#pragma redefine_extname`
     // on glibc's own prototypes: the `__APPLE__` part declares none of them.
     let emulated = ENTRIES.iter().filter(|e| e.map == Map::Emulate);
-    config.export.exclude.extend(emulated.map(|e| e.symbol.to_string()));
+    config
+        .export
+        .exclude
+        .extend(emulated.map(|e| e.symbol.to_string()));
     let bindings = cbindgen::Builder::new()
         .with_config(config)
         .with_crate(shim_dir)

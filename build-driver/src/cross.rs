@@ -97,12 +97,19 @@ pub const APPLE_SWITCHES: &[&str] = &[
 
 /// `--with-json/jwt/hwloc=DIR` for a prefix the deps step built, or `--without-*` when
 /// there is none (auth/slurm, cred/slurm and serializer/json are then not built).
+///
+/// With a prefix also `--without-rpath`: Slurm's `auxdir/slurm.m4` (`ac_with_rpath`, default
+/// yes) would put `-Wl,-rpath -Wl,<prefix>/lib` into `JWT_LDFLAGS` and `HWLOC_LDFLAGS` (and
+/// 26.11's `JSON_LDFLAGS`). The libraries are static archives, so nothing is ever loaded
+/// from there: the rpath would only be an `LC_RPATH` naming the build machine's directory in
+/// every program and plugin (a bottle must name none).
 pub fn dep_switches(deps_prefix: Option<&Path>) -> Vec<String> {
     const DEPS: &[&str] = &["json", "jwt", "hwloc"];
     match deps_prefix {
         Some(p) => DEPS
             .iter()
             .map(|d| format!("--with-{d}={}", p.display()))
+            .chain(std::iter::once("--without-rpath".to_string()))
             .collect(),
         None => DEPS.iter().map(|d| format!("--without-{d}")).collect(),
     }
@@ -163,7 +170,12 @@ mod tests {
         );
         assert_eq!(
             dep_switches(Some(Path::new("/d"))),
-            vec!["--with-json=/d", "--with-jwt=/d", "--with-hwloc=/d"]
+            vec![
+                "--with-json=/d",
+                "--with-jwt=/d",
+                "--with-hwloc=/d",
+                "--without-rpath"
+            ]
         );
     }
 

@@ -131,6 +131,7 @@ pub fn run(sh: &Shell, root: &Path, args: DepsArgs) -> Result<DepsPrefix> {
         &tools,
         jobs.max(1),
         args.debian_mirror.as_deref(),
+        args.build_all,
     )?;
     println!("deps: prefix {}", p.dir.display());
     println!("deps: Slurm configure: {}", p.configure_args().join(" "));
@@ -212,10 +213,12 @@ pub fn ensure(
     tools: &CrossTools,
     jobs: usize,
 ) -> Result<DepsPrefix> {
-    ensure_with(sh, root, target, tools, jobs, None)
+    ensure_with(sh, root, target, tools, jobs, None, false)
 }
 
-/// [`ensure`], with a Debian mirror for machines without apt (see `--debian-mirror`).
+/// [`ensure`], with a Debian mirror for machines without apt (see `--debian-mirror`), and
+/// `build_all`: build json-c and hwloc too where Homebrew has them (a self-contained prefix,
+/// as a bottle needs: no Homebrew formula at run time).
 pub fn ensure_with(
     sh: &Shell,
     root: &Path,
@@ -223,6 +226,7 @@ pub fn ensure_with(
     tools: &CrossTools,
     jobs: usize,
     debian_mirror: Option<&str>,
+    build_all: bool,
 ) -> Result<DepsPrefix> {
     let pins = DepPins::load(root)?;
     let base = base_dir(root, target);
@@ -234,7 +238,7 @@ pub fn ensure_with(
         remove_stale_staging(&dir);
     }
     let start = Instant::now();
-    let system = if cfg!(target_os = "macos") {
+    let system = if cfg!(target_os = "macos") && !build_all {
         homebrew(sh, HOMEBREW_LIBS)
     } else {
         Vec::new()

@@ -129,10 +129,12 @@ pub fn scan(root: &Path) -> Result<Report> {
     for path in &scope.files {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         let text = String::from_utf8_lossy(&bytes);
-        let src = source::parse(&text).map_err(|detail| Error::Lint(format!(
-            "{}: cannot follow its preprocessor conditionals: {detail} (is it a C source?)",
-            path.display()
-        )))?;
+        let src = source::parse(&text).map_err(|detail| {
+            Error::Lint(format!(
+                "{}: cannot follow its preprocessor conditionals: {detail} (is it a C source?)",
+                path.display()
+            ))
+        })?;
         let rel = path
             .strip_prefix(root)
             .unwrap_or(path)
@@ -223,7 +225,9 @@ pub fn check(source: &Path, expect: Option<&Path>) -> Result<String> {
                     ));
                 }
                 for s in &diff.stale {
-                    msg.push_str(&format!("  accepted but no longer found (remove it): {s}\n"));
+                    msg.push_str(&format!(
+                        "  accepted but no longer found (remove it): {s}\n"
+                    ));
                 }
                 Err(Error::Lint(format!(
                     "findings differ from {}:\n{msg}fix the code (a patch in patches/<line>/) or, for a real exception, accept it there with a reason",

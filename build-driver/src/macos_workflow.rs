@@ -1,8 +1,9 @@
 //! Checks of `ci/macos-arm64.yml` (lane 5, "Real macOS"), which no machine of this project
-//! can run: the YAML parses, it targets an arm64 macOS runner, its steps only run
-//! `ci/setup-macos.sh` and `cargo xtask ...`, every `cargo xtask` command line parses with this
-//! driver's command line, and the Slurm job runs fetch, deps, build-slurm, audit and the
-//! cluster test in that order.
+//! can run: the YAML parses, it targets an arm64 macOS runner (but for the one Linux job that
+//! builds the bottle, [`LINUX_JOBS`]), its steps only run the machine setup scripts and
+//! `cargo xtask ...` (and, in [`BREW_JOBS`], `brew` on the bottle), every `cargo xtask` command
+//! line parses with this driver's command line, and the Slurm job runs fetch, deps,
+//! build-slurm, audit and the cluster test in that order.
 
 #![allow(non_snake_case)]
 
@@ -16,6 +17,27 @@ const WORKFLOW: &str = "ci/macos-arm64.yml";
 /// command containing one of them may fail to parse (printed), and once it parses the entry
 /// must be removed (the test fails until then).
 const PENDING: &[(&str, &str)] = &[];
+
+/// Jobs that run on Linux: the bottle is built there, as `cargo xtask ci` builds it.
+const LINUX_JOBS: &[&str] = &["bottle-linux"];
+/// Jobs whose steps may also run `brew` (install, link check, test and services of the bottle).
+const BREW_JOBS: &[&str] = &["bottle-macos"];
+/// The `brew` commands those jobs may run.
+const BREW_COMMANDS: &[&str] = &["install", "linkage", "test", "services"];
+
+/// Whether `line` is an allowed `brew` step (optionally under sudo).
+fn brew_step(line: &str) -> bool {
+    let w = words(line);
+    let rest = if w.first().is_some_and(|x| x == "sudo") {
+        &w[1..]
+    } else {
+        &w[..]
+    };
+    rest.first().is_some_and(|x| x == "brew")
+        && rest
+            .get(1)
+            .is_some_and(|c| BREW_COMMANDS.contains(&c.as_str()))
+}
 
 fn load() -> (String, Yaml) {
     let path = crate::project_root().join(WORKFLOW);
@@ -60,7 +82,7 @@ fn words(line: &str) -> Vec<String> {
 /// `None` for the machine setup script. Anything else fails.
 fn xtask_args(line: &str) -> Option<Vec<String>> {
     let w = words(line);
-    if w == ["bash", "ci/setup-macos.sh"] {
+    if w == ["bash", "ci/setup-macos.sh"] || w == ["bash", "ci/setup-debian.sh"] {
         return None;
     }
     let mut rest: &[String] = &w;
@@ -99,6 +121,18 @@ fn workflow__arm64_macos_runner_and_header_says_not_run() {
     assert!(!jobs.is_empty());
     for (name, job) in jobs {
         let runner = job["runs-on"].as_str().unwrap_or_default();
+        if name.as_str().is_some_and(|n| LINUX_JOBS.contains(&n)) {
+            assert!(
+                runner.starts_with("ubuntu-"),
+                "job {name:?}: runs-on {runner:?}"
+            );
+            assert_eq!(
+                job["container"].as_str(),
+                Some("debian:12"),
+                "job {name:?}: Debian 12, as ci/setup-debian.sh expects"
+            );
+            continue;
+        }
         // GitHub's arm64 macOS images: macos-14, macos-15, macos-latest (macos-13 is Intel).
         let ok = runner == "macos-latest"
             || runner
@@ -118,8 +152,12 @@ fn workflow__arm64_macos_runner_and_header_says_not_run() {
 fn workflow__every_step_is_cargo_xtask_and_parses() {
     let (_, doc) = load();
     let mut pending_seen = Vec::new();
-    for (_, job) in doc["jobs"].as_hash().unwrap() {
+    for (name, job) in doc["jobs"].as_hash().unwrap() {
+        let brew_job = name.as_str().is_some_and(|n| BREW_JOBS.contains(&n));
         for line in steps(job) {
+            if brew_job && brew_step(&line) {
+                continue;
+            }
             let Some(args) = xtask_args(&line) else {
                 continue;
             };
@@ -198,4 +236,43 @@ fn words__quotes_and_spaces() {
 #[should_panic(expected = "not a `cargo xtask` command")]
 fn xtask_args__rejects_other_commands() {
     xtask_args("brew install hwloc");
+}
+
+#[test]
+fn workflow__bottle_jobs_build_on_linux_then_brew_install_test_and_serve_it() {
+    let (_, doc) = load();
+    let linux = steps(&doc["jobs"]["bottle-linux"]);
+    assert!(
+        linux.iter().any(
+            |l| l.contains("cargo xtask bottle") && l.contains("--target aarch64-apple-darwin")
+        )
+    );
+    let mac = steps(&doc["jobs"]["bottle-macos"]);
+    assert_eq!(
+        doc["jobs"]["bottle-macos"]["needs"].as_str(),
+        Some("bottle-linux")
+    );
+    let layout = crate::bottle::Layout::new(
+        crate::bottle::FORMULA,
+        "24.11.5",
+        "24.11",
+        "aarch64-apple-darwin",
+    )
+    .unwrap();
+    let install = mac.iter().find(|l| l.starts_with("brew install")).unwrap();
+    assert!(install.ends_with(&layout.bottle_name()), "{install}");
+    for want in [
+        "brew test slurm-wlm",
+        "sudo brew services start slurm-wlm",
+        "service status",
+        "cluster test --prefix /opt/homebrew/opt/slurm-wlm",
+    ] {
+        assert!(
+            mac.iter().any(|l| l.contains(want)),
+            "bottle-macos lacks {want}"
+        );
+    }
+    assert!(
+        !brew_step("brew uninstall slurm-wlm") && brew_step("sudo brew services stop slurm-wlm")
+    );
 }

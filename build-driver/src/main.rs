@@ -2,6 +2,7 @@
 //! to the project root and dispatches.
 
 mod audit;
+mod bottle;
 mod build_slurm;
 mod check;
 mod ci;
@@ -14,6 +15,7 @@ mod error;
 mod expectations;
 mod fetch;
 mod gres_conf;
+mod install;
 mod lint;
 mod macho;
 #[cfg(test)]
@@ -21,6 +23,7 @@ mod macos_workflow;
 mod patches;
 mod personality;
 mod pins;
+mod service;
 mod staging;
 mod targets;
 #[cfg(test)]
@@ -58,6 +61,10 @@ fn run(cli: cli::Cli) -> Result<()> {
         cli::Command::Deps(args) => deps::run(&sh, &root, args).map(|_| ()),
         cli::Command::Lint(args) => lint::run(&sh, &root, args),
         cli::Command::GresConf(args) => gres_conf::run(args),
+        cli::Command::Bottle(args) => bottle::run(&sh, &root, args).map(|_| ()),
+        cli::Command::Service(args) => service::run(&sh, &root, args),
+        cli::Command::Install(args) => install::run(&sh, &root, args),
+        cli::Command::Uninstall(args) => install::uninstall(&args),
     }
 }
 

@@ -21,8 +21,19 @@ pub struct Manifest {
     pub target: String,
     /// Whether at least one patch was applied.
     pub patched: bool,
-    /// The install prefix (absolute).
+    /// Where the installed files are (absolute): the install prefix, or `<destdir>/<prefix>`
+    /// for a build staged with `--destdir`.
     pub prefix: PathBuf,
+    /// Set for a build staged with `--destdir`: the prefix the programs were configured for
+    /// (e.g. `/opt/homebrew/Cellar/slurm-wlm/24.11.5`), which is not where the files are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configured_prefix: Option<PathBuf>,
+    /// configure's `--sysconfdir`, when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sysconfdir: Option<PathBuf>,
+    /// configure's `--localstatedir`, when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub localstatedir: Option<PathBuf>,
     /// The configured copy of the source (patched, regenerated).
     pub source: PathBuf,
     /// The build directory, kept after the install so `make check` can run in it.
@@ -104,6 +115,9 @@ mod tests {
             target: "x86_64-unknown-linux-gnu".into(),
             patched: true,
             prefix: prefix.to_path_buf(),
+            configured_prefix: None,
+            sysconfdir: None,
+            localstatedir: None,
             source: prefix.with_file_name("src"),
             build_dir: prefix.with_file_name("build"),
             make_vars: vec!["V=0".into(), "LIB_LDFLAGS=-Wl,/a b/x.o".into()],

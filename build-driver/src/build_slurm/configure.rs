@@ -212,6 +212,9 @@ pub struct ConfigureSpec<'a> {
     /// Whether target and host differ (the plan decides it once).
     pub cross: bool,
     pub prefix: PathBuf,
+    /// `--sysconfdir`/`--localstatedir` when chosen (a Homebrew bottle's `/opt/homebrew/etc/slurm`).
+    pub sysconfdir: Option<PathBuf>,
+    pub localstatedir: Option<PathBuf>,
     pub compiler: Compiler,
     /// The force-included shim header (used when [`uses_shim`] is true).
     pub header: PathBuf,
@@ -330,6 +333,12 @@ fn apple_configure_cppflags(spec: &ConfigureSpec) -> Option<String> {
 /// every [`DARWIN_CACHE_VARS`] as `var=no`.
 pub fn configure_args(spec: &ConfigureSpec) -> Vec<String> {
     let mut args = vec![format!("--prefix={}", spec.prefix.display())];
+    if let Some(d) = &spec.sysconfdir {
+        args.push(format!("--sysconfdir={}", d.display()));
+    }
+    if let Some(d) = &spec.localstatedir {
+        args.push(format!("--localstatedir={}", d.display()));
+    }
     if spec.cross {
         args.push(format!("--build={}", spec.host.autoconf_host));
         args.push(format!("--host={}", spec.target.autoconf_host));
@@ -477,6 +486,8 @@ mod tests {
             host,
             cross: target.rust != host.rust,
             prefix: PathBuf::from(prefix),
+            sysconfdir: None,
+            localstatedir: None,
             compiler: Compiler {
                 cc: "gcc".into(),
                 from_env: None,

@@ -51,6 +51,13 @@ pub fn cargo_target_dir(root: &Path, env: Option<String>) -> PathBuf {
     }
 }
 
+/// The build machine's directories for this project ([`crate::util::host_paths`]), with
+/// this run's cargo target directory.
+pub fn host_dirs(root: &Path) -> Vec<crate::util::host_paths::PathMap> {
+    let target = cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok());
+    crate::util::host_paths::build_machine_dirs(root, &target)
+}
+
 /// `cargo rustc -p slurm-shim --release --target <triple> --crate-type staticlib -- --print
 /// native-static-libs`: builds the archive and reports std's native libraries in one step
 /// (cargo replays the note when the crate is fresh).
@@ -71,6 +78,14 @@ pub fn build_shim(
         if let Some(min) = macos_min {
             // The same minimum macOS as the C code (zig's -target, Apple's -mmacosx-version-min).
             c = c.env("MACOSX_DEPLOYMENT_TARGET", min);
+            // A shipped (macOS) shim names no directory of this machine in its panic
+            // locations: the user's RUSTFLAGS, then the remaps.
+            let mut flags: Vec<String> = std::env::var("RUSTFLAGS")
+                .ok()
+                .map(|f| f.split_whitespace().map(String::from).collect())
+                .unwrap_or_default();
+            flags.extend(crate::util::host_paths::rust_flags(&host_dirs(root)));
+            c = c.env("RUSTFLAGS", flags.join(" "));
         }
         c.quiet().ignore_status().output()?
     };

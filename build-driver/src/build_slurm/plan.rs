@@ -29,13 +29,16 @@ pub struct Dirs {
     pub src: PathBuf,
     /// The out-of-tree build directory (kept after install).
     pub build: PathBuf,
-    /// The install prefix (`--prefix`, else `<base>/prefix`).
+    /// The install prefix the programs are configured for (`--prefix`, else `<base>/prefix`).
     pub prefix: PathBuf,
+    /// `--destdir`: `make install DESTDIR=<destdir>`, the files of `prefix` land in
+    /// `<destdir>/<prefix>` ([`Dirs::staged`]).
+    pub destdir: Option<PathBuf>,
 }
 
 impl Dirs {
     /// The directories below `base`; the prefix is `prefix` (made absolute) when given.
-    fn new(base: PathBuf, prefix: Option<&Path>) -> Result<Dirs> {
+    fn new(base: PathBuf, prefix: Option<&Path>, destdir: Option<&Path>) -> Result<Dirs> {
         Ok(Dirs {
             src: base.join("src"),
             build: base.join("build"),
@@ -43,8 +46,14 @@ impl Dirs {
                 Some(p) => absolute(p)?,
                 None => base.join("prefix"),
             },
+            destdir: destdir.map(absolute).transpose()?,
             base,
         })
+    }
+
+    /// Where the installed files are: `<destdir>/<prefix>` with `--destdir`, else the prefix.
+    pub fn staged(&self) -> PathBuf {
+        staged_path(self.destdir.as_deref(), &self.prefix)
     }
 
     pub fn stamp(&self) -> PathBuf {
@@ -84,6 +93,9 @@ pub struct Plan {
     pub no_patches: bool,
     pub toolchain: Toolchain,
     pub deps_prefix: Option<PathBuf>,
+    /// configure's `--sysconfdir` and `--localstatedir` (`None`: configure's default).
+    pub sysconfdir: Option<PathBuf>,
+    pub localstatedir: Option<PathBuf>,
     pub jobs: usize,
     /// The force-included shim header.
     pub header: PathBuf,
@@ -91,6 +103,14 @@ pub struct Plan {
     /// The make variables of every make in the build directory; the shim's `LIB_LDFLAGS`
     /// is added by [`Plan::link_shim`].
     pub make_vars: Vec<String>,
+}
+
+/// `<destdir>/<prefix>` (the prefix's leading `/` dropped), or `prefix` without a destdir.
+pub fn staged_path(destdir: Option<&Path>, prefix: &Path) -> PathBuf {
+    match destdir {
+        Some(d) => d.join(prefix.strip_prefix("/").unwrap_or(prefix)),
+        None => prefix.to_path_buf(),
+    }
 }
 
 fn absolute(p: &Path) -> Result<PathBuf> {
@@ -148,7 +168,14 @@ impl Plan {
                 target,
                 cross,
             ));
-        let dirs = Dirs::new(base, args.prefix.as_deref())?;
+        if args.destdir.is_some() && args.prefix.is_none() {
+            return Err(Error::Usage(
+                "--destdir needs --prefix: the prefix the programs are configured for \
+                 (e.g. --prefix /opt/homebrew/Cellar/slurm-wlm/24.11.5)"
+                    .into(),
+            ));
+        }
+        let dirs = Dirs::new(base, args.prefix.as_deref(), args.destdir.as_deref())?;
         let series = if args.no_patches {
             Vec::new()
         } else {
@@ -169,6 +196,8 @@ impl Plan {
             no_patches: args.no_patches,
             toolchain,
             deps_prefix,
+            sysconfdir: args.sysconfdir.as_deref().map(absolute).transpose()?,
+            localstatedir: args.localstatedir.as_deref().map(absolute).transpose()?,
             jobs: args
                 .jobs
                 .unwrap_or_else(crate::util::process::default_jobs)
@@ -201,6 +230,8 @@ impl Plan {
             host: self.host,
             cross: self.cross,
             prefix: self.dirs.prefix.clone(),
+            sysconfdir: self.sysconfdir.clone(),
+            localstatedir: self.localstatedir.clone(),
             compiler: self.toolchain.compiler.clone(),
             header: self.header.clone(),
             user_cppflags: env_var("CPPFLAGS"),
@@ -267,6 +298,9 @@ impl Plan {
         }
         if let Some(z) = &self.toolchain.zig {
             inputs.add("zig", &z.version);
+            // The wrapper's own text (its flags: the path maps, -g0, -Wl,-S) is an input too.
+            let wrapper = std::fs::read_to_string(&z.cc).map_err(|e| Error::io(&z.cc, e))?;
+            inputs.add("cc wrapper", wrapper);
             inputs.add(
                 "cross-sdk",
                 stamp::contents_digest(root, &[cross::zig::sdk_dir(root)])?,
@@ -292,6 +326,9 @@ impl Plan {
                 .join("\u{1f}"),
         );
         inputs.add("make", self.make_vars.join("\u{1f}"));
+        if let Some(d) = &self.dirs.destdir {
+            inputs.add("destdir", d.display().to_string());
+        }
         if self.personality == Personality::Darwin {
             // The config.h rewrite is part of what the build is (a changed answer rebuilds).
             inputs.add("config.h answers", format!("{:?}", configure::CONFIG_H_ANSWERS));
@@ -307,7 +344,14 @@ impl Plan {
             personality: self.personality,
             target: self.target.rust.to_string(),
             patched: !self.series.is_empty(),
-            prefix: self.dirs.prefix.clone(),
+            prefix: self.dirs.staged(),
+            configured_prefix: self
+                .dirs
+                .destdir
+                .is_some()
+                .then(|| self.dirs.prefix.clone()),
+            sysconfdir: self.sysconfdir.clone(),
+            localstatedir: self.localstatedir.clone(),
             source: self.dirs.src.clone(),
             build_dir: self.dirs.build.clone(),
             make_vars: self.make_vars.clone(),

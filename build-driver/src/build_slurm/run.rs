@@ -116,8 +116,17 @@ fn make(sh: &Shell, plan: &Plan) -> Result<()> {
 
 fn install(sh: &Shell, plan: &Plan) -> Result<()> {
     let t = Instant::now();
+    let mut command = make_command(sh, plan, Some("install"));
+    if let Some(d) = &plan.dirs.destdir {
+        // A fresh staging tree: files of an earlier install must not survive into this one.
+        let staged = plan.dirs.staged();
+        if staged.exists() {
+            std::fs::remove_dir_all(&staged).map_err(|e| Error::io(&staged, e))?;
+        }
+        command.arg(format!("DESTDIR={}", d.display()));
+    }
     run_logged(
-        make_command(sh, plan, Some("install")),
+        command,
         "make install",
         &plan.dirs.log("install"),
         Progress::Spinner,

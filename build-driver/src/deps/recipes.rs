@@ -93,7 +93,7 @@ impl Job<'_> {
 /// What a build runs, as data (for the stamp: a changed recipe rebuilds).
 pub fn describe(job: &Job<'_>) -> String {
     format!(
-        "recipe v1 {:?} cflags={} deps={:?}",
+        "recipe v2 {:?} cflags={} deps={:?}",
         job.lib.build,
         job.tools.cflags_with(&[]),
         job.deps.iter().map(|(n, _)| n).collect::<Vec<_>>()
@@ -240,7 +240,12 @@ fn openssl(sh: &Shell, job: &Job<'_>) -> Result<()> {
     crate::util::fs::copy_into(&openssl_src::source_dir(), &src, &[])?;
     let _dir = sh.push_dir(&src);
     let config = openssl_config(job.target)?;
-    let prefix = format!("--prefix={}", job.prefix.display());
+    // The files are copied into the prefix by hand below; Configure's prefix only becomes
+    // the ENGINESDIR/MODULESDIR strings compiled into libcrypto (where dynamic engines and
+    // providers would be loaded from). This static libcrypto loads none, so they name
+    // macOS's always-empty, root-owned /var/empty, not a directory of this machine that
+    // would end up in every program linking it (util/host_paths.rs).
+    let prefix = "--prefix=/var/empty".to_string();
     let options = &job.lib.options;
     // Extra compiler flags go on the command line (added to the target's flags; a CFLAGS
     // variable would replace them). `-arch X` is the config target's own.

@@ -207,9 +207,11 @@ impl Parser<'_> {
     fn cmp(&mut self) -> Val {
         let mut v = self.unary();
         loop {
-            let op = ["==", "!=", "<=", ">=", "<", ">", "+", "-", "*", "/", "&", "|"]
-                .into_iter()
-                .find(|op| self.peek(op));
+            let op = [
+                "==", "!=", "<=", ">=", "<", ">", "+", "-", "*", "/", "&", "|",
+            ]
+            .into_iter()
+            .find(|op| self.peek(op));
             let Some(op) = op else { return v };
             self.i += 1;
             let r = self.unary();
@@ -256,7 +258,11 @@ impl Parser<'_> {
         match t.kind {
             Kind::Ident if t.text == "defined" => {
                 let paren = self.eat("(");
-                let name = self.t.get(self.i).map(|t| t.text.clone()).unwrap_or_default();
+                let name = self
+                    .t
+                    .get(self.i)
+                    .map(|t| t.text.clone())
+                    .unwrap_or_default();
                 self.i += 1;
                 if paren && !self.eat(")") {
                     return Val::Unknown;
@@ -315,7 +321,10 @@ mod tests {
         assert_eq!(e("HAVE_FOO"), Mac::Maybe);
         assert_eq!(e("HAVE_FOO && defined(__linux__)"), Mac::No);
         assert_eq!(e("HAVE_FOO || defined(__APPLE__)"), Mac::Yes);
-        assert_eq!(e("SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24,11,0)"), Mac::Maybe);
+        assert_eq!(
+            e("SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24,11,0)"),
+            Mac::Maybe
+        );
     }
 
     #[test]

@@ -30,7 +30,9 @@ fn bounding_call(expr: &[Token]) -> bool {
 /// Whether an expression is the raw soft limit: mentions `rlim_cur` or `_SC_OPEN_MAX` and
 /// calls nothing but `sysconf`.
 fn raw_limit(expr: &[Token]) -> bool {
-    let mentions = expr.iter().any(|t| t.is("rlim_cur") || t.is("_SC_OPEN_MAX"));
+    let mentions = expr
+        .iter()
+        .any(|t| t.is("rlim_cur") || t.is("_SC_OPEN_MAX"));
     mentions && !bounding_call(expr)
 }
 
@@ -72,9 +74,9 @@ pub fn scan(f: &Scanned, out: &mut Vec<Finding>) {
         } else {
             head
         };
-        let bound = cond.iter().find(|x| {
-            x.is("rlim_cur") || x.ident().is_some_and(raw_var)
-        });
+        let bound = cond
+            .iter()
+            .find(|x| x.is("rlim_cur") || x.ident().is_some_and(raw_var));
         let Some(bound) = bound else { continue };
         // `x.rlim_cur` itself: raw unless its last assignment in the file is a bound
         if bound.is("rlim_cur")
@@ -85,7 +87,9 @@ pub fn scan(f: &Scanned, out: &mut Vec<Finding>) {
         let body_end = if t.get(close + 1).is_some_and(|x| x.is("{")) {
             matching(t, close + 1)
         } else {
-            (close + 1..t.len()).find(|&j| t[j].is(";")).unwrap_or(t.len())
+            (close + 1..t.len())
+                .find(|&j| t[j].is(";"))
+                .unwrap_or(t.len())
         };
         let closes = (close + 1..body_end.min(t.len()))
             .any(|j| t[j].is("close") && t.get(j + 1).is_some_and(|x| x.is("(")));

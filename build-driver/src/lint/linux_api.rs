@@ -52,7 +52,9 @@ pub fn scan(f: &Scanned, out: &mut Vec<Finding>) {
                 line: t[k].line,
                 class: Class::LinuxApi,
                 subject: id.to_string(),
-                message: format!("{id}() is Linux-only (not in the macOS SDK, not provided by the shim)"),
+                message: format!(
+                    "{id}() is Linux-only (not in the macOS SDK, not provided by the shim)"
+                ),
             });
         }
     }

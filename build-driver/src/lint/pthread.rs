@@ -80,7 +80,9 @@ pub fn scan(files: &[Scanned], out: &mut Vec<Finding>) {
         }
         let known = match d.place {
             Where::Member | Where::FileScope { is_static: false } => global.contains(&d.name),
-            Where::FileScope { is_static: true } | Where::Local => per_file[d.file].contains(&d.name),
+            Where::FileScope { is_static: true } | Where::Local => {
+                per_file[d.file].contains(&d.name)
+            }
         };
         if known {
             continue;
@@ -108,7 +110,10 @@ fn initialiser_macros(files: &[Scanned]) -> BTreeSet<String> {
     let mut set = BTreeSet::new();
     for f in files {
         for d in &f.src.defines {
-            if d.body.iter().any(|t| t.ident().is_some_and(is_pthread_initialiser)) {
+            if d.body
+                .iter()
+                .any(|t| t.ident().is_some_and(is_pthread_initialiser))
+            {
                 set.insert(d.name.clone());
             }
         }
@@ -121,9 +126,10 @@ fn is_pthread_initialiser(s: &str) -> bool {
 }
 
 fn names_initialiser(tokens: &[Token], macros: &BTreeSet<String>) -> bool {
-    tokens
-        .iter()
-        .any(|t| t.ident().is_some_and(|s| is_pthread_initialiser(s) || macros.contains(s)))
+    tokens.iter().any(|t| {
+        t.ident()
+            .is_some_and(|s| is_pthread_initialiser(s) || macros.contains(s))
+    })
 }
 
 fn is_init_function(s: &str) -> bool {
@@ -237,8 +243,7 @@ fn brace_kind(t: &[Token], k: usize, parent: Option<Brace>) -> Brace {
         return Brace::Init;
     }
     if prev(1).is_some_and(|p| p.is("enum"))
-        || (prev(1).is_some_and(|p| p.kind == Kind::Ident)
-            && prev(2).is_some_and(|p| p.is("enum")))
+        || (prev(1).is_some_and(|p| p.kind == Kind::Ident) && prev(2).is_some_and(|p| p.is("enum")))
     {
         return Brace::Other;
     }

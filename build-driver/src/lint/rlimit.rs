@@ -22,7 +22,10 @@ fn memory_resource(arg: &[Token], defines: &[Define], depth: usize) -> Option<St
             return Some(id.to_string());
         }
         if depth < 3 {
-            for d in defines.iter().filter(|d| d.name == id && d.mac != super::cond::Mac::No) {
+            for d in defines
+                .iter()
+                .filter(|d| d.name == id && d.mac != super::cond::Mac::No)
+            {
                 if let Some(r) = memory_resource(&d.body, defines, depth + 1) {
                     return Some(if depth == 0 { format!("{id} ({r})") } else { r });
                 }
@@ -65,7 +68,9 @@ pub fn scan(f: &Scanned, out: &mut Vec<Finding>) {
         let (from, to) = if t.get(close + 1).is_some_and(|x| x.is("{")) {
             (close + 1, matching(t, close + 1))
         } else {
-            let end = (close + 1..t.len()).find(|&j| t[j].is(";")).unwrap_or(t.len());
+            let end = (close + 1..t.len())
+                .find(|&j| t[j].is(";"))
+                .unwrap_or(t.len());
             (close + 1, end)
         };
         if let Some(fatal) = (from..to.min(t.len())).find(|&j| t[j].is("fatal")) {

@@ -29,9 +29,18 @@ pub const EXCLUDED: &[(&str, &str)] = &[
         "cgroup",
         "Linux cgroup filesystem; loaded only for proctrack/task/jobacct_gather cgroup, which are built only `if WITH_CGROUP` (auxdir/x_ac_cgroup.m4: false on darwin)",
     ),
-    ("proctrack/cgroup", "built only `if WITH_CGROUP` (false on darwin)"),
-    ("task/cgroup", "built only `if WITH_CGROUP` (false on darwin)"),
-    ("jobacct_gather/cgroup", "built only `if WITH_CGROUP` (false on darwin)"),
+    (
+        "proctrack/cgroup",
+        "built only `if WITH_CGROUP` (false on darwin)",
+    ),
+    (
+        "task/cgroup",
+        "built only `if WITH_CGROUP` (false on darwin)",
+    ),
+    (
+        "jobacct_gather/cgroup",
+        "built only `if WITH_CGROUP` (false on darwin)",
+    ),
     (
         "job_container/tmpfs",
         "built only `if LINUX_BUILD` (Linux mount namespaces)",
@@ -84,9 +93,18 @@ pub const EXCLUDED: &[(&str, &str)] = &[
         "gpu/nvidia",
         "NVIDIA GPUs (Linux /proc/driver/nvidia, /dev/nvidia*); Apple silicon has none",
     ),
-    ("gpu/nvml", "NVML (NVIDIA, Linux); built only `if BUILD_NVML`"),
-    ("gpu/rsmi", "ROCm SMI (AMD, Linux); built only `if BUILD_RSMI`"),
-    ("gpu/oneapi", "oneAPI Level Zero (Intel, Linux); built only `if BUILD_ONEAPI`"),
+    (
+        "gpu/nvml",
+        "NVML (NVIDIA, Linux); built only `if BUILD_NVML`",
+    ),
+    (
+        "gpu/rsmi",
+        "ROCm SMI (AMD, Linux); built only `if BUILD_RSMI`",
+    ),
+    (
+        "gpu/oneapi",
+        "oneAPI Level Zero (Intel, Linux); built only `if BUILD_ONEAPI`",
+    ),
     ("gpu/nrt", "AWS Neuron devices under /sys (Linux)"),
     (
         "node_features/knl_generic",
@@ -125,7 +143,10 @@ pub fn line(root: &Path) -> Result<Line> {
     let meta = root.join("META");
     let text = std::fs::read_to_string(&meta).map_err(|e| Error::NotASource {
         path: root.to_path_buf(),
-        detail: format!("cannot read {}: {e} (pass the top of an unpacked Slurm tree)", meta.display()),
+        detail: format!(
+            "cannot read {}: {e} (pass the top of an unpacked Slurm tree)",
+            meta.display()
+        ),
     })?;
     let major = text
         .lines()
@@ -155,9 +176,9 @@ pub fn files(root: &Path) -> Result<Scope> {
     }
     let node = ["slurmd", "slurmstepd", "sackd"];
     for t in TYPES {
-        let on_node = programs(t, line).iter().any(|p| {
-            node.contains(p) || (CLIENTS.contains(p) && !NOT_CLIENT_COMMANDS.contains(p))
-        });
+        let on_node = programs(t, line)
+            .iter()
+            .any(|p| node.contains(p) || (CLIENTS.contains(p) && !NOT_CLIENT_COMMANDS.contains(p)));
         if on_node {
             dirs.push(root.join("src/plugins").join(t.name));
         }

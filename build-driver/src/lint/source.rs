@@ -248,16 +248,19 @@ fn lex(line: &str, line_no: u32, mac: Mac, out: &mut Vec<Token>, in_comment: &mu
             // string prefixes (L"", u8"") stay part of the literal that follows
             push(out, Kind::Ident, b[i..j].iter().collect());
             i = j;
-        } else if c.is_ascii_digit() || (c == '.' && b.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
+        } else if c.is_ascii_digit()
+            || (c == '.' && b.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
         {
-            let j = scan(&b, i, |ch| ch.is_ascii_alphanumeric() || ch == '.' || ch == '_');
+            let j = scan(&b, i, |ch| {
+                ch.is_ascii_alphanumeric() || ch == '.' || ch == '_'
+            });
             push(out, Kind::Number, b[i..j].iter().collect());
             i = j;
         } else {
             const THREE: [&str; 2] = ["...", "<<="];
             const TWO: [&str; 19] = [
-                "->", "++", "--", "&&", "||", "==", "!=", "<=", ">=", "<<", ">>", "+=", "-=",
-                "*=", "/=", "|=", "&=", "^=", "##",
+                "->", "++", "--", "&&", "||", "==", "!=", "<=", ">=", "<<", ">>", "+=", "-=", "*=",
+                "/=", "|=", "&=", "^=", "##",
             ];
             let rest: String = b[i..(i + 3).min(b.len())].iter().collect();
             let len = if THREE.iter().any(|p| rest.starts_with(p)) {
@@ -377,8 +380,10 @@ mod tests {
 
     #[test]
     fn source__comments_strings_and_splices() {
-        let s = parse("a /* \"/proc\" */ \"/run/x\\\"y\" 'c' \\\n b // \"/sys\"\n/* multi\n line */ z\n")
-            .unwrap_or_default();
+        let s = parse(
+            "a /* \"/proc\" */ \"/run/x\\\"y\" 'c' \\\n b // \"/sys\"\n/* multi\n line */ z\n",
+        )
+        .unwrap_or_default();
         let t: Vec<(Kind, String, u32)> = s
             .tokens
             .into_iter()

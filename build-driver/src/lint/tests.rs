@@ -4,8 +4,8 @@
 //! its error cases.
 
 #![allow(non_snake_case)]
-use crate::expectations::Recorded as _;
 use super::*;
+use crate::expectations::Recorded as _;
 use std::fs;
 use std::path::PathBuf;
 
@@ -36,17 +36,41 @@ fn lint__fixture_findings_are_exactly_the_marked_lines() {
             ("src/common/fd.c", "os-path", "/proc/self/fd"),
             ("src/common/fd.c", "os-path", "/run/maybe"),
             ("src/common/fd.c", "linux-api", "close_range"),
-            ("src/common/slurm_protocol_socket.c", "af-wire", "pack16(ss_family)"),
-            ("src/common/slurm_protocol_socket.c", "af-wire", "ss_family = unpacked"),
-            ("src/plugins/proctrack/pgid/proctrack_pgid.c", "os-path", "/proc"),
+            (
+                "src/common/slurm_protocol_socket.c",
+                "af-wire",
+                "pack16(ss_family)"
+            ),
+            (
+                "src/common/slurm_protocol_socket.c",
+                "af-wire",
+                "ss_family = unpacked"
+            ),
+            (
+                "src/plugins/proctrack/pgid/proctrack_pgid.c",
+                "os-path",
+                "/proc"
+            ),
             ("src/scancel/scancel.c", "pthread-uninit", "max_delay_lock"),
             ("src/scancel/scancel.c", "pthread-uninit", "zeroed"),
             ("src/scancel/scancel.c", "pthread-uninit", "once"),
             ("src/scancel/scancel.c", "pthread-uninit", "local_bad"),
             ("src/slurmd/common/privileges.c", "setgroups-16", "ngids"),
-            ("src/slurmd/slurmstepd/slurmstepd_job.h", "pthread-uninit", "io_cond"),
-            ("src/slurmd/slurmstepd/slurmstepd_job.h", "pthread-uninit", "io_mutex"),
-            ("src/slurmd/slurmstepd/ulimits.c", "rlimit-fatal", "RLIMIT_RSS"),
+            (
+                "src/slurmd/slurmstepd/slurmstepd_job.h",
+                "pthread-uninit",
+                "io_cond"
+            ),
+            (
+                "src/slurmd/slurmstepd/slurmstepd_job.h",
+                "pthread-uninit",
+                "io_mutex"
+            ),
+            (
+                "src/slurmd/slurmstepd/ulimits.c",
+                "rlimit-fatal",
+                "RLIMIT_RSS"
+            ),
             (
                 "src/slurmd/slurmstepd/ulimits.c",
                 "rlimit-fatal",
@@ -90,7 +114,11 @@ fn lint__pristine_24_11_5_has_the_poc_defects() {
         k.iter()
             .any(|(f, c, s)| f == file && *c == class && s == subject)
     };
-    assert!(has("src/scancel/scancel.c", "pthread-uninit", "max_delay_lock"));
+    assert!(has(
+        "src/scancel/scancel.c",
+        "pthread-uninit",
+        "max_delay_lock"
+    ));
     for m in ["io_mutex", "io_cond"] {
         assert!(has(
             "src/slurmd/slurmstepd/slurmstepd_job.h",
@@ -103,8 +131,16 @@ fn lint__pristine_24_11_5_has_the_poc_defects() {
         "rlimit-fatal",
         "RLIMIT_RSS"
     ));
-    assert!(has("src/common/slurm_protocol_socket.c", "af-wire", "pack16(ss_family)"));
-    assert!(has("src/slurmd/slurmstepd/req.c", "os-path", "/proc/%d/stat"));
+    assert!(has(
+        "src/common/slurm_protocol_socket.c",
+        "af-wire",
+        "pack16(ss_family)"
+    ));
+    assert!(has(
+        "src/slurmd/slurmstepd/req.c",
+        "os-path",
+        "/proc/%d/stat"
+    ));
 }
 
 #[test]
@@ -148,7 +184,10 @@ fn lint__expectations_need_a_known_class_and_a_reason() {
 fn lint__a_directory_that_is_not_a_slurm_tree_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let e = scan(dir.path()).unwrap_err().to_string();
-    assert!(e.contains("is not a Slurm source") && e.contains("src/common/fd.c"), "{e}");
+    assert!(
+        e.contains("is not a Slurm source") && e.contains("src/common/fd.c"),
+        "{e}"
+    );
     fs::create_dir_all(dir.path().join("src/common")).unwrap();
     fs::write(dir.path().join("src/common/fd.c"), "").unwrap();
     let e = scan(dir.path()).unwrap_err().to_string();

@@ -45,9 +45,12 @@ fn build(sh: &Shell, dir: &Path, extracted: &str) -> Builds {
     let inc = dir.to_path_buf();
     let linux = dir.join("linux");
     let mac = dir.join("mac");
-    cmd!(sh, "cc -std=gnu11 -Wall -Werror -I{inc} -o {linux} {harness}")
-        .run()
-        .unwrap();
+    cmd!(
+        sh,
+        "cc -std=gnu11 -Wall -Werror -I{inc} -o {linux} {harness}"
+    )
+    .run()
+    .unwrap();
     cmd!(
         sh,
         "cc -std=gnu11 -Wall -Werror -D__APPLE__ -DFORCE_AF_INET6=30 -I{inc} -o {mac} {harness}"
@@ -60,7 +63,11 @@ fn build(sh: &Shell, dir: &Path, extracted: &str) -> Builds {
 /// Pack with `from`, unpack with `to`; what `to` prints.
 fn cross(sh: &Shell, from: &Path, to: &Path, addr: &str) -> String {
     let packed = cmd!(sh, "{from} pack {addr} 6818").output().unwrap().stdout;
-    let out = cmd!(sh, "{to} unpack").stdin(packed).output().unwrap().stdout;
+    let out = cmd!(sh, "{to} unpack")
+        .stdin(packed)
+        .output()
+        .unwrap()
+        .stdout;
     String::from_utf8_lossy(&out).trim().to_string()
 }
 
@@ -77,7 +84,12 @@ fn run_line(line: &str, version: &str) {
         return;
     }
     let sh = Shell::new().unwrap();
-    if cmd!(sh, "cc --version").quiet().ignore_stdout().run().is_err() {
+    if cmd!(sh, "cc --version")
+        .quiet()
+        .ignore_stdout()
+        .run()
+        .is_err()
+    {
         println!("af_wire ({line}) skipped: no C compiler `cc`");
         return;
     }

@@ -1,0 +1,316 @@
+//! `cargo xtask bottle --version V --target aarch64-apple-darwin|x86_64-apple-darwin
+//! [--out DIR]`: a Homebrew bottle of Slurm, built on Linux.
+//!
+//! 1. The target's third-party libraries (`cargo xtask deps`), static, so the bottle needs no
+//!    Homebrew formula at run time.
+//! 2. The Mach-O build (`build-slurm --target T`) configured for the keg:
+//!    `--prefix <cellar>/slurm-wlm/<v> --sysconfdir <hb>/etc/slurm --localstatedir <hb>/var`
+//!    and staged with DESTDIR under `target/bottle/stage/<triple>` ([`build_args`]; `cargo xtask
+//!    ci` builds exactly this, so the bottle step reuses its build).
+//! 3. The keg ([`keg`]): names fixed for Homebrew and re-signed, text placeholders, the plist,
+//!    the receipt and `.brew/slurm-wlm.rb`.
+//! 4. The check ([`check`]): every Mach-O file's ad-hoc signature verified page by page, every
+//!    install name allowed, no build-machine directory in any file.
+//! 5. `slurm-wlm--<v>.<tag>.bottle.tar.gz` ([`archive`]: reproducible), its `.bottle.json`,
+//!    the formula with the `bottle do` block, and the versioned formula of the line.
+//!
+//! Layout facts and their sources: docs/PACKAGING.md.
+
+pub mod archive;
+pub mod check;
+pub mod codesign;
+pub mod formula;
+pub mod keg;
+pub mod linkage;
+pub mod receipt;
+pub mod relocate;
+pub mod scan;
+
+use crate::cli::{BottleArgs, BuildArgs, DepsArgs, SourceArgs};
+use crate::error::{Error, Result};
+use crate::personality::Personality;
+use crate::targets::{self, Os, Target};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use xshell::Shell;
+
+/// The formula's name (core's `slurm` is another program).
+pub const FORMULA: &str = "slurm-wlm";
+/// Where this project's source is (the formula's build-from-source resource).
+pub const PROJECT_GIT: &str = "https://github.com/slurm-on-mac/slurm-on-mac.git";
+/// Every file's time in the tarball, and the receipt's `source_modified_time` (2024-01-01
+/// UTC; `SOURCE_DATE_EPOCH` overrides it).
+pub const DEFAULT_EPOCH: u64 = 1_704_067_200;
+
+/// Where a bottle's keg lives on the Mac, for one target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub formula: String,
+    pub version: String,
+    pub line: String,
+    pub target: &'static Target,
+    /// The bottle tag (`arm64_sonoma`).
+    pub tag: &'static str,
+    /// Homebrew's prefix on that Mac (`/opt/homebrew`, `/usr/local` on Intel).
+    pub homebrew_prefix: String,
+}
+
+impl Layout {
+    /// The layout for a pinned version and an Apple target; an error names the fix.
+    pub fn new(formula: &str, version: &str, line: &str, triple: &str) -> Result<Layout> {
+        let target = targets::lookup(triple)?;
+        let (Os::Apple, Some(tag)) = (target.os, target.bottle_tag) else {
+            return Err(Error::Usage(format!(
+                "--target {triple} is not an Apple target: bottles are for macOS \
+                 (--target aarch64-apple-darwin or --target x86_64-apple-darwin)"
+            )));
+        };
+        let homebrew_prefix = match target.apple_arch()? {
+            "arm64" => "/opt/homebrew",
+            _ => "/usr/local",
+        };
+        Ok(Layout {
+            formula: formula.to_string(),
+            version: version.to_string(),
+            line: line.to_string(),
+            target,
+            tag,
+            homebrew_prefix: homebrew_prefix.to_string(),
+        })
+    }
+
+    pub fn cellar(&self) -> String {
+        format!("{}/Cellar", self.homebrew_prefix)
+    }
+    /// `<cellar>/<formula>/<version>`: the prefix Slurm is configured for.
+    pub fn keg_path(&self) -> String {
+        format!("{}/{}/{}", self.cellar(), self.formula, self.version)
+    }
+    pub fn opt(&self) -> String {
+        format!("{}/opt/{}", self.homebrew_prefix, self.formula)
+    }
+    pub fn etc(&self) -> String {
+        format!("{}/etc/slurm", self.homebrew_prefix)
+    }
+    pub fn var(&self) -> String {
+        format!("{}/var", self.homebrew_prefix)
+    }
+    pub fn keg(&self) -> linkage::Keg {
+        linkage::Keg {
+            cellar: self.keg_path(),
+            opt: self.opt(),
+        }
+    }
+    /// `<formula>/<version>`: the tarball's top directories.
+    pub fn top(&self) -> PathBuf {
+        Path::new(&self.formula).join(&self.version)
+    }
+    /// `slurm-wlm--24.11.5.arm64_sonoma.bottle.tar.gz` (brew's local file name).
+    pub fn bottle_name(&self) -> String {
+        format!(
+            "{}--{}.{}.bottle.tar.gz",
+            self.formula, self.version, self.tag
+        )
+    }
+    /// `slurm-wlm-24.11.5.arm64_sonoma.bottle.tar.gz` (the name under a `root_url`).
+    pub fn url_name(&self) -> String {
+        format!(
+            "{}-{}.{}.bottle.tar.gz",
+            self.formula, self.version, self.tag
+        )
+    }
+    pub fn json_name(&self) -> String {
+        format!(
+            "{}--{}.{}.bottle.json",
+            self.formula, self.version, self.tag
+        )
+    }
+}
+
+/// The DESTDIR the bottle's Mach-O build is staged in.
+pub fn stage_dir(root: &Path, target: &Target) -> PathBuf {
+    crate::build_slurm::link::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok())
+        .join("bottle")
+        .join("stage")
+        .join(target.rust)
+}
+
+/// The Mach-O build a bottle is made from (CI's cross lane builds the same).
+pub fn build_args(root: &Path, layout: &Layout, deps: &Path, jobs: Option<usize>) -> BuildArgs {
+    BuildArgs {
+        src: SourceArgs {
+            version: Some(layout.version.clone()),
+            source: None,
+        },
+        personality: Personality::Native,
+        no_patches: false,
+        target: Some(layout.target.rust.to_string()),
+        prefix: Some(layout.keg_path().into()),
+        destdir: Some(stage_dir(root, layout.target)),
+        sysconfdir: Some(layout.etc().into()),
+        localstatedir: Some(layout.var().into()),
+        jobs,
+        deps_prefix: Some(deps.to_path_buf()),
+    }
+}
+
+/// What `bottle` made.
+#[derive(Debug)]
+pub struct Made {
+    pub bottle: PathBuf,
+    pub sha256: String,
+    pub report: check::Report,
+}
+
+/// The release line of a pinned version (an unknown version is an error listing the pins).
+pub fn pinned(root: &Path, version: &str) -> Result<crate::pins::Pin> {
+    let pins = crate::pins::Pins::load(root)?;
+    pins.get(version).cloned()
+}
+
+pub fn run(sh: &Shell, root: &Path, args: BottleArgs) -> Result<Made> {
+    let pin = pinned(root, &args.version)?;
+    // The formula needs the release tarball's url and sha256: refused before any build.
+    source_of(&pin)?;
+    let layout = Layout::new(FORMULA, &args.version, &pin.line, &args.target)?;
+    let deps = crate::deps::run(
+        sh,
+        root,
+        DepsArgs {
+            target: layout.target.rust.to_string(),
+            jobs: args.jobs,
+            debian_mirror: args.debian_mirror.clone(),
+            build_all: true,
+        },
+    )?;
+    let built =
+        crate::build_slurm::build(sh, root, &build_args(root, &layout, &deps.dir, args.jobs))?;
+    let out = match &args.out {
+        Some(o) => std::path::absolute(o).map_err(|e| Error::io(o, e))?,
+        None => {
+            crate::build_slurm::link::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok())
+                .join("bottle")
+        }
+    };
+    let t = Instant::now();
+    let made = package(root, &layout, &pin, &built.prefix, &out)?;
+    println!(
+        "bottle: {} ({} bytes, sha256 {}) in {:.1}s",
+        made.bottle.display(),
+        std::fs::metadata(&made.bottle)
+            .map(|m| m.len())
+            .unwrap_or(0),
+        made.sha256,
+        t.elapsed().as_secs_f64()
+    );
+    println!("{}", made.report.summary());
+    Ok(made)
+}
+
+/// Keg, check, tarball, JSON and formulae from a staged build, into `out`.
+pub fn package(
+    root: &Path,
+    layout: &Layout,
+    pin: &crate::pins::Pin,
+    staged: &Path,
+    out: &Path,
+) -> Result<Made> {
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let work = crate::util::fs::Staging::new(out, "bottle")?;
+    let keg = work.dir.join(layout.top());
+    let (url, sha) = source_of(pin)?;
+    let commit = project_commit(root);
+    fn spec<'a>(
+        layout: &'a Layout,
+        url: &'a str,
+        sha: &'a str,
+        commit: &'a str,
+        bottles: &'a [(String, String)],
+    ) -> formula::Spec<'a> {
+        formula::Spec {
+            layout,
+            url,
+            sha256: sha,
+            project_git: PROJECT_GIT,
+            project_commit: commit,
+            bottles,
+            root_url: None,
+        }
+    }
+    let assembled = keg::assemble(
+        layout,
+        staged,
+        &keg,
+        &formula::render(&spec(layout, &url, &sha, &commit, &[])),
+    )?;
+    let epoch = epoch();
+    receipt::write_receipt(layout, &keg, &assembled.changed_files, epoch)?;
+    let report = check::check(root, layout, &keg)?;
+    let bottle = out.join(layout.bottle_name());
+    archive::write(&work.dir, &layout.top(), &bottle, epoch)?;
+    let sha256 = crate::util::fs::sha256_file(&bottle)?;
+    let bottles = [(layout.tag.to_string(), sha256.clone())];
+    let text = formula::render(&spec(layout, &url, &sha, &commit, &bottles));
+    crate::util::fs::write_atomic(
+        &out.join(format!("{}.rb", layout.formula)),
+        text.as_bytes(),
+        0o644,
+    )?;
+    let versioned = Layout {
+        formula: format!("{}@{}", layout.formula, layout.line),
+        ..layout.clone()
+    };
+    let vtext = formula::render(&spec(&versioned, &url, &sha, &commit, &[]));
+    crate::util::fs::write_atomic(
+        &out.join(format!("{}.rb", versioned.formula)),
+        vtext.as_bytes(),
+        0o644,
+    )?;
+    let json = receipt::bottle_json(layout, &keg, &sha256, &assembled.changed_files, epoch)?;
+    crate::util::fs::write_atomic(&out.join(layout.json_name()), json.as_bytes(), 0o644)?;
+    Ok(Made {
+        bottle,
+        sha256,
+        report,
+    })
+}
+
+/// The pinned tarball's first URL and sha256 (a pin without them cannot make a formula).
+pub fn source_of(pin: &crate::pins::Pin) -> Result<(String, String)> {
+    match &pin.source {
+        crate::pins::PinSource::Tarball {
+            sha256: Some(s),
+            urls,
+            ..
+        } if !urls.is_empty() => Ok((urls[0].clone(), s.clone())),
+        _ => Err(Error::Usage(format!(
+            "version {} has no verified release tarball pin: a formula needs a url and sha256 (bottle a pinned release such as 24.11.5)",
+            pin.version
+        ))),
+    }
+}
+
+/// The commit this project is at (the formula's resource revision); `unknown` outside git.
+fn project_commit(root: &Path) -> String {
+    let sh = match Shell::new() {
+        Ok(s) => s,
+        Err(_) => return "unknown".into(),
+    };
+    xshell::cmd!(sh, "git -C {root} rev-parse HEAD")
+        .quiet()
+        .ignore_stderr()
+        .read()
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// `SOURCE_DATE_EPOCH`, or [`DEFAULT_EPOCH`].
+pub fn epoch() -> u64 {
+    std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(DEFAULT_EPOCH)
+}
+
+#[cfg(test)]
+mod tests;

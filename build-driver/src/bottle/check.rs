@@ -1,0 +1,108 @@
+//! The bottle's check, on the assembled keg: every Mach-O file carries a valid ad-hoc
+//! signature (page hashes and CodeDirectory, [`super::codesign::verify`]) and only install
+//! names a poured keg may carry ([`super::linkage::violations`]); no file names a directory of
+//! the build machine ([`super::scan`]); no text file keeps a literal Cellar or prefix path
+//! (they must be placeholders); the files the formula names exist.
+
+use super::{Layout, codesign, linkage, relocate, scan};
+use crate::error::{Error, Result};
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// What was checked, and how long the signatures took.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub macho_files: usize,
+    pub pages: usize,
+    pub files: usize,
+    pub signature_time: Duration,
+}
+
+impl Report {
+    pub fn summary(&self) -> String {
+        format!(
+            "bottle check passed: {} Mach-O files signed ad hoc and verified ({} pages, {:.2}s), \
+             install names allowed; {} files free of build-machine paths",
+            self.macho_files,
+            self.pages,
+            self.signature_time.as_secs_f64(),
+            self.files
+        )
+    }
+}
+
+/// The files the formula and the service name, relative to the keg.
+pub const NAMED: &[&str] = &[
+    "sbin/slurmd",
+    "sbin/slurmstepd",
+    "bin/sinfo",
+    "bin/srun",
+    "bin/sbatch",
+];
+
+pub fn check(root: &Path, layout: &Layout, keg: &Path) -> Result<Report> {
+    let needles = scan::needles(&crate::build_slurm::link::host_dirs(root));
+    let k = layout.keg();
+    let mut report = Report::default();
+    let mut problems = Vec::new();
+    for rel in super::archive::walk(keg)? {
+        let abs = keg.join(&rel);
+        let meta = fs::symlink_metadata(&abs).map_err(|e| Error::io(&abs, e))?;
+        if !meta.is_file() {
+            continue;
+        }
+        let data = fs::read(&abs).map_err(|e| Error::io(&abs, e))?;
+        report.files += 1;
+        let name = rel.display();
+        for hit in scan::hits(&data, &needles) {
+            problems.push(format!("{name}: build-machine path {hit}"));
+        }
+        if crate::macho::inspect(&data).is_ok() {
+            report.macho_files += 1;
+            let t = Instant::now();
+            match codesign::verify(&data) {
+                Ok(v) => report.pages += v.pages,
+                Err(e) => problems.push(format!("{name}: signature: {e}")),
+            }
+            report.signature_time += t.elapsed();
+            match linkage::violations(&k, &data) {
+                Ok(v) => {
+                    problems.extend(v.into_iter().map(|b| format!("{name}: install name {b}")))
+                }
+                Err(e) => problems.push(format!("{name}: load commands: {e}")),
+            }
+        } else if relocate::is_text(&data)
+            && rel != Path::new(".brew").join(format!("{}.rb", layout.formula))
+            && relocate::to_placeholders(&data, &layout.cellar(), &layout.homebrew_prefix).is_some()
+        {
+            problems.push(format!(
+                "{name}: a literal {} path is left in a text file",
+                layout.homebrew_prefix
+            ));
+        }
+    }
+    let plist = keg.join(crate::service::plist::file_name(
+        crate::service::plist::Daemon::Slurmd,
+    ));
+    for n in NAMED
+        .iter()
+        .map(|n| keg.join(n))
+        .chain([plist, keg.join("INSTALL_RECEIPT.json")])
+    {
+        if !n.is_file() {
+            problems.push(format!("{} is missing", n.display()));
+        }
+    }
+    if report.macho_files == 0 {
+        problems.push("no Mach-O file at all".into());
+    }
+    if problems.is_empty() {
+        Ok(report)
+    } else {
+        Err(Error::file(
+            keg,
+            format!("the bottle check failed:\n  {}", problems.join("\n  ")),
+        ))
+    }
+}

@@ -1,0 +1,106 @@
+//! The keg: the staged install turned into what Homebrew's Cellar holds,
+//! `<formula>/<version>/` with `INSTALL_RECEIPT.json`, `.brew/<formula>.rb` and the
+//! LaunchDaemon plist (`<label>.plist`, where `service do name macos:` finds it), libtool's
+//! `.la` files and the plugins' static archives removed (Homebrew's cleaner removes `.la`
+//! files too), every Mach-O file's names fixed and re-signed ([`super::linkage`]), and text
+//! files relocated to placeholders ([`super::relocate`]).
+
+use super::{Layout, linkage, relocate};
+use crate::error::{Error, Result};
+use crate::service::plist::{Daemon, Service, file_name};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// What assembling did.
+#[derive(Debug, Default)]
+pub struct Assembled {
+    /// Mach-O files whose names were rewritten (and that were re-signed).
+    pub relinked: Vec<PathBuf>,
+    /// Text files that got placeholders (the receipt's `changed_files`).
+    pub changed_files: Vec<String>,
+}
+
+fn is_macho(data: &[u8]) -> bool {
+    crate::macho::inspect(data).is_ok()
+}
+
+/// Copies `staged` to `keg` and makes it a keg.
+pub fn assemble(
+    layout: &Layout,
+    staged: &Path,
+    keg: &Path,
+    formula_text: &str,
+) -> Result<Assembled> {
+    if let Some(parent) = keg.parent() {
+        fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    crate::util::fs::copy_tree(staged, keg)?;
+    let mut out = Assembled::default();
+    let k = layout.keg();
+    for rel in super::archive::walk(keg)? {
+        let abs = keg.join(&rel);
+        let meta = fs::symlink_metadata(&abs).map_err(|e| Error::io(&abs, e))?;
+        if !meta.is_file() {
+            continue;
+        }
+        let name = rel.to_string_lossy();
+        let plugin_archive = name.starts_with("lib/slurm/") && name.ends_with(".a");
+        if name.ends_with(".la") || plugin_archive {
+            fs::remove_file(&abs).map_err(|e| Error::io(&abs, e))?;
+            continue;
+        }
+        let mut data = fs::read(&abs).map_err(|e| Error::io(&abs, e))?;
+        if is_macho(&data) {
+            let changed = linkage::fix(&k, &rel, &mut data)
+                .map_err(|e| Error::file(&abs, format!("fixing install names: {e}")))?;
+            if changed {
+                write_keeping_mode(&abs, &data, &meta)?;
+                out.relinked.push(rel);
+            }
+        } else if relocate::is_text(&data) {
+            if let Some(t) =
+                relocate::to_placeholders(&data, &layout.cellar(), &layout.homebrew_prefix)
+            {
+                write_keeping_mode(&abs, &t, &meta)?;
+                out.changed_files.push(name.into_owned());
+            }
+        }
+    }
+    // The LaunchDaemon plist, with placeholders like every text file.
+    let plist_name = file_name(Daemon::Slurmd);
+    let xml = layout
+        .service(Daemon::Slurmd)
+        .xml()
+        .map_err(|e| Error::parse("the LaunchDaemon plist", e))?;
+    let xml =
+        relocate::to_placeholders(&xml, &layout.cellar(), &layout.homebrew_prefix).unwrap_or(xml);
+    crate::util::fs::write_atomic(&keg.join(&plist_name), &xml, 0o644)?;
+    out.changed_files.push(plist_name);
+    let brew = keg.join(".brew");
+    fs::create_dir_all(&brew).map_err(|e| Error::io(&brew, e))?;
+    crate::util::fs::write_atomic(
+        &brew.join(format!("{}.rb", layout.formula)),
+        formula_text.as_bytes(),
+        0o644,
+    )?;
+    out.changed_files.sort();
+    Ok(out)
+}
+
+fn write_keeping_mode(path: &Path, data: &[u8], meta: &fs::Metadata) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    crate::util::fs::write_atomic(path, data, meta.permissions().mode() & 0o7777)
+}
+
+impl Layout {
+    /// The slurmd (or sackd) service of a poured keg.
+    pub fn service(&self, daemon: Daemon) -> Service {
+        Service {
+            daemon,
+            prefix: PathBuf::from(self.opt()),
+            log_dir: PathBuf::from(format!("{}/log/slurm", self.var())),
+            conf_server: None,
+            caffeinate: false,
+        }
+    }
+}

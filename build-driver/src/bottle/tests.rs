@@ -1,0 +1,304 @@
+#![allow(non_snake_case)]
+use super::*;
+use crate::testing::write as put;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+
+const CELLAR_KEG: &str = "/opt/homebrew/Cellar/slurm-wlm/24.11.5";
+
+fn layout() -> Layout {
+    Layout::new(FORMULA, "24.11.5", "24.11", "aarch64-apple-darwin").unwrap()
+}
+
+fn pin() -> crate::pins::Pin {
+    pinned(&crate::project_root(), "24.11.5").unwrap()
+}
+
+/// A staged install as build-slurm leaves it for the bottle: Cellar install names, an
+/// rpath into the keg, libtool's relative plugin id, `.la`/`.a` files, a `.pc` file with
+/// the Cellar path. `None` where zig is missing (reason printed).
+fn staged(dir: &Path) -> Option<PathBuf> {
+    let sh = Shell::new().unwrap();
+    let zig = crate::testing::zig_or_skip()?;
+    let s = dir.join("stage").join(CELLAR_KEG.trim_start_matches('/'));
+    let lib = s.join("lib/slurm");
+    fs::create_dir_all(&lib).unwrap();
+    fs::create_dir_all(s.join("sbin")).unwrap();
+    fs::create_dir_all(s.join("bin")).unwrap();
+    put(&dir.join("full.c"), "int slurm_f(void){return 7;}\n");
+    put(
+        &dir.join("main.c"),
+        "int slurm_f(void);\nint main(void){return slurm_f();}\n",
+    );
+    put(&dir.join("plugin.c"), "int plugin_init(void){return 0;}\n");
+    let t = "aarch64-macos.12.0";
+    let (full_c, main_c, plugin_c) = (dir.join("full.c"), dir.join("main.c"), dir.join("plugin.c"));
+    let full = lib.join("libslurmfull.dylib");
+    let id = format!("-Wl,-install_name,{CELLAR_KEG}/lib/slurm/libslurmfull.dylib");
+    xshell::cmd!(
+        sh,
+        "{zig} cc -target {t} -g0 -shared {id} {full_c} -o {full}"
+    )
+    .quiet()
+    .run()
+    .unwrap();
+    let rpath = format!("-Wl,-rpath,{CELLAR_KEG}/lib/slurm");
+    let slurmd = s.join("sbin/slurmd");
+    xshell::cmd!(
+        sh,
+        "{zig} cc -target {t} -g0 {main_c} -L{lib} -lslurmfull {rpath} -o {slurmd}"
+    )
+    .quiet()
+    .run()
+    .unwrap();
+    let plugin = lib.join("auth_x.so");
+    xshell::cmd!(
+        sh,
+        "{zig} cc -target {t} -g0 -shared -Wl,-install_name,.libs/auth_x.so {plugin_c} -o {plugin}"
+    )
+    .quiet()
+    .run()
+    .unwrap();
+    for n in ["sbin/slurmstepd", "bin/sinfo", "bin/srun", "bin/sbatch"] {
+        fs::copy(&slurmd, s.join(n)).unwrap();
+    }
+    put(&lib.join("auth_x.la"), "libdir='/x'\n");
+    put(&lib.join("auth_x.a"), "!<arch>\n");
+    put(
+        &s.join("lib/pkgconfig/slurm.pc"),
+        &format!("prefix={CELLAR_KEG}\nCflags: -I${{prefix}}/include\n"),
+    );
+    std::os::unix::fs::symlink("libslurmfull.dylib", lib.join("libslurmfull.so")).unwrap();
+    Some(s)
+}
+
+fn entries(bottle: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(
+        fs::File::open(bottle).unwrap(),
+    ));
+    let mut out = Vec::new();
+    for e in ar.entries().unwrap() {
+        let mut e = e.unwrap();
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut e, &mut data).unwrap();
+        out.push((e.path().unwrap().display().to_string(), data));
+    }
+    out
+}
+
+#[test]
+fn package__homebrew_layout_fixed_names_valid_signatures_placeholders_and_formulae() {
+    let d = tempfile::tempdir().unwrap();
+    let Some(stage) = staged(d.path()) else {
+        return;
+    };
+    let out = d.path().join("out");
+    let made = package(&crate::project_root(), &layout(), &pin(), &stage, &out).unwrap();
+    assert_eq!(
+        made.bottle,
+        out.join("slurm-wlm--24.11.5.arm64_sonoma.bottle.tar.gz")
+    );
+    assert_eq!(made.report.macho_files, 7);
+    let files = entries(&made.bottle);
+    let get = |n: &str| {
+        files
+            .iter()
+            .find(|(p, _)| p == &format!("slurm-wlm/24.11.5/{n}"))
+            .map(|(_, d)| d.clone())
+            .unwrap_or_else(|| panic!("{n} not in the bottle"))
+    };
+    for gone in ["lib/slurm/auth_x.la", "lib/slurm/auth_x.a"] {
+        assert!(!files.iter().any(|(p, _)| p.ends_with(gone)), "{gone}");
+    }
+    let slurmd = get("sbin/slurmd");
+    codesign::verify(&slurmd).unwrap();
+    let n = linkage::names(&slurmd).unwrap();
+    assert!(
+        n.dylibs
+            .contains(&"/opt/homebrew/opt/slurm-wlm/lib/slurm/libslurmfull.dylib".to_string()),
+        "{n:?}"
+    );
+    assert_eq!(n.rpaths, ["@loader_path/../lib/slurm"]);
+    let plugin = get("lib/slurm/auth_x.so");
+    codesign::verify(&plugin).unwrap();
+    assert_eq!(
+        linkage::names(&plugin).unwrap().id.as_deref(),
+        Some("/opt/homebrew/opt/slurm-wlm/lib/slurm/auth_x.so")
+    );
+    let pc = String::from_utf8(get("lib/pkgconfig/slurm.pc")).unwrap();
+    assert!(
+        pc.starts_with("prefix=@@HOMEBREW_CELLAR@@/slurm-wlm/24.11.5\n"),
+        "{pc}"
+    );
+    let receipt: serde_json::Value = serde_json::from_slice(&get("INSTALL_RECEIPT.json")).unwrap();
+    let changed: Vec<&str> = receipt["changed_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        changed,
+        ["lib/pkgconfig/slurm.pc", "org.slurm-on-mac.slurmd.plist"]
+    );
+    let plist = String::from_utf8(get("org.slurm-on-mac.slurmd.plist")).unwrap();
+    assert!(
+        plist.contains("<string>@@HOMEBREW_PREFIX@@/opt/slurm-wlm/sbin/slurmd</string>"),
+        "{plist}"
+    );
+    let brew = String::from_utf8(get(".brew/slurm-wlm.rb")).unwrap();
+    assert!(
+        brew.contains("class SlurmWlm < Formula") && !brew.contains("bottle do"),
+        "{brew}"
+    );
+    let formula = fs::read_to_string(out.join("slurm-wlm.rb")).unwrap();
+    assert!(
+        formula.contains(&format!("sha256 arm64_sonoma: \"{}\"", made.sha256)),
+        "{formula}"
+    );
+    for needed in [
+        "pour_bottle? only_if: :default_prefix",
+        "name macos: \"org.slurm-on-mac.slurmd\"",
+        "require_root true",
+        "slurmd -C",
+        "--conf-server",
+        "SLURM_CONF",
+        "slurm.key",
+    ] {
+        assert!(formula.contains(needed), "formula lacks {needed}");
+    }
+    let versioned = fs::read_to_string(out.join("slurm-wlm@24.11.rb")).unwrap();
+    assert!(
+        versioned.contains("class SlurmWlmAT2411 < Formula")
+            && versioned.contains("keg_only :versioned_formula")
+    );
+    let json: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(out.join("slurm-wlm--24.11.5.arm64_sonoma.bottle.json")).unwrap(),
+    )
+    .unwrap();
+    let tag = &json["slurm-wlm"]["bottle"]["tags"]["arm64_sonoma"];
+    assert_eq!(tag["sha256"], made.sha256.as_str());
+    assert_eq!(
+        tag["filename"],
+        "slurm-wlm-24.11.5.arm64_sonoma.bottle.tar.gz"
+    );
+    assert_eq!(
+        json["slurm-wlm"]["bottle"]["cellar"],
+        "/opt/homebrew/Cellar"
+    );
+    // Every path the formula's test and service name is in the bottle.
+    for n in check::NAMED {
+        get(n);
+    }
+    // Ruby parses both formulae.
+    let sh = Shell::new().unwrap();
+    if crate::testing::have(&sh, &["ruby"]) {
+        for f in ["slurm-wlm.rb", "slurm-wlm@24.11.rb"] {
+            let p = out.join(f);
+            let o = xshell::cmd!(sh, "ruby -c {p}").quiet().read().unwrap();
+            assert!(o.contains("Syntax OK"), "{f}: {o}");
+        }
+    }
+    // Reproducible: the same inputs again give the same bytes.
+    let again = package(
+        &crate::project_root(),
+        &layout(),
+        &pin(),
+        &stage,
+        &d.path().join("out2"),
+    )
+    .unwrap();
+    assert_eq!(again.sha256, made.sha256);
+    assert_eq!(
+        fs::read(&again.bottle).unwrap(),
+        fs::read(&made.bottle).unwrap()
+    );
+}
+
+#[test]
+fn check__fails_on_a_build_machine_path_a_bad_signature_and_a_cellar_name() {
+    let d = tempfile::tempdir().unwrap();
+    let Some(stage) = staged(d.path()) else {
+        return;
+    };
+    let root = crate::project_root();
+    // A build-machine path (as a configure path or -rpath would leave it).
+    put(
+        &stage.join("share/doc/note.txt"),
+        &format!("built in {}/target\n", root.display()),
+    );
+    let e = package(&root, &layout(), &pin(), &stage, &d.path().join("o1"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("share/doc/note.txt: build-machine path"), "{e}");
+    assert!(
+        !d.path()
+            .join("o1/slurm-wlm--24.11.5.arm64_sonoma.bottle.tar.gz")
+            .exists(),
+        "nothing half-written"
+    );
+    fs::remove_file(stage.join("share/doc/note.txt")).unwrap();
+    let l = codesign::Layout::parse(&fs::read(stage.join("bin/sinfo")).unwrap()).unwrap();
+    let keg = d.path().join("keg");
+    keg::assemble(&layout(), &stage, &keg, "").unwrap();
+    // A flipped code byte after assembly: the signature no longer holds.
+    let mut k = fs::read(keg.join("bin/sinfo")).unwrap();
+    k[l.first_section + 4] ^= 0x0f;
+    fs::write(keg.join("bin/sinfo"), &k).unwrap();
+    fs::set_permissions(keg.join("bin/sinfo"), fs::Permissions::from_mode(0o755)).unwrap();
+    receipt::write_receipt(&layout(), &keg, &[], 0).unwrap();
+    let e = check::check(&root, &layout(), &keg)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("bin/sinfo: signature:") && e.contains("does not match its hash"),
+        "{e}"
+    );
+    // A Cellar dependency left in place.
+    let mut k = fs::read(keg.join("bin/sinfo")).unwrap();
+    k[l.first_section + 4] ^= 0x0f;
+    linkage::rewrite(&mut k, |r, old| {
+        (r == linkage::Role::Dylib && old.contains("libslurmfull"))
+            .then(|| format!("{CELLAR_KEG}/lib/slurm/libslurmfull.dylib"))
+    })
+    .unwrap();
+    codesign::sign(&mut k, "sinfo").unwrap();
+    fs::write(keg.join("bin/sinfo"), &k).unwrap();
+    let e = check::check(&root, &layout(), &keg)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("bin/sinfo: install name Dylib /opt/homebrew/Cellar/"),
+        "{e}"
+    );
+}
+
+#[test]
+fn layout__apple_targets_only_and_intel_uses_usr_local() {
+    let x = Layout::new(FORMULA, "24.11.5", "24.11", "x86_64-apple-darwin").unwrap();
+    assert_eq!(
+        (x.tag, x.keg_path().as_str()),
+        ("sonoma", "/usr/local/Cellar/slurm-wlm/24.11.5")
+    );
+    assert_eq!(x.bottle_name(), "slurm-wlm--24.11.5.sonoma.bottle.tar.gz");
+    let e = Layout::new(FORMULA, "24.11.5", "24.11", "x86_64-unknown-linux-gnu")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("not an Apple target") && e.contains("--target aarch64-apple-darwin"),
+        "{e}"
+    );
+    let e = Layout::new(FORMULA, "24.11.5", "24.11", "arm64-mac")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown target triple"), "{e}");
+    let e = pinned(&crate::project_root(), "24.11.99")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("24.11.99") && e.contains("24.11.5"), "{e}");
+    // A snapshot has no release tarball to pin in a formula: refused before any build.
+    let snap = pinned(&crate::project_root(), "26.11-snapshot").unwrap();
+    let e = source_of(&snap).unwrap_err().to_string();
+    assert!(e.contains("26.11-snapshot") && e.contains("24.11.5"), "{e}");
+    assert!(source_of(&pin()).is_ok());
+}
