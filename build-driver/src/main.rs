@@ -13,6 +13,7 @@ mod deps;
 mod error;
 mod expectations;
 mod fetch;
+mod lines;
 mod lint;
 mod macho;
 #[cfg(test)]
