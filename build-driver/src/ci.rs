@@ -252,6 +252,9 @@ fn cluster_lanes(
                     all: false,
                     timeout: 240,
                     keep: false,
+                    profile: crate::cli::ProfileArg {
+                        profile: crate::cluster::profile::Profile::Default,
+                    },
                 };
                 crate::cluster::peer::run(sh, root, args)
                     .map(|()| "same outcomes (ci/peer-subset.txt)".to_string())

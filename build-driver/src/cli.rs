@@ -1,5 +1,6 @@
 //! The command line (binding names: see DESIGN.md, "The build driver").
 
+use crate::cluster::profile::Profile;
 use crate::personality::Personality;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -156,17 +157,47 @@ pub struct ClusterTarget {
     pub dir: Option<PathBuf>,
 }
 
+/// The `slurm.conf` profile of a cluster (`cargo xtask cluster profiles` prints them).
+#[derive(Debug, Args, Clone, Copy)]
+pub struct ProfileArg {
+    /// Scheduling and tracking lines of slurm.conf: default (cores and memory consumable,
+    /// every job gets its share of memory), poc (the proof of concept's slurm.conf), cpu (the
+    /// harness's earlier configuration: no RealMemory, no DefMemPerCPU).
+    #[arg(long, value_enum, default_value = "default")]
+    pub profile: Profile,
+}
+
+/// What a cluster is made of: one build (`--prefix`) or several (`--mix`), and its nodes.
+#[derive(Debug, Args, Clone)]
+pub struct ShapeArgs {
+    /// The installed Slurm prefix (every daemon runs it).
+    #[arg(long, required_unless_present = "mix", conflicts_with = "mix")]
+    pub prefix: Option<PathBuf>,
+    /// Nodes of several builds in one cluster: LABEL=PREFIX,LABEL=PREFIX (e.g.
+    /// native=P1,darwin=P2). The nodes are split among them in order (the label becomes a
+    /// node feature); slurmctld, slurmdbd and the harness's clients run the first.
+    #[arg(long, value_name = "LABEL=PREFIX,...")]
+    pub mix: Option<String>,
+    /// How many nodes (slurmd on 127.0.0.11, .12, ...), 1 to 4 (default 1, or one per --mix
+    /// build).
+    #[arg(long)]
+    pub nodes: Option<usize>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ClusterAction {
-    /// Start MariaDB, slurmdbd, slurmctld and slurmd on loopback, detached; return when the
-    /// node is idle.
+    /// Start MariaDB, slurmdbd, slurmctld and one slurmd per node on loopback, detached;
+    /// return when every node is idle.
     Up {
-        /// The installed Slurm prefix.
-        #[arg(long)]
-        prefix: PathBuf,
+        #[command(flatten)]
+        shape: ShapeArgs,
         #[command(flatten)]
         target: ClusterTarget,
+        #[command(flatten)]
+        profile: ProfileArg,
     },
+    /// Print the profiles (`--profile NAME`) and their slurm.conf lines, as a Markdown table.
+    Profiles,
     /// Say what runs.
     Status {
         #[command(flatten)]
@@ -181,15 +212,18 @@ pub enum ClusterAction {
     Exec {
         #[command(flatten)]
         target: ClusterTarget,
+        /// Run it on this node (`node2`): the node's build's client, in the node's namespaces
+        /// (its host name, its slurmd's SACK socket).
+        #[arg(long, value_name = "NODE")]
+        node: Option<String>,
         /// The command; a bare Slurm client name (sinfo, sbatch, ...) means the prefix's.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<std::ffi::OsString>,
     },
     /// `up`, the verification scenarios, `down`.
     Test {
-        /// The installed Slurm prefix.
-        #[arg(long)]
-        prefix: PathBuf,
+        #[command(flatten)]
+        shape: ShapeArgs,
         #[command(flatten)]
         target: ClusterTarget,
         /// Run only the scenarios whose name starts with this (repeatable).
@@ -198,6 +232,8 @@ pub enum ClusterAction {
         /// Leave the cluster running afterwards.
         #[arg(long)]
         keep: bool,
+        #[command(flatten)]
+        profile: ProfileArg,
     },
     /// Slurm's own Python test suite (testsuite/python, local-config) against a native and a
     /// darwin-personality cluster; fails if any test's outcome differs.
@@ -227,6 +263,9 @@ pub struct PeerArgs {
     /// Keep the work directory (logs, JUnit reports) even when the builds agree.
     #[arg(long)]
     pub keep: bool,
+    /// The clusters' profile; the suite's own lines (CR_CPU, MinJobAge, KillWait) go on top.
+    #[command(flatten)]
+    pub profile: ProfileArg,
 }
 
 #[derive(Debug, Args)]
@@ -243,6 +282,9 @@ pub struct BenchArgs {
     /// Rounds (each runs both builds, alternating which goes first).
     #[arg(long, default_value_t = 2)]
     pub rounds: usize,
+    /// The clusters' profile; the benchmark's own lines (CR_CPU, oversubscription) go on top.
+    #[command(flatten)]
+    pub profile: ProfileArg,
 }
 
 #[derive(Debug, Args)]

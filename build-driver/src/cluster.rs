@@ -27,23 +27,28 @@
 
 mod bench;
 mod config;
-mod handle;
+pub mod daemon;
+pub mod handle;
 mod host;
 mod jobs;
 mod lab;
 pub mod lifecycle;
 mod lock;
 mod mariadb;
+pub mod nodes;
 pub mod peer;
 mod private_ns;
 mod procs;
+pub mod profile;
+mod render;
 mod scenarios;
+mod start;
 mod state;
 pub mod user;
 
 pub use lifecycle::{UpOptions, default_dir, down, up};
 
-use crate::cli::{ClusterAction, ClusterArgs, ClusterTarget};
+use crate::cli::{ClusterAction, ClusterArgs, ClusterTarget, ShapeArgs};
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -53,14 +58,28 @@ pub fn run(sh: &Shell, root: &Path, args: ClusterArgs) -> Result<()> {
     match args.action {
         ClusterAction::Peer(args) => peer::run(sh, root, args),
         ClusterAction::Bench(args) => bench::run(sh, root, args),
-        ClusterAction::Up { prefix, target } => {
+        ClusterAction::Up {
+            shape,
+            target,
+            profile,
+        } => {
             let (name, dir) = target.resolve("default")?;
-            up(sh, &UpOptions::new(prefix, name, dir)).map(|_| ())
+            let mut opts = shape.up_options(name, dir)?;
+            opts.profile = profile.profile;
+            up(sh, &opts).map(|_| ())
+        }
+        ClusterAction::Profiles => {
+            print!("{}", profile::markdown());
+            Ok(())
         }
         ClusterAction::Status { target } => lifecycle::status(&target.resolve("default")?.1),
         ClusterAction::Down { target } => down(&target.resolve("default")?.1),
-        ClusterAction::Exec { target, command } => {
-            let code = lifecycle::exec(&target.resolve("default")?.1, &command)?;
+        ClusterAction::Exec {
+            target,
+            node,
+            command,
+        } => {
+            let code = lifecycle::exec(&target.resolve("default")?.1, node.as_deref(), &command)?;
             if code == 0 {
                 Ok(())
             } else {
@@ -70,23 +89,38 @@ pub fn run(sh: &Shell, root: &Path, args: ClusterArgs) -> Result<()> {
             }
         }
         ClusterAction::Test {
-            prefix,
+            shape,
             target,
             only,
             keep,
+            profile,
         } => {
             let (name, dir) = target.resolve("test")?;
-            test(
-                sh,
-                &TestOptions {
-                    prefix,
-                    name,
-                    dir,
-                    only,
-                    keep,
-                },
-            )
+            let mut up = shape.up_options(name, dir)?;
+            up.profile = profile.profile;
+            test(sh, &TestOptions { up, only, keep })
         }
+    }
+}
+
+impl ShapeArgs {
+    /// `up`'s options for cluster `name` in `dir`: one build or the `--mix`, and the nodes.
+    pub fn up_options(&self, name: String, dir: PathBuf) -> Result<UpOptions> {
+        let mut opts = match (&self.prefix, &self.mix) {
+            (Some(p), None) => UpOptions::new(p.clone(), name, dir),
+            (None, Some(mix)) => {
+                let mut o = UpOptions::new(PathBuf::new(), name, dir);
+                o.builds = nodes::parse_mix(mix)?;
+                o
+            }
+            _ => {
+                return Err(Error::Usage(
+                    "give either --prefix P or --mix LABEL=PREFIX,... (not both)".into(),
+                ));
+            }
+        };
+        opts.nodes = self.nodes;
+        Ok(opts)
     }
 }
 
@@ -123,9 +157,8 @@ fn check_name(name: &str) -> Result<()> {
 /// What `cluster test` runs.
 #[derive(Debug, Clone)]
 pub struct TestOptions {
-    pub prefix: PathBuf,
-    pub name: String,
-    pub dir: PathBuf,
+    /// The cluster: builds, nodes, name, directory, profile.
+    pub up: UpOptions,
     /// Scenario names (or name prefixes) to run; empty: all.
     pub only: Vec<String>,
     /// Leave the cluster running afterwards.
@@ -136,78 +169,85 @@ pub struct TestOptions {
 /// stopped first (said so). The directory is removed when everything passed.
 pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
     let start = Instant::now();
-    let _lock = lock::lock(&opts.name, &opts.dir)?;
-    if let Some(old) = state::State::load(&opts.dir)? {
+    let (name, dir) = (&opts.up.name, &opts.up.dir);
+    let _lock = lock::lock(name, dir)?;
+    if let Some(old) = state::State::load(dir)? {
         let running = old.running();
         if !running.is_empty() {
             println!(
                 "cluster test: a cluster `{}` from an earlier run still runs in {} ({}); stopping it first",
                 old.name,
-                opts.dir.display(),
+                dir.display(),
                 running
                     .iter()
                     .map(|d| format!("{} pid {}", d.name, d.pid))
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            down(&opts.dir)?;
+            down(dir)?;
         }
     }
-    let mut cluster = up(
-        sh,
-        &UpOptions::new(opts.prefix.clone(), opts.name.clone(), opts.dir.clone()),
-    )?;
+    let mut cluster = up(sh, &opts.up)?;
     let results = scenarios::run_all(sh, &mut cluster, &opts.only);
     let down_result = if opts.keep {
         println!(
             "cluster kept running (--keep): `cargo xtask cluster down --dir {}`",
-            opts.dir.display()
+            dir.display()
         );
         Ok(())
     } else {
-        down(&opts.dir)
+        down(dir)
     };
-    let failed = print_results(opts, &results, start);
+    let failed = print_results(&cluster, &results, start);
     down_result?;
     if failed > 0 {
         return Err(Error::Scenario(format!(
             "{failed} scenario(s) failed; files kept in {}",
-            opts.dir.display()
+            dir.display()
         )));
     }
-    if results.is_empty() {
+    if results.iter().all(|r| r.skipped.is_some()) {
         return Err(Error::Usage(format!(
-            "no scenario matches --only {:?}",
-            opts.only
+            "no scenario ran: none matches --only {:?} and this cluster ({} node(s))",
+            opts.only,
+            cluster.nodes().len()
         )));
     }
     if !opts.keep {
-        std::fs::remove_dir_all(&opts.dir).map_err(|e| Error::io(&opts.dir, e))?;
+        std::fs::remove_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     }
     Ok(())
 }
 
 /// The table of scenario results and the closing `N passed, N failed, N skipped` line;
 /// returns the number that failed.
-fn print_results(opts: &TestOptions, results: &[scenarios::Outcome], start: Instant) -> usize {
+fn print_results(
+    cluster: &handle::Cluster,
+    results: &[scenarios::Outcome],
+    start: Instant,
+) -> usize {
     let failed = results.iter().filter(|r| !r.passed).count();
-    let gaps = results
+    let skipped = results
         .iter()
-        .filter(|r| r.passed && r.gap.is_some())
+        .filter(|r| r.passed && (r.gap.is_some() || r.skipped.is_some()))
         .count();
-    let passed = results.len() - failed - gaps;
+    let passed = results.len() - failed - skipped;
+    let s = &cluster.state;
     println!(
-        "\ncluster test `{}` ({}):",
-        opts.name,
-        opts.prefix.display()
+        "\ncluster test `{}` ({}, {} node(s), profile `{}`):",
+        cluster.name(),
+        s.prefix.display(),
+        s.nodes.len(),
+        s.profile.name()
     );
     for r in results {
         println!(
             "  {:<4} {:<28} {:>6.1}s",
-            match (r.passed, &r.gap) {
-                (false, _) => "FAIL",
-                (true, Some(_)) => "GAP",
-                (true, None) => "PASS",
+            match (r.passed, &r.gap, &r.skipped) {
+                (false, _, _) => "FAIL",
+                (true, _, Some(_)) => "SKIP",
+                (true, Some(_), None) => "GAP",
+                (true, None, None) => "PASS",
             },
             r.name,
             r.seconds
@@ -218,8 +258,11 @@ fn print_results(opts: &TestOptions, results: &[scenarios::Outcome], start: Inst
         if let Some(why) = &r.gap {
             println!("  skipped as a documented gap: {}: {why}", r.name);
         }
+        if let Some(why) = &r.skipped {
+            println!("  skipped: {}: {why}", r.name);
+        }
     }
-    println!("scenarios: {passed} passed, {failed} failed, {gaps} skipped");
+    println!("scenarios: {passed} passed, {failed} failed, {skipped} skipped");
     failed
 }
 
@@ -244,10 +287,9 @@ pub fn scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
 /// (`ci_<version>_<personality>`, so native and darwin do not collide).
 fn ci_options(prefix: &Path, only: &[&str]) -> Result<TestOptions> {
     let name = format!("ci_{}", crate::staging::Manifest::read(prefix)?.slug());
+    let dir = default_dir(&name);
     Ok(TestOptions {
-        prefix: prefix.to_path_buf(),
-        dir: default_dir(&name),
-        name,
+        up: UpOptions::new(prefix.to_path_buf(), name, dir),
         only: only.iter().map(|s| s.to_string()).collect(),
         keep: false,
     })

@@ -85,7 +85,7 @@ pub fn run(sh: &Shell, _root: &Path, args: BenchArgs) -> Result<()> {
             let (name, prefix) = &builds[i];
             let dir = work.join(format!("{name}-{round}"));
             let load = loadavg();
-            let f = bench_one(sh, prefix, &dir, args.jobs)?;
+            let f = bench_one(sh, prefix, &dir, args.profile.profile, args.jobs)?;
             println!(
                 "  round {} {name:6}: {} jobs in {:.2} s = {:.2} jobs/s; submit {:.2} s; latency p50 {:.3} s p99 {:.3} s; load before {load}",
                 round + 1,
@@ -123,7 +123,13 @@ pub fn run(sh: &Shell, _root: &Path, args: BenchArgs) -> Result<()> {
     Ok(())
 }
 
-fn bench_one(sh: &Shell, prefix: &Path, dir: &Path, jobs: usize) -> Result<Figures> {
+fn bench_one(
+    sh: &Shell,
+    prefix: &Path,
+    dir: &Path,
+    profile: super::profile::Profile,
+    jobs: usize,
+) -> Result<Figures> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     // MinJobAge (300 s, config.rs) keeps every finished job visible to `scontrol` for the
     // COMPLETED check; MaxJobCount makes room for them.
@@ -133,10 +139,10 @@ fn bench_one(sh: &Shell, prefix: &Path, dir: &Path, jobs: usize) -> Result<Figur
         format!("MaxJobCount={}", jobs * 2 + 100),
         format!(
             "PartitionName={PARTITION} Nodes={} OverSubscribe=FORCE:16 MaxTime=INFINITE State=UP",
-            super::lab::NODE
+            super::nodes::node_name(0)
         ),
     ];
-    let lab = Lab::start(sh, prefix, dir, &extra)?;
+    let lab = Lab::start(sh, prefix, dir, profile, 1, &extra)?;
     let result = submit_and_wait(sh, &lab, dir, jobs);
     let stopped = lab.stop(sh);
     let f = result?;

@@ -228,6 +228,7 @@ fn argv(args: &PeerArgs) -> Vec<std::ffi::OsString> {
         v.push("--all".into());
     }
     v.push(format!("--timeout={}", args.timeout).into());
+    v.push(format!("--profile={}", args.profile.profile.name()).into());
     if args.keep {
         v.push("--keep".into());
     }
@@ -244,7 +245,7 @@ fn run_one(
 ) -> Result<Results> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let extra: Vec<String> = EXTRA_CONF.iter().map(|s| s.to_string()).collect();
-    let lab = Lab::start(sh, &install.prefix, dir, &extra)?;
+    let lab = Lab::start(sh, &install.prefix, dir, args.profile.profile, 1, &extra)?;
     let outcome = (|| {
         let suite = prepare_suite(sh, install, dir, &lab.conf())?;
         // Written by pytest, so in the test user's directory.
@@ -559,6 +560,9 @@ mod tests {
             all: false,
             timeout: 17,
             keep: true,
+            profile: crate::cli::ProfileArg {
+                profile: crate::cluster::profile::Profile::Poc,
+            },
         };
         let mut line: Vec<std::ffi::OsString> = vec!["cargo xtask".into()];
         line.extend(argv(&args));
@@ -573,6 +577,7 @@ mod tests {
             (p.native, p.darwin, p.subset, p.all, p.timeout, p.keep),
             (args.native, args.darwin, args.subset, false, 17, true)
         );
+        assert_eq!(p.profile.profile, crate::cluster::profile::Profile::Poc);
     }
 
     #[test]

@@ -12,14 +12,16 @@ mod client;
 mod environment;
 mod gres;
 mod hooks;
+mod memory;
+mod mix;
+mod nodes;
 mod processes;
 mod pty;
 mod restarts;
 mod sack;
 mod steps;
 
-use super::handle::{Cluster, DAEMONS, NODE};
-use super::procs::Liveness;
+use super::handle::Cluster;
 use crate::error::Result;
 use client::Ctx;
 use std::path::PathBuf;
@@ -28,36 +30,98 @@ use xshell::Shell;
 
 type Run = fn(&mut Ctx<'_>) -> Result<String>;
 
+/// What a scenario needs of the cluster; unmet, it is skipped with the reason printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// Written for a cluster of one node (node states, its slurmd, its GPU).
+    OneNode,
+    /// At least this many nodes.
+    Nodes(usize),
+    /// Nodes of at least two builds (`--mix`).
+    Mix,
+}
+
+impl Needs {
+    /// Why the cluster does not meet this, if it does not.
+    pub fn unmet(self, cluster: &Cluster) -> Option<String> {
+        let n = cluster.nodes().len();
+        let builds: std::collections::BTreeSet<&std::path::Path> =
+            cluster.nodes().iter().map(|x| x.prefix.as_path()).collect();
+        match self {
+            Needs::OneNode if n != 1 => Some(format!(
+                "written for one node, the cluster has {n} (run it with --nodes 1)"
+            )),
+            Needs::Nodes(k) if n < k => Some(format!(
+                "needs {k} nodes, the cluster has {n} (run it with --nodes {k})"
+            )),
+            Needs::Mix if builds.len() < 2 => Some(
+                "needs nodes of two builds (run it with --mix native=P1,darwin=P2)".to_string(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// One scenario: its name (`--only` matches a prefix), what it needs, what it runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Scenario {
+    pub name: &'static str,
+    pub needs: Needs,
+    pub run: Run,
+}
+
+const fn one(name: &'static str, run: Run) -> Scenario {
+    Scenario {
+        name,
+        needs: Needs::OneNode,
+        run,
+    }
+}
+
+const fn with(name: &'static str, needs: Needs, run: Run) -> Scenario {
+    Scenario { name, needs, run }
+}
+
 /// Every scenario, in run order.
-pub const ALL: &[(&str, Run)] = &[
-    ("batch-exit-codes", batch::exit_codes),
-    ("srun", steps::srun),
-    ("srun-multi-task", steps::multi_task),
-    ("salloc-srun", steps::salloc),
-    ("srun-pty", pty::srun_pty),
-    ("environment", environment::propagation),
-    ("user-identity", environment::identity),
-    ("signal", processes::signal),
-    ("cancel-process-tree", processes::cancel_tree),
-    ("setsid-escape", processes::setsid_escape),
-    ("launch-failures", steps::launch_failures),
-    ("time-limit", processes::time_limit),
-    ("gres-serialise", gres::serialise),
-    ("gres-release", gres::release),
-    ("gres-accounting", gres::accounting),
-    ("prolog-epilog", hooks::prolog_epilog),
-    ("prolog-failure", hooks::prolog_failure),
-    ("epilog-failure", hooks::epilog_failure),
-    ("slurmd-restart-idle", restarts::slurmd_idle),
-    ("slurmd-restart-running", restarts::slurmd_running),
-    ("slurmctld-restart", restarts::slurmctld),
-    ("sack-replace", sack::replacement_keeps_socket),
-    ("slurmdbd-outage", accounting::dbd_outage),
-    ("churn", churn::churn),
-    ("bad-daemon-dies", bad_states::daemon_dies),
-    ("bad-port-taken", bad_states::port_taken),
-    ("bad-mariadb", bad_states::mariadb_fails),
-    ("bad-leftover", bad_states::leftover),
+pub const ALL: &[Scenario] = &[
+    one("batch-exit-codes", batch::exit_codes),
+    one("srun", steps::srun),
+    one("srun-multi-task", steps::multi_task),
+    one("salloc-srun", steps::salloc),
+    one("srun-pty", pty::srun_pty),
+    one("environment", environment::propagation),
+    one("user-identity", environment::identity),
+    one("signal", processes::signal),
+    one("cancel-process-tree", processes::cancel_tree),
+    one("setsid-escape", processes::setsid_escape),
+    one("launch-failures", steps::launch_failures),
+    one("memory-allocation", memory::allocation),
+    one("time-limit", processes::time_limit),
+    one("gres-serialise", gres::serialise),
+    one("gres-release", gres::release),
+    one("gres-accounting", gres::accounting),
+    one("prolog-epilog", hooks::prolog_epilog),
+    one("prolog-failure", hooks::prolog_failure),
+    one("epilog-failure", hooks::epilog_failure),
+    one("slurmd-restart-idle", restarts::slurmd_idle),
+    one("slurmd-restart-running", restarts::slurmd_running),
+    one("slurmctld-restart", restarts::slurmctld),
+    one("sack-replace", sack::replacement_keeps_socket),
+    one("slurmdbd-outage", accounting::dbd_outage),
+    one("churn", churn::churn),
+    with("nodes-span", Needs::Nodes(2), nodes::span),
+    with("nodes-one-down", Needs::Nodes(2), nodes::one_down),
+    with(
+        "nodes-never-registers",
+        Needs::Nodes(2),
+        nodes::never_registers,
+    ),
+    with("mix-span", Needs::Mix, mix::span),
+    with("mix-clients", Needs::Mix, mix::clients),
+    one("bad-daemon-dies", bad_states::daemon_dies),
+    one("bad-port-taken", bad_states::port_taken),
+    one("bad-mariadb", bad_states::mariadb_fails),
+    one("bad-leftover", bad_states::leftover),
 ];
 
 /// One scenario's result.
@@ -65,8 +129,11 @@ pub const ALL: &[(&str, Run)] = &[
 pub struct Outcome {
     pub name: &'static str,
     pub passed: bool,
-    /// Passed as far as the build allows, with a documented gap (printed as GAP).
+    /// Passed as far as the build allows, with a documented gap (printed as GAP), or not
+    /// run because the cluster does not have what it needs (SKIP); the reason.
     pub gap: Option<String>,
+    /// Not run: the reason.
+    pub skipped: Option<String>,
     pub seconds: f64,
 }
 
@@ -78,7 +145,19 @@ pub fn selected(name: &str, only: &[String]) -> bool {
 /// Run the selected scenarios in order.
 pub fn run_all(sh: &Shell, cluster: &mut Cluster, only: &[String]) -> Vec<Outcome> {
     let mut results = Vec::new();
-    for &(name, run) in ALL.iter().filter(|(n, _)| selected(n, only)) {
+    for sc in ALL.iter().filter(|s| selected(s.name, only)) {
+        let name = sc.name;
+        if let Some(why) = sc.needs.unmet(cluster) {
+            println!("SKIP {name}: {why}");
+            results.push(Outcome {
+                name,
+                passed: true,
+                gap: None,
+                skipped: Some(why),
+                seconds: 0.0,
+            });
+            continue;
+        }
         let marks = LogMarks::take(cluster);
         let t = Instant::now();
         let mut gap = None;
@@ -86,7 +165,7 @@ pub fn run_all(sh: &Shell, cluster: &mut Cluster, only: &[String]) -> Vec<Outcom
             .check_daemons()
             .and_then(|()| Ctx::new(sh, cluster, name))
             .and_then(|mut ctx| {
-                let r = run(&mut ctx);
+                let r = (sc.run)(&mut ctx);
                 gap = ctx.gap.take();
                 r
             });
@@ -104,22 +183,23 @@ pub fn run_all(sh: &Shell, cluster: &mut Cluster, only: &[String]) -> Vec<Outcom
             name,
             passed: result.is_ok(),
             gap,
+            skipped: None,
             seconds,
         });
     }
     results
 }
 
-/// After a failure: restart dead daemons, cancel every job, clear the hook flags, resume the
-/// node. Best effort, each problem printed.
+/// After a failure: restart dead daemons (a paused one is resumed first), cancel every job,
+/// clear the hook flags, resume every node that is not idle. Best effort, each problem
+/// printed.
 fn recover(sh: &Shell, cluster: &mut Cluster) {
-    for d in DAEMONS {
-        if cluster
-            .daemon(d)
-            .is_some_and(|r| r.liveness() != Liveness::Running)
-        {
+    cluster.ready_timeout = super::handle::READY_TIMEOUT;
+    for d in cluster.daemons() {
+        cluster.resume(d).ok();
+        if cluster.record(d).is_some() && !cluster.is_running(d) {
             println!("  recover: restarting {d}");
-            if let Err(e) = cluster.start(sh, d, false) {
+            if let Err(e) = cluster.start(sh, d) {
                 println!("  recover: {d}: {e}");
             }
         }
@@ -138,15 +218,17 @@ fn recover(sh: &Shell, cluster: &mut Cluster) {
     if let Err(e) = ctx.cancel_all() {
         println!("  recover: cancel: {e}");
     }
-    let state = ctx.node_state().map(|(s, _)| s).unwrap_or_default();
-    if state != "IDLE" {
-        println!("  recover: node {NODE} is {state}; resuming it");
-        let resume = format!("NodeName={NODE}");
-        ctx.run("scontrol", &["update", &resume, "State=RESUME"])
-            .ok();
-        if let Err(e) = ctx.wait_node_idle(Duration::from_secs(30)) {
-            println!("  recover: {e}");
+    for n in ctx.cluster.nodes() {
+        let state = ctx.state_of(&n.name).map(|(s, _)| s).unwrap_or_default();
+        if state != "IDLE" {
+            println!("  recover: node {} is {state}; resuming it", n.name);
+            let resume = format!("NodeName={}", n.name);
+            ctx.run("scontrol", &["update", &resume, "State=RESUME"])
+                .ok();
         }
+    }
+    if let Err(e) = ctx.wait_node_idle(Duration::from_secs(30)) {
+        println!("  recover: {e}");
     }
 }
 
@@ -216,7 +298,7 @@ mod tests {
 
     #[test]
     fn all__names_unique() {
-        let mut names: Vec<&str> = ALL.iter().map(|(n, _)| *n).collect();
+        let mut names: Vec<&str> = ALL.iter().map(|s| s.name).collect();
         names.sort();
         let n = names.len();
         names.dedup();

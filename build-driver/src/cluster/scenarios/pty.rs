@@ -82,11 +82,19 @@ fn drive(mut cmd: std::process::Command, input: &str) -> Result<(ExitStatus, Str
 }
 
 /// The shell's own output lines that start with one of `marks` (the terminal also echoes
-/// the typed line, which starts with the command, not with a mark).
+/// the typed line, which starts with the command, not with a mark). A shell prompt (`$ `,
+/// `# `) in front is dropped: the line is typed before the shell is ready, so the terminal
+/// echoes it first and the prompt then lands in front of the command's output.
 fn printed<'a>(output: &'a str, marks: &[&str]) -> Vec<&'a str> {
     output
         .lines()
-        .map(str::trim)
+        .map(|l| {
+            let mut l = l.trim();
+            while let Some(rest) = l.strip_prefix("$ ").or_else(|| l.strip_prefix("# ")) {
+                l = rest.trim_start();
+            }
+            l
+        })
         .filter(|l| marks.iter().any(|m| l.starts_with(m)))
         .collect()
 }
@@ -159,4 +167,20 @@ fn open_pty() -> Result<(OwnedFd, OwnedFd)> {
         fcntl(fd, F_SETFD(FdFlag::FD_CLOEXEC)).map_err(|e| os("fcntl(F_SETFD)", e))?;
     }
     Ok((pty.master, pty.slave))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(non_snake_case)]
+    use super::*;
+
+    #[test]
+    fn printed__output_after_a_prompt_and_not_the_echo() {
+        let out = "echo \"owner-$(id -u)\"; exit 0\r\n$ owner-1001 uid-1001\r\n# $ pty-42 7\r\n";
+        assert_eq!(
+            printed(out, &["owner-", "pty-42 "]),
+            ["owner-1001 uid-1001", "pty-42 7"]
+        );
+        assert!(printed("echo owner-x\r\n", &["owner-"]).is_empty());
+    }
 }
