@@ -138,6 +138,10 @@ pub struct CiArgs {
     /// Only the shim lane (tests, codegen --check, cross builds); no Slurm builds.
     #[arg(long)]
     pub shim_only: bool,
+    /// Keep the pristine (unpatched) native build after its `make check` results are
+    /// recorded; by default it is removed to halve the lanes' peak disk use (about 1.5 GiB).
+    #[arg(long)]
+    pub keep_builds: bool,
 }
 
 #[derive(Debug, Args)]
@@ -238,6 +242,11 @@ pub enum ClusterAction {
     /// Slurm's own Python test suite (testsuite/python, local-config) against a native and a
     /// darwin-personality cluster; fails if any test's outcome differs.
     Peer(PeerArgs),
+    /// Soak: N mixed jobs (batch, srun, arrays, cancels, GPU) on a cluster, with seeded faults
+    /// (slurmd, slurmctld, slurmdbd killed and restarted; slurmctld stopped and continued);
+    /// then every job must have one final sacct record, no job process may be left, and the
+    /// daemons' descriptors, threads and RSS must be flat. Prints the figures.
+    Soak(SoakArgs),
     /// Throughput benchmark: trivial jobs against a native and a darwin-personality cluster,
     /// time to drain and submit-to-start latency, printed as darwin/native ratios.
     Bench(BenchArgs),
@@ -266,6 +275,40 @@ pub struct PeerArgs {
     /// The clusters' profile; the suite's own lines (CR_CPU, MinJobAge, KillWait) go on top.
     #[command(flatten)]
     pub profile: ProfileArg,
+    /// Nodes per cluster (1 to 4): tests that need several nodes skip on one.
+    #[arg(long, default_value_t = 1)]
+    pub nodes: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct SoakArgs {
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    #[command(flatten)]
+    pub target: ClusterTarget,
+    #[command(flatten)]
+    pub profile: ProfileArg,
+    /// How many jobs (array elements count as their array's one submission here).
+    #[arg(long)]
+    pub jobs: usize,
+    /// Inject faults (default count: one per 250 jobs, at least 2).
+    #[arg(long)]
+    pub faults: bool,
+    /// How many faults (implies nothing without --faults).
+    #[arg(long, requires = "faults")]
+    pub fault_count: Option<usize>,
+    /// The seed of the job mix and the faults (default: from the clock; printed either way).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Seconds between two samples of the daemons' descriptors, threads and RSS.
+    #[arg(long, default_value_t = 2)]
+    pub sample_every: u64,
+    /// Whose flatness decides (comma-separated: slurmctld, slurmd); the others are printed.
+    #[arg(long, default_value = "slurmctld,slurmd")]
+    pub judge: String,
+    /// Leave the cluster running afterwards.
+    #[arg(long)]
+    pub keep: bool,
 }
 
 #[derive(Debug, Args)]

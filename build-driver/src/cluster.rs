@@ -42,6 +42,7 @@ mod procs;
 pub mod profile;
 mod render;
 mod scenarios;
+mod soak;
 mod start;
 mod state;
 pub mod user;
@@ -57,6 +58,7 @@ use xshell::Shell;
 pub fn run(sh: &Shell, root: &Path, args: ClusterArgs) -> Result<()> {
     match args.action {
         ClusterAction::Peer(args) => peer::run(sh, root, args),
+        ClusterAction::Soak(args) => soak::run(sh, args),
         ClusterAction::Bench(args) => bench::run(sh, root, args),
         ClusterAction::Up {
             shape,
@@ -165,17 +167,16 @@ pub struct TestOptions {
     pub keep: bool,
 }
 
-/// `up`, the scenarios, `down`. A cluster left running in the directory by an earlier run is
-/// stopped first (said so). The directory is removed when everything passed.
-pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
-    let start = Instant::now();
-    let (name, dir) = (&opts.up.name, &opts.up.dir);
-    let _lock = lock::lock(name, dir)?;
+/// Hold the cluster's lock, stop what an earlier run left running in its directory (said
+/// so), and start it: what `test` and `soak` begin with.
+pub fn fresh_up(sh: &Shell, opts: &UpOptions) -> Result<(nix::fcntl::Flock<std::fs::File>, handle::Cluster)> {
+    let (name, dir) = (&opts.name, &opts.dir);
+    let lock = lock::lock(name, dir)?;
     if let Some(old) = state::State::load(dir)? {
         let running = old.running();
         if !running.is_empty() {
             println!(
-                "cluster test: a cluster `{}` from an earlier run still runs in {} ({}); stopping it first",
+                "cluster `{}` from an earlier run still runs in {} ({}); stopping it first",
                 old.name,
                 dir.display(),
                 running
@@ -187,9 +188,12 @@ pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
             down(dir)?;
         }
     }
-    let mut cluster = up(sh, &opts.up)?;
-    let results = scenarios::run_all(sh, &mut cluster, &opts.only);
-    let down_result = if opts.keep {
+    Ok((lock, up(sh, opts)?))
+}
+
+/// `down`, or with `keep` the command that will stop the cluster later.
+pub fn down_unless_kept(dir: &Path, keep: bool) -> Result<()> {
+    if keep {
         println!(
             "cluster kept running (--keep): `cargo xtask cluster down --dir {}`",
             dir.display()
@@ -197,7 +201,17 @@ pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
         Ok(())
     } else {
         down(dir)
-    };
+    }
+}
+
+/// `up`, the scenarios, `down`. A cluster left running in the directory by an earlier run is
+/// stopped first (said so). The directory is removed when everything passed.
+pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
+    let start = Instant::now();
+    let dir = &opts.up.dir;
+    let (_lock, mut cluster) = fresh_up(sh, &opts.up)?;
+    let results = scenarios::run_all(sh, &mut cluster, &opts.only);
+    let down_result = down_unless_kept(dir, opts.keep);
     let failed = print_results(&cluster, &results, start);
     down_result?;
     if failed > 0 {
@@ -283,6 +297,73 @@ pub fn scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
     test(sh, &ci_options(prefix, &[])?)
 }
 
+/// The multi-node scenarios CI runs: a cluster of 3 nodes, the first two of the native build
+/// (with slurmctld and slurmdbd), the third of the darwin personality.
+pub fn multi_node_smoke(sh: &Shell, native: &Path, darwin: &Path) -> Result<()> {
+    let name = "ci_multi_node".to_string();
+    let mut up = UpOptions::new(PathBuf::new(), name.clone(), default_dir(&name));
+    up.builds = vec![
+        nodes::Build {
+            label: "native".into(),
+            prefix: native.to_path_buf(),
+        },
+        nodes::Build {
+            label: "darwin".into(),
+            prefix: darwin.to_path_buf(),
+        },
+    ];
+    up.nodes = Some(3);
+    test(
+        sh,
+        &TestOptions {
+            up,
+            only: vec!["nodes-".into(), "mix-".into()],
+            keep: false,
+        },
+    )
+}
+
+/// The short soak CI runs: 300 jobs, 2 faults, a fixed seed (a failure repeats with it).
+/// slurmd's flatness decides; slurmctld's series is printed, not judged: its RSS rises for
+/// minutes after every start, on the native build as on the darwin one (docs/CLUSTER.md, "Soak"), so
+/// a two-minute run cannot tell a leak from that rise; the local 10,000-job run judges it.
+pub fn short_soak(sh: &Shell, prefix: &Path) -> Result<()> {
+    soak::run(sh, short_soak_args(prefix)?)
+}
+
+/// The short soak's arguments, through the command line (so they stay what docs/CLUSTER.md says).
+fn short_soak_args(prefix: &Path) -> Result<crate::cli::SoakArgs> {
+    use clap::Parser;
+    let line = [
+        "cargo xtask",
+        "cluster",
+        "soak",
+        "--name",
+        "ci_soak",
+        "--jobs",
+        "300",
+        "--faults",
+        "--fault-count",
+        "2",
+        "--seed",
+        "20261201",
+        "--judge",
+        "slurmd",
+    ];
+    let mut args: Vec<std::ffi::OsString> = line.iter().map(Into::into).collect();
+    args.extend(["--prefix".into(), prefix.as_os_str().to_owned()]);
+    let cli = crate::cli::Cli::try_parse_from(args)
+        .map_err(|e| Error::Usage(format!("the CI soak's own command line: {e}")))?;
+    match cli.command {
+        crate::cli::Command::Cluster(ClusterArgs {
+            action: ClusterAction::Soak(a),
+        }) => Ok(a),
+        _ => Err(Error::Usage(
+            "the CI soak's command line is not `cluster soak`".into(),
+        )),
+    }
+}
+
 /// `cluster test` options for CI: a cluster named after the prefix's staged build
 /// (`ci_<version>_<personality>`, so native and darwin do not collide).
 fn ci_options(prefix: &Path, only: &[&str]) -> Result<TestOptions> {
@@ -299,6 +380,17 @@ fn ci_options(prefix: &Path, only: &[&str]) -> Result<TestOptions> {
 mod tests {
     #![allow(non_snake_case)]
     use super::*;
+
+    #[test]
+    fn short_soak_args__parse_with_faults_and_a_fixed_seed() {
+        let a = short_soak_args(Path::new("/p")).unwrap();
+        assert_eq!(
+            (a.jobs, a.faults, a.fault_count, a.seed),
+            (300, true, Some(2), Some(20261201))
+        );
+        assert_eq!(a.shape.prefix.as_deref(), Some(Path::new("/p")));
+        assert_eq!(a.judge, "slurmd");
+    }
 
     #[test]
     fn check_name__slurm_and_sql_safe() {

@@ -417,6 +417,9 @@ pub fn regenerate(sh: &Shell, tree: &Path) -> Result<()> {
 mod af_wire_tests;
 
 #[cfg(test)]
+mod doc_table_tests;
+
+#[cfg(test)]
 #[allow(non_snake_case)]
 mod tests {
     use super::*;

@@ -333,16 +333,26 @@ impl Cluster {
         Ok((out.status.success() && !states.is_empty()).then(|| states.join("|")))
     }
 
-    /// The processes left in the mount namespaces of recorded daemons that are no recorded
-    /// daemon (job processes).
+    /// The processes left in the mount namespaces of recorded daemons that are neither a
+    /// running recorded daemon nor its own helper (a child under the daemon's name, or
+    /// slurmctld's slurmscriptd, which is named so only where Slurm can rename a process:
+    /// `prctl`, absent in the darwin personality as on macOS): job processes.
     pub fn leftovers(&self) -> Vec<ProcRecord> {
-        let ours: Vec<u32> = self.state.running().iter().map(|d| d.pid).collect();
+        let running = self.state.running();
+        let is_daemon = |p: &ProcRecord| {
+            running.iter().any(|d| {
+                let program = d.name.split('-').next().unwrap_or(&d.name);
+                let helper =
+                    p.name == program || (program == "slurmctld" && p.name == "slurmscriptd");
+                d.pid == p.pid || (procs::parent_of(p.pid) == Some(d.pid) && helper)
+            })
+        };
         let runs = self.state.run_dirs();
         self.state
             .namespaces
             .iter()
             .flat_map(|&ns| procs::processes_in_namespace(ns, &runs))
-            .filter(|p| !ours.contains(&p.pid))
+            .filter(|p| !is_daemon(p))
             .collect()
     }
 }

@@ -68,14 +68,6 @@ impl Lab {
         self.prefix.join("bin").join(name)
     }
 
-    /// The names of the nodes (`node1`, ...).
-    pub fn node_names(&self) -> Vec<String> {
-        self.cluster
-            .iter()
-            .flat_map(|c| c.nodes().iter().map(|n| n.name.clone()))
-            .collect()
-    }
-
     /// Print the tails of the daemon logs.
     pub fn report(&self) {
         let daemons = self

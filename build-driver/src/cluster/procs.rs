@@ -463,6 +463,12 @@ pub fn run_mount_is(_mountinfo: &str, _run_dir: &Path) -> bool {
     false
 }
 
+/// The parent of a process (Linux: field 4 of `/proc/<pid>/stat`), None if it is gone.
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat_after_comm(&text)?.get(1)?.parse().ok()
+}
+
 /// Whether we can create mount namespaces (Linux, root).
 pub fn can_isolate() -> bool {
     cfg!(target_os = "linux") && nix::unistd::geteuid().is_root()
@@ -525,6 +531,16 @@ mod tests {
         let f = parse_stat_after_comm(text).unwrap();
         assert_eq!(f[0], "S");
         assert_eq!(f[19], "98765");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn parent_of__our_parent() {
+        assert_eq!(
+            parent_of(std::process::id()),
+            Some(std::os::unix::process::parent_id())
+        );
+        assert_eq!(parent_of(u32::MAX / 2), None);
     }
 
     #[test]

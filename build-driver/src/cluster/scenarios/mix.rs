@@ -61,17 +61,14 @@ fn second_build_node(ctx: &Ctx<'_>) -> Result<usize> {
         .ok_or_else(|| Error::Scenario("the cluster has nodes of one build only".into()))
 }
 
+/// `srun` arguments for one task on each of `n` nodes printing its node and slurmstepd.
+fn every_node(n: &str) -> [&str; 7] {
+    ["-N", n, "--ntasks-per-node=1", "-l", "/bin/sh", "-c", STEPD]
+}
+
 pub fn span(ctx: &mut Ctx<'_>) -> Result<String> {
     let n = ctx.cluster.nodes().len().to_string();
-    let out = ctx.srun(&[
-        "-N",
-        &n,
-        "--ntasks-per-node=1",
-        "-l",
-        "/bin/sh",
-        "-c",
-        STEPD,
-    ])?;
+    let out = ctx.srun(&every_node(&n))?;
     if !out.status.success() {
         return Err(Error::Scenario(format!(
             "srun -N{n} across the builds: {}: {}",
@@ -126,15 +123,7 @@ pub fn clients(ctx: &mut Ctx<'_>) -> Result<String> {
     };
     // srun of the second build, from its node, across every node.
     let mut c = on("srun")?;
-    c.args([
-        "-N",
-        &n,
-        "--ntasks-per-node=1",
-        "-l",
-        "/bin/sh",
-        "-c",
-        STEPD,
-    ]);
+    c.args(every_node(&n));
     let out = run_bounded(c, super::client::CLIENT_TIMEOUT)?;
     if !out.status.success() {
         return Err(Error::Scenario(format!(

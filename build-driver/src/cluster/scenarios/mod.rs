@@ -8,7 +8,7 @@ mod accounting;
 mod bad_states;
 mod batch;
 mod churn;
-mod client;
+pub(super) mod client;
 mod environment;
 mod gres;
 mod hooks;
@@ -195,13 +195,26 @@ pub fn run_all(sh: &Shell, cluster: &mut Cluster, only: &[String]) -> Vec<Outcom
 /// printed.
 fn recover(sh: &Shell, cluster: &mut Cluster) {
     cluster.ready_timeout = super::handle::READY_TIMEOUT;
+    let mut dead_nodes = Vec::new();
     for d in cluster.daemons() {
         cluster.resume(d).ok();
-        if cluster.record(d).is_some() && !cluster.is_running(d) {
-            println!("  recover: restarting {d}");
-            if let Err(e) = cluster.start(sh, d) {
-                println!("  recover: {d}: {e}");
+        if cluster.record(d).is_none() || cluster.is_running(d) {
+            continue;
+        }
+        match d.node() {
+            Some(i) => dead_nodes.push(i),
+            None => {
+                println!("  recover: restarting {d}");
+                if let Err(e) = cluster.start(sh, d) {
+                    println!("  recover: {d}: {e}");
+                }
             }
+        }
+    }
+    if !dead_nodes.is_empty() {
+        println!("  recover: restarting the slurmd of node(s) {dead_nodes:?} (0-based)");
+        if let Err(e) = cluster.start_nodes(sh, &dead_nodes) {
+            println!("  recover: {e}");
         }
     }
     let layout = cluster.layout();
