@@ -300,16 +300,20 @@ fn release_line(prefix: &Path) -> Result<loaders::Line> {
             prefix.display()
         ))
     })?;
-    text.lines()
+    let number = text
+        .lines()
         .find_map(|l| {
             let v = l.strip_prefix("#define SLURM_VERSION_NUMBER")?.trim();
             u32::from_str_radix(v.strip_prefix("0x")?, 16).ok()
         })
-        .map(loaders::Line::from_version_number)
         .ok_or_else(|| Error::File {
-            path: header,
+            path: header.clone(),
             problem: "no `#define SLURM_VERSION_NUMBER 0x...`".into(),
-        })
+        })?;
+    loaders::Line::from_version_number(
+        number,
+        &format!("SLURM_VERSION_NUMBER in {}", header.display()),
+    )
 }
 
 fn arch_name(a: object::Architecture) -> String {

@@ -149,7 +149,7 @@ fn verify(sh: &Shell, plan: &Plan) -> Result<()> {
         let report = crate::cross::macho::check_prefix(
             prefix,
             plan.target,
-            &plan.source.line,
+            plan.line,
             plan.deps_prefix.is_some(),
         )?;
         eprintln!(

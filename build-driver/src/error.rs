@@ -64,6 +64,14 @@ pub enum Error {
     Codegen(String),
     #[error("slurm_shim.h is stale: run `cargo xtask codegen` and commit the result")]
     StaleHeader,
+    #[error(
+        "unknown Slurm release line `{line}` ({from}); known lines: {known} (each line's facts are in build-driver/src/lines.rs, its patches in patches/<line>/series)"
+    )]
+    UnknownLine {
+        line: String,
+        from: String,
+        known: String,
+    },
     #[error("unknown Slurm version `{version}`; pinned versions: {known}")]
     UnknownVersion { version: String, known: String },
     #[error("pins file {path}: {detail}")]

@@ -65,6 +65,10 @@ pub fn run(sh: &Shell, root: &Path, args: FetchArgs) -> Result<SourceTree> {
         tree.line,
         tree.path.display()
     );
+    match crate::lines::Line::from_name(&tree.line, "fetch") {
+        Ok(line) => println!("{}", line.skew_summary()),
+        Err(e) => println!("note: {e}"),
+    }
     Ok(tree)
 }
 

@@ -16,6 +16,7 @@ mod expectations;
 mod fetch;
 mod gres_conf;
 mod install;
+mod lines;
 mod lint;
 mod macho;
 #[cfg(test)]

@@ -457,9 +457,10 @@ diff --git a/src/a.c b/src/a.c\nindex 1111111..2222222 100644\n--- a/src/a.c\n++
 
     #[test]
     fn series__committed_series_files_parse() {
+        // every known line has a series, and it names only patch files that exist
         let root = crate::project_root();
-        for line in ["24.11", "26.11"] {
-            series(&root, line).unwrap();
+        for f in crate::lines::LINES {
+            series(&root, f.name).unwrap();
         }
     }
 
@@ -691,7 +692,8 @@ error: src/x y.c: No such file or directory\nerror: corrupt patch at line 9\n";
     }
 
     /// Copies each fetched real Slurm tree and regenerates it (about 15 s of CPU each): run
-    /// with XTASK_REAL_TREE=1 after `cargo xtask fetch --version 24.11.5` (and/or 26.11-snapshot).
+    /// with XTASK_REAL_TREE=1 after `cargo xtask fetch --version 24.11.5` (and/or the other
+    /// lines' pins).
     #[test]
     fn regenerate__real_slurm_trees() {
         if std::env::var_os("XTASK_REAL_TREE").is_none() {
@@ -700,7 +702,13 @@ error: src/x y.c: No such file or directory\nerror: corrupt patch at line 9\n";
             );
             return;
         }
-        for (version, line) in [("24.11.5", "24.11"), ("26.11-snapshot", "26.11")] {
+        for (version, line) in [
+            ("24.11.5", "24.11"),
+            ("25.05.8", "25.05"),
+            ("25.11.7", "25.11"),
+            ("26.05.3", "26.05"),
+            ("26.11-snapshot", "26.11"),
+        ] {
             let tree = crate::project_root().join("slurm-src").join(version);
             if !tree.join("configure.ac").is_file() {
                 eprintln!("SKIP {version}: not fetched (cargo xtask fetch --version {version})");

@@ -19,14 +19,17 @@
 //! serializer/json). Where a program only *may* load a type (depending on slurm.conf or a
 //! command-line option), it is listed: the audit must hold for every configuration.
 //!
-//! 26.11 (snapshot 284c3b95, the same method) adds types (certgen, compress, http_auth,
-//! http_parser, metrics, namespace, runtime, url_parser), drops job_container, and changes
-//! four rows (`loaders_26_11`): slurmd loads accounting_storage, sackd certmgr, only
-//! slurmctld select, and every program with conmgr tls. The audit picks the row set from the
-//! prefix's `include/slurm/slurm_version.h`. A plugin of a type not listed here is reported
-//! as unknown (and fails the audit) until the table is extended.
+//! The later lines, by the same method on their pinned sources (25.05.8, 25.11.7, 26.05.3 and
+//! the 26.11 snapshot 284c3b95): 25.05 adds certgen and changes four rows (`changes`):
+//! slurmd loads accounting_storage, sackd certmgr, only slurmctld select, and every program
+//! tls (`conn_g_init`); 25.11 adds http_parser, metrics, namespace (replacing job_container)
+//! and url_parser; 26.05 adds compress and http_auth, and slurmstepd loads certgen; 26.11 adds
+//! runtime, and slurmrestd loads http_auth. Every other row is the same in all five lines
+//! (callers of each loader compared per tag). The audit picks the line from the prefix's
+//! `include/slurm/slurm_version.h`. A plugin of a type not listed here is reported as
+//! unknown (and fails the audit) until the table is extended.
 
-/// Programs that call `slurm_init()` (24.11.5: grep -rlw slurm_init src/*/*.c; 26.11 adds
+/// Programs that call `slurm_init()` (24.11.5: grep -rlw slurm_init src/*/*.c; 26.05 adds
 /// swait) and therefore
 /// load auth, hash, tls, accounting_storage, gres and cred through `src/api/init.c`.
 pub const CLIENTS: &[&str] = &[
@@ -67,17 +70,20 @@ pub enum Loader {
     Clients,
 }
 
+pub use crate::lines::Line;
 use Loader::{Clients, Program as P};
 
 #[derive(Debug)]
 pub struct PluginType {
     /// The file-name prefix (`topology` for the `topo` plugin_type string).
     pub name: &'static str,
-    /// Who loads it in 24.11 (and in 26.11 unless `loaders_26_11` says otherwise).
+    /// Who loads it in the first line that has the type (24.11 for most).
     pub loaders: &'static [Loader],
-    /// Who loads it in 26.11, where that differs (26.11 snapshot 284c3b95, same method).
-    pub loaders_26_11: Option<&'static [Loader]>,
-    /// The loading function(s) and where they are called (24.11.5 source paths).
+    /// From which later line on the loaders are different, oldest first: the row of a
+    /// line is the last change at or before it, else `loaders`.
+    pub changes: &'static [(Line, &'static [Loader])],
+    /// The loading function(s) and where they are called (24.11.5 source paths, and the
+    /// line that changed them).
     pub evidence: &'static str,
 }
 
@@ -97,74 +103,77 @@ pub const TYPES: &[PluginType] = &[
     PluginType {
         name: "accounting_storage",
         loaders: &[Clients, P("slurmctld"), P("slurmstepd"), P("slurmdbd")],
-        evidence: "acct_storage_g_init: api/init.c (slurm_init), slurmctld, slurmd/slurmstepd, slurmdbd, sacct; 26.11: also slurmd/slurmd",
-        loaders_26_11: Some(&[
-            Clients,
-            P("slurmctld"),
-            P("slurmd"),
-            P("slurmstepd"),
-            P("slurmdbd"),
-        ]),
+        evidence: "acct_storage_g_init: api/init.c (slurm_init), slurmctld, slurmd/slurmstepd, slurmdbd, sacct; since 25.05 also slurmd/slurmd",
+        changes: &[(
+            Line::L25_05,
+            &[
+                Clients,
+                P("slurmctld"),
+                P("slurmd"),
+                P("slurmstepd"),
+                P("slurmdbd"),
+            ],
+        )],
     },
     PluginType {
         name: "acct_gather_energy",
         loaders: CTLD_D_STEPD,
         evidence: "acct_gather_energy_init via acct_gather_conf_init: slurmctld/controller.c, slurmd/slurmd.c, slurmstepd.c",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "acct_gather_filesystem",
         loaders: CTLD_D_STEPD,
         evidence: "acct_gather_filesystem_init via acct_gather_conf_init (as acct_gather_energy)",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "acct_gather_interconnect",
         loaders: CTLD_D_STEPD,
         evidence: "acct_gather_interconnect_init via acct_gather_conf_init (as acct_gather_energy)",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "acct_gather_profile",
         loaders: CTLD_D_STEPD,
         evidence: "acct_gather_profile_init via acct_gather_conf_init, and slurmd/slurmstepd directly",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "auth",
         loaders: EVERY_PROGRAM,
         evidence: "auth_g_init: api/init.c (slurm_init), slurmctld, slurmd, slurmstepd, slurmdbd, sackd",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "burst_buffer",
         loaders: CTLD,
         evidence: "bb_g_init: slurmctld",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "certmgr",
         loaders: &[P("slurmctld"), P("slurmd")],
-        evidence: "certmgr_g_init: slurmctld, slurmd/slurmd; 26.11: also sackd",
-        loaders_26_11: Some(&[P("slurmctld"), P("slurmd"), P("sackd")]),
+        evidence: "certmgr_g_init: slurmctld, slurmd/slurmd; since 25.05 also sackd",
+        changes: &[(Line::L25_05, &[P("slurmctld"), P("slurmd"), P("sackd")])],
     },
     PluginType {
         name: "cgroup",
         loaders: D_STEPD,
         evidence: "cgroup_g_init: slurmd/slurmd, slurmd/slurmstepd",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "cli_filter",
         loaders: &[P("salloc"), P("sbatch"), P("scrontab"), P("srun")],
         evidence: "cli_filter_init: salloc, sbatch, scrontab, srun",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "cred",
         loaders: &[Clients, P("slurmctld"), P("slurmd"), P("slurmstepd")],
         evidence: "cred_g_init: api/init.c (slurm_init), slurmctld, slurmd/slurmd, slurmd/slurmstepd",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "data_parser",
@@ -179,109 +188,109 @@ pub const TYPES: &[PluginType] = &[
             P("slurmrestd"),
         ],
         evidence: "data_parser_g_new (DATA_DUMP_CLI for --json/--yaml): sacct, sacctmgr, scontrol, sdiag, sinfo, squeue, sshare, slurmrestd",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "gpu",
         loaders: D_STEPD,
         evidence: "gpu_plugin_init from gres.c: gres_g_node_config_load (slurmd, also `slurmd -C` through gres_get_autodetected_gpus), gres_g_recv_stepd (slurmstepd); gpu/apple (patch 0050) is picked there by AutoDetect=apple (0051)",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "gres",
         loaders: &[Clients, P("slurmctld"), P("slurmd"), P("slurmstepd")],
         evidence: "gres_init: api/init.c (slurm_init), slurmctld, slurmd/slurmd, slurmd/slurmstepd, stepmgr",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "hash",
         loaders: EVERY_PROGRAM,
         evidence: "hash_g_init: api/init.c (slurm_init), slurmctld, slurmd, slurmstepd, slurmdbd, sackd",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "job_container",
         loaders: D_STEPD,
-        evidence: "job_container_init: slurmd/slurmd, slurmd/slurmstepd",
-        loaders_26_11: None,
+        evidence: "job_container_init: slurmd/slurmd, slurmd/slurmstepd (24.11 and 25.05; namespace since 25.11)",
+        changes: &[],
     },
     PluginType {
         name: "job_submit",
         loaders: CTLD,
         evidence: "job_submit_g_init: slurmctld",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "jobacct_gather",
         loaders: CTLD_D_STEPD,
         evidence: "jobacct_gather_init: slurmctld, slurmd/slurmd, slurmd/slurmstepd",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "jobcomp",
         loaders: &[P("slurmctld"), P("sacct")],
         evidence: "jobcomp_g_init: slurmctld; api/job_functions.c slurmdb_jobcomp_init (sacct/options.c)",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "mcs",
         loaders: CTLD,
         evidence: "mcs_g_init: slurmctld",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "mpi",
         loaders: &[P("srun"), P("slurmctld"), P("slurmd"), P("slurmstepd")],
         evidence: "mpi_g_client_init: srun, api/step_launch.c; mpi_g_daemon_init: slurmctld, slurmd; mpi_g_slurmstepd_prefork: slurmstepd/mgr.c",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "node_features",
         loaders: &[P("slurmctld"), P("slurmd")],
         evidence: "node_features_g_init: slurmctld, slurmd/slurmd",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "openapi",
         loaders: &[P("slurmrestd")],
         evidence: "plugrack(\"openapi\"): slurmrestd",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "preempt",
         loaders: CTLD,
         evidence: "preempt_g_init: slurmctld",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "prep",
         loaders: CTLD_D_STEPD,
         evidence: "prep_g_init: slurmctld, slurmd/slurmd, slurmd/slurmstepd",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "priority",
         loaders: &[P("slurmctld"), P("sshare")],
         evidence: "priority_g_init: slurmctld, sshare",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "proctrack",
         loaders: D_STEPD,
         evidence: "proctrack_g_init: slurmd/slurmd, slurmd/slurmstepd",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "rest_auth",
         loaders: &[P("slurmrestd")],
         evidence: "plugrack_create(\"rest_auth\"): slurmrestd/slurmrestd.c",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "sched",
         loaders: CTLD,
         evidence: "sched_g_init: slurmctld",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "select",
@@ -294,20 +303,20 @@ pub const TYPES: &[PluginType] = &[
             P("squeue"),
             P("sview"),
         ],
-        evidence: "select_g_init: slurmctld, slurmd/slurmd, slurmd/slurmstepd; api/node_info.c (slurm_load_node*: scontrol, sinfo, squeue, sview); 26.11: slurmctld only",
-        loaders_26_11: Some(CTLD),
+        evidence: "select_g_init: slurmctld, slurmd/slurmd, slurmd/slurmstepd; api/node_info.c (slurm_load_node*: scontrol, sinfo, squeue, sview); since 25.05 slurmctld only",
+        changes: &[(Line::L25_05, CTLD)],
     },
     PluginType {
         name: "serializer",
         loaders: EVERY_PROGRAM,
         evidence: "serializer_g_init: sacct, sacctmgr, scontrol, sdiag, sinfo, squeue, sshare, slurmctld, slurmstepd, ...; auth/slurm's init() requires serializer/json in every program",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "site_factor",
         loaders: CTLD,
         evidence: "site_factor_g_init: priority/multifactor init(), only in slurmctld (other programs return early)",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "spank",
@@ -321,79 +330,82 @@ pub const TYPES: &[PluginType] = &[
             P("slurmstepd"),
         ],
         evidence: "spank_init*: salloc, sbatch, scrontab, scrun, srun, slurmstepd/mgr.c; spank_slurmd_exit: slurmd",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "switch",
         loaders: &[P("slurmctld"), P("slurmd"), P("slurmstepd"), P("srun")],
         evidence: "switch_g_init: slurmctld, slurmd/slurmd, slurmd/slurmstepd, srun",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "task",
         loaders: D_STEPD,
         evidence: "task_g_init: slurmd/slurmd, slurmd/slurmstepd",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "tls",
         loaders: &[Clients, P("slurmctld"), P("slurmdbd")],
-        evidence: "tls_g_init: api/init.c (slurm_init), slurmctld, slurmdbd; 26.11: conmgr/tls.c and common/http_switch.c, i.e. every program with conmgr (daemons, srun, salloc, sattach, ...)",
-        loaders_26_11: Some(EVERY_PROGRAM),
+        evidence: "tls_g_init: api/init.c (slurm_init), slurmctld, slurmdbd; since 25.05 conn_g_init (interfaces/conn.c, plugin type tls): api/init.c, sackd, slurmctld, slurmd, slurmstepd, slurmdbd; also conmgr/tls.c, common/http_switch.c (25.11)",
+        changes: &[(Line::L25_05, EVERY_PROGRAM)],
     },
     PluginType {
         name: "topology",
         loaders: &[Clients, P("slurmctld"), P("slurmd"), P("slurmstepd")],
         evidence: "topology_g_init (plugin_type \"topo\"): slurmctld, slurmd/slurmd, slurmd/slurmstepd; common/slurm_protocol_api.c slurm_send_recv_msgs and api/topo_info.c in any client",
-        loaders_26_11: None,
+        changes: &[],
     },
     PluginType {
         name: "certgen",
-        loaders: &[Clients, P("slurmstepd")],
-        evidence: "26.11 only: certgen_g_init: api/init.c (slurm_init), slurmd/slurmstepd",
-        loaders_26_11: None,
+        loaders: &[Clients],
+        evidence: "since 25.05: certgen_g_init: api/init.c (slurm_init); since 26.05 also slurmd/slurmstepd",
+        changes: &[(Line::L26_05, &[Clients, P("slurmstepd")])],
     },
     PluginType {
         name: "compress",
         loaders: &[P("sbcast"), P("srun"), P("slurmd")],
-        evidence: "26.11 only: compress_g_init: sbcast, srun, slurmd/slurmd",
-        loaders_26_11: None,
+        evidence: "since 26.05: compress_g_init: sbcast, srun, slurmd/slurmd",
+        changes: &[],
     },
     PluginType {
         name: "http_auth",
-        loaders: &[P("slurmctld"), P("slurmd"), P("slurmrestd")],
-        evidence: "26.11 only: http_auth_g_init: slurmctld, slurmd/slurmd, slurmrestd",
-        loaders_26_11: None,
+        loaders: &[P("slurmctld"), P("slurmd")],
+        evidence: "since 26.05: http_auth_g_init: slurmctld/http.c, slurmd/slurmd/http.c; 26.11 also slurmrestd/http.c",
+        changes: &[(
+            Line::L26_11,
+            &[P("slurmctld"), P("slurmd"), P("slurmrestd")],
+        )],
     },
     PluginType {
         name: "http_parser",
         loaders: &[P("slurmctld"), P("slurmd"), P("slurmrestd")],
-        evidence: "26.11 only: http_parser_g_init: slurmrestd, common/http_switch.c (slurmctld, slurmd)",
-        loaders_26_11: None,
+        evidence: "since 25.11: http_parser_g_init: slurmrestd, common/http_switch.c (slurmctld, slurmd)",
+        changes: &[],
     },
     PluginType {
         name: "metrics",
         loaders: CTLD,
-        evidence: "26.11 only: metrics_g_init: slurmctld",
-        loaders_26_11: None,
+        evidence: "since 25.11: metrics_g_init: slurmctld",
+        changes: &[],
     },
     PluginType {
         name: "namespace",
         loaders: D_STEPD,
-        evidence: "26.11 only (replaces job_container): namespace_g_init: slurmd/slurmd, slurmd/slurmstepd",
-        loaders_26_11: None,
+        evidence: "since 25.11 (replaces job_container): namespace_g_init: slurmd/slurmd, slurmd/slurmstepd",
+        changes: &[],
     },
     PluginType {
         name: "runtime",
         loaders: &[P("slurmstepd")],
-        evidence: "26.11 only: runtime_g_init: slurmd/slurmstepd",
-        loaders_26_11: None,
+        evidence: "26.11 only (snapshot): runtime_g_init: slurmd/slurmstepd",
+        changes: &[],
     },
     PluginType {
         name: "url_parser",
         loaders: EVERY_PROGRAM,
-        evidence: "26.11 only: url_parser_g_init: conmgr/conmgr.c (every program with conmgr), common/http_switch.c, slurmrestd",
-        loaders_26_11: None,
+        evidence: "since 25.11: url_parser_g_init: conmgr/conmgr.c (every program with conmgr), common/http_switch.c, slurmrestd",
+        changes: &[],
     },
 ];
 
@@ -409,32 +421,14 @@ pub fn plugin_type(file_name: &str) -> Option<&'static PluginType> {
         .max_by_key(|t| t.name.len())
 }
 
-/// The release lines the table distinguishes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Line {
-    /// 24.11 (and anything before 26): the table's `loaders`.
-    L24_11,
-    /// 26.x: `loaders_26_11` where given.
-    L26_11,
-}
-
-impl Line {
-    /// From `SLURM_VERSION_NUMBER` (`0xMMmmuu`).
-    pub fn from_version_number(n: u32) -> Line {
-        if (n >> 16) >= 26 {
-            Line::L26_11
-        } else {
-            Line::L24_11
-        }
-    }
-}
-
 /// The installed program names a type's loaders stand for in `line`.
 pub fn programs(t: &PluginType, line: Line) -> Vec<&'static str> {
-    let loaders = match (line, t.loaders_26_11) {
-        (Line::L26_11, Some(l)) => l,
-        _ => t.loaders,
-    };
+    let loaders = t
+        .changes
+        .iter()
+        .rev()
+        .find(|(since, _)| *since <= line)
+        .map_or(t.loaders, |(_, l)| *l);
     let mut out: Vec<&'static str> = Vec::new();
     for l in loaders {
         match l {
@@ -537,10 +531,7 @@ mod tests {
                 "{}",
                 t.name
             );
-            for p in programs(t, Line::L24_11)
-                .into_iter()
-                .chain(programs(t, Line::L26_11))
-            {
+            for p in crate::lines::LINES.iter().flat_map(|f| programs(t, f.line)) {
                 assert!(
                     CLIENTS.contains(&p) || DAEMONS.contains(&p),
                     "{}: unknown program {p}",
@@ -551,23 +542,44 @@ mod tests {
     }
 
     #[test]
-    fn programs__differ_by_line_where_26_11_changed() {
+    fn programs__differ_by_line_from_the_line_that_changed_them() {
         let acct = plugin_type("accounting_storage_slurmdbd.so").unwrap();
         assert!(!programs(acct, Line::L24_11).contains(&"slurmd"));
         assert!(programs(acct, Line::L26_11).contains(&"slurmd"));
         let select = plugin_type("select_cons_tres.so").unwrap();
         assert!(programs(select, Line::L24_11).contains(&"slurmd"));
         assert_eq!(programs(select, Line::L26_11), ["slurmctld"]);
-        assert_eq!(Line::from_version_number(0x180b05), Line::L24_11);
-        assert_eq!(Line::from_version_number(0x1a0b00), Line::L26_11);
+        // the change applies from its line on, not only to 26.11
+        assert_eq!(programs(select, Line::L25_05), ["slurmctld"]);
+        assert!(programs(acct, Line::L25_11).contains(&"slurmd"));
+        let certgen = plugin_type("certgen_script.so").unwrap();
+        assert!(!programs(certgen, Line::L25_11).contains(&"slurmstepd"));
+        assert!(programs(certgen, Line::L26_05).contains(&"slurmstepd"));
+        assert!(programs(certgen, Line::L26_11).contains(&"slurmstepd"));
+        let http_auth = plugin_type("http_auth_jwt.so").unwrap();
+        assert!(!programs(http_auth, Line::L26_05).contains(&"slurmrestd"));
+        assert!(programs(http_auth, Line::L26_11).contains(&"slurmrestd"));
     }
 
-    /// Every plugin family directory in the 24.11.5 and 26.11 sources (src/plugins/<type>/)
+    /// Every plugin family directory in each fetched line's source (src/plugins/<type>/)
     /// has a row.
     #[test]
     fn table__covers_every_plugin_directory() {
-        for v in ["24.11.5", "26.11-snapshot"] {
+        for v in ["24.11.5", "25.05.8", "25.11.7", "26.05.3", "26.11-snapshot"] {
             covers_plugin_directories(v);
+        }
+    }
+
+    /// Changes are in release order, and each says something new.
+    #[test]
+    fn table__changes_in_release_order() {
+        for t in TYPES {
+            let mut prev = (None, t.loaders);
+            for (line, l) in t.changes {
+                assert!(prev.0.is_none_or(|p| p < *line), "{}: order", t.name);
+                assert_ne!(prev.1, *l, "{}: change to {line:?} changes nothing", t.name);
+                prev = (Some(*line), l);
+            }
         }
     }
 

@@ -11,6 +11,7 @@ use crate::cli::BuildArgs;
 use crate::cross::{self, zig::ZigToolchain};
 use crate::error::{Error, Result};
 use crate::fetch::{self, SourceTree};
+use crate::lines::Line;
 use crate::patches;
 use crate::personality::Personality;
 use crate::targets::{self, Os, Target};
@@ -87,6 +88,8 @@ pub struct Plan {
     /// The oldest macOS an Apple target is built for (`None`: a Linux target).
     pub macos_min: Option<&'static str>,
     pub source: SourceTree,
+    /// The source's release line (known to [`crate::lines`]).
+    pub line: Line,
     pub dirs: Dirs,
     /// The patches to apply (empty with `--no-patches`).
     pub series: Vec<PathBuf>,
@@ -159,6 +162,10 @@ impl Plan {
         args.personality.check(target, host)?;
         require_build_tools(sh)?;
         let source = fetch::resolve(sh, root, &args.src)?;
+        let line = Line::from_name(
+            &source.line,
+            &format!("release line of source {}", source.version),
+        )?;
         let base = link::cargo_target_dir(root, env_var("CARGO_TARGET_DIR"))
             .join("slurm")
             .join(staging_name(
@@ -191,6 +198,7 @@ impl Plan {
             uses_shim: configure::uses_shim(args.personality, target),
             macos_min: target.macos_min,
             source,
+            line,
             dirs,
             series,
             no_patches: args.no_patches,

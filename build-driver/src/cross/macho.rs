@@ -8,17 +8,18 @@
 //! `-shared` dylibs; see [`super::zig`]). Anything else (missing, ELF, wrong CPU, wrong kind)
 //! is listed, and the build fails with the whole list.
 //!
-//! Which plugins: the brief's list, per release line. Not files, hence not checked:
-//! `switch/none`, `task/none` and `jobacct_gather/none` (built into libslurmfull: neither
-//! 24.11 nor 26.11 has such a plugin directory; found when the first cross install was
+//! Which plugins: the brief's list, per release line ([`crate::lines::Facts`]). Not files,
+//! hence not checked: `switch/none`, `task/none` and `jobacct_gather/none` (built into
+//! libslurmfull: no line has such a plugin directory; found when the first cross install was
 //! checked) and `cred/slurm` (it lives in `auth_slurm.so`). 24.11 names topology/flat
-//! `topology_default`. `tls/none` exists in both lines, `certgen/script` only in 26.11.
+//! `topology_default`. `tls/none` exists in every line, `certgen/script` since 25.05.
 //! `gpu/apple` (patch 0050, `AutoDetect=apple`) links IOKit and CoreFoundation: on Linux the
 //! lane's stubs in `build-driver/cross-sdk/Frameworks`.
 //! auth/slurm (with cred/slurm) and serializer/json need json-c and libjwt: they are
 //! required only when the build was configured with them ([`required`]'s `with_deps`).
 
 use crate::error::{Error, Result};
+use crate::lines::Line;
 use crate::targets::Target;
 use std::path::{Path, PathBuf};
 
@@ -64,7 +65,7 @@ const PROGRAMS: &[&str] = &[
     "bin/sacctmgr",
 ];
 
-/// Plugins in both lines (by file name under `lib/slurm`, without `.so`).
+/// Plugins in every line (by file name under `lib/slurm`, without `.so`).
 const PLUGINS: &[&str] = &[
     "proctrack_pgid",
     "gpu_apple",
@@ -77,11 +78,11 @@ const PLUGINS: &[&str] = &[
     "tls_none",
 ];
 
-/// Plugins that need json-c and libjwt (cred/slurm is inside auth_slurm in both lines).
+/// Plugins that need json-c and libjwt (cred/slurm is inside auth_slurm in every line).
 const DEP_PLUGINS: &[&str] = &["auth_slurm", "serializer_json"];
 
-/// The required files for release `line` (`24.11`, `26.11`, ...).
-pub fn required(line: &str, with_deps: bool) -> Vec<Required> {
+/// The required files for release `line`.
+pub fn required(line: Line, with_deps: bool) -> Vec<Required> {
     let mut v: Vec<Required> = PROGRAMS
         .iter()
         .map(|p| Required {
@@ -93,11 +94,10 @@ pub fn required(line: &str, with_deps: bool) -> Vec<Required> {
         path: "lib/slurm/libslurmfull.dylib".into(),
         expect: Expect::Library,
     });
+    let facts = line.facts();
     let mut plugins: Vec<&str> = PLUGINS.to_vec();
-    if line == "24.11" {
-        plugins.push("topology_default");
-    } else {
-        plugins.push("topology_flat");
+    plugins.push(facts.topology_default);
+    if facts.certgen {
         plugins.push("certgen_script");
     }
     if with_deps {
@@ -177,7 +177,7 @@ pub fn count_macho(dir: &Path, cpu: u32) -> usize {
 pub fn check_prefix(
     prefix: &Path,
     target: &Target,
-    line: &str,
+    line: Line,
     with_deps: bool,
 ) -> Result<PrefixReport> {
     let cpu = cpu_type(target)?;
@@ -234,13 +234,13 @@ mod tests {
     #[test]
     fn required__per_line_and_deps() {
         let names = |v: Vec<Required>| v.into_iter().map(|r| r.path).collect::<Vec<_>>();
-        let a = names(required("24.11", false));
+        let a = names(required(Line::L24_11, false));
         assert!(a.contains(&"lib/slurm/topology_default.so".to_string()));
         assert!(
             !a.iter()
                 .any(|p| p.contains("certgen") || p.contains("auth_slurm"))
         );
-        let b = names(required("26.11", true));
+        let b = names(required(Line::L26_11, true));
         for p in [
             "lib/slurm/topology_flat.so",
             "lib/slurm/certgen_script.so",
@@ -252,6 +252,11 @@ mod tests {
         ] {
             assert!(b.contains(&p.to_string()), "{p}");
         }
+        // 25.05 renamed topology/default to flat and added certgen
+        let c = names(required(Line::L25_05, false));
+        assert!(c.contains(&"lib/slurm/topology_flat.so".to_string()));
+        assert!(c.contains(&"lib/slurm/certgen_script.so".to_string()));
+        assert!(!c.contains(&"lib/slurm/topology_default.so".to_string()));
     }
 
     /// Real zig-built Mach-O files (an executable, a dylib and a `-bundle` module through the
@@ -316,7 +321,7 @@ mod tests {
     fn check_prefix__lists_every_problem() {
         let d = tempfile::tempdir().unwrap();
         let t = lookup("aarch64-apple-darwin").unwrap();
-        for r in required("24.11", false) {
+        for r in required(Line::L24_11, false) {
             let p = d.path().join(&r.path);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             let ft = match r.expect {
@@ -326,12 +331,12 @@ mod tests {
             };
             std::fs::write(&p, header(macho::CPU_TYPE_ARM64, ft)).unwrap();
         }
-        let ok = check_prefix(d.path(), t, "24.11", false).unwrap();
-        assert_eq!(ok.required, required("24.11", false).len());
+        let ok = check_prefix(d.path(), t, Line::L24_11, false).unwrap();
+        assert_eq!(ok.required, required(Line::L24_11, false).len());
         assert_eq!(ok.macho_files, ok.required);
         std::fs::write(d.path().join("sbin/slurmd"), b"\x7fELF").unwrap();
         std::fs::remove_file(d.path().join("lib/slurm/hash_k12.so")).unwrap();
-        match check_prefix(d.path(), t, "24.11", false) {
+        match check_prefix(d.path(), t, Line::L24_11, false) {
             Err(Error::MachO { problems, .. }) => {
                 assert!(problems.contains("sbin/slurmd"), "{problems}");
                 assert!(problems.contains("hash_k12.so"), "{problems}");
@@ -340,6 +345,6 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let x86 = lookup("x86_64-apple-darwin").unwrap();
-        assert!(check_prefix(d.path(), x86, "24.11", false).is_err());
+        assert!(check_prefix(d.path(), x86, Line::L24_11, false).is_err());
     }
 }

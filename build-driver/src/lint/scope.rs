@@ -9,7 +9,7 @@
 //!   `sview` (a GTK program this project does not build) and `scrun` (the OCI runtime
 //!   front end: it drives crun/runc in Linux namespaces; macOS has no OCI runtime);
 //! * the plugin types slurmd, slurmstepd, sackd or a client loads, from the audit's loader
-//!   table ([`TYPES`], with the 26.11 rows for a 26 tree), each `src/plugins/<type>/`, less
+//!   table ([`TYPES`], with the tree's line's rows), each `src/plugins/<type>/`, less
 //!   the plugin directories of [`EXCLUDED`] (not built for macOS, or a macOS node must not
 //!   configure them), which the report lists with their reason.
 //!
@@ -47,7 +47,7 @@ pub const EXCLUDED: &[(&str, &str)] = &[
     ),
     (
         "namespace",
-        "26.11: Linux mount namespaces (built only `if LINUX_BUILD`)",
+        "since 25.11: Linux mount namespaces (built only `if LINUX_BUILD`)",
     ),
     (
         "switch/nvidia_imex",
@@ -108,7 +108,7 @@ pub const EXCLUDED: &[(&str, &str)] = &[
     ("gpu/nrt", "AWS Neuron devices under /sys (Linux)"),
     (
         "node_features/knl_generic",
-        "Intel Knights Landing (Linux /sys, libnuma); 24.11 only",
+        "Intel Knights Landing (Linux /sys, libnuma); 24.11 and 25.05 only",
     ),
 ];
 
@@ -138,7 +138,7 @@ pub struct Scope {
     pub excluded: Vec<(String, &'static str)>,
 }
 
-/// The release line of the tree, from `META` (`Major:`).
+/// The release line of the tree, from `META` (`Major:`, `Minor:`).
 pub fn line(root: &Path) -> Result<Line> {
     let meta = root.join("META");
     let text = std::fs::read_to_string(&meta).map_err(|e| Error::NotASource {
@@ -148,15 +148,16 @@ pub fn line(root: &Path) -> Result<Line> {
             meta.display()
         ),
     })?;
-    let major = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Major:"))
-        .and_then(|v| v.trim().parse::<u32>().ok())
-        .ok_or_else(|| Error::NotASource {
-            path: root.to_path_buf(),
-            detail: format!("{} has no `Major:` line", meta.display()),
-        })?;
-    Ok(Line::from_version_number(major << 16))
+    let field = |key: &str| {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(key))
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .ok_or_else(|| Error::NotASource {
+                path: root.to_path_buf(),
+                detail: format!("{} has no `{key}` line", meta.display()),
+            })
+    };
+    Line::from_version(field("Major:")?, field("Minor:")?, &meta.display().to_string())
 }
 
 pub fn files(root: &Path) -> Result<Scope> {

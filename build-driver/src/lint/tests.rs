@@ -198,7 +198,7 @@ fn lint__a_directory_that_is_not_a_slurm_tree_is_an_error() {
 fn lint__an_unreadable_file_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     fs::create_dir_all(dir.path().join("src/common")).unwrap();
-    fs::write(dir.path().join("META"), "  Major:\t24\n").unwrap();
+    fs::write(dir.path().join("META"), "  Major:\t24\n  Minor:\t11\n").unwrap();
     fs::write(dir.path().join("src/common/fd.c"), "int x;\n").unwrap();
     // a dangling symlink: listed as a .c file, cannot be read (root reads any mode)
     std::os::unix::fs::symlink(
@@ -214,8 +214,23 @@ fn lint__an_unreadable_file_is_an_error_naming_it() {
 fn lint__unbalanced_conditionals_are_an_error_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     fs::create_dir_all(dir.path().join("src/common")).unwrap();
-    fs::write(dir.path().join("META"), "  Major:\t24\n").unwrap();
+    fs::write(dir.path().join("META"), "  Major:\t24\n  Minor:\t11\n").unwrap();
     fs::write(dir.path().join("src/common/fd.c"), "#if 1\nint x;\n").unwrap();
     let e = scan(dir.path()).unwrap_err().to_string();
     assert!(e.contains("fd.c") && e.contains("not closed"), "{e}");
+}
+
+#[test]
+fn lint__a_tree_of_an_unknown_line_is_an_error_naming_the_known_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("src/common")).unwrap();
+    fs::write(dir.path().join("META"), "  Major:\t23\n  Minor:\t02\n").unwrap();
+    fs::write(dir.path().join("src/common/fd.c"), "int x;\n").unwrap();
+    let e = scan(dir.path()).unwrap_err().to_string();
+    assert!(
+        e.contains("`23.02`")
+            && e.contains("META")
+            && e.contains("24.11, 25.05, 25.11, 26.05, 26.11"),
+        "{e}"
+    );
 }

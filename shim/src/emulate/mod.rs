@@ -27,6 +27,7 @@ pub mod rlimit;
 pub mod scope;
 pub mod dlsym;
 pub mod hidden_paths;
+pub mod inet_addr_len;
 pub mod mlockall;
 pub mod setgroups;
 pub mod sysconf;

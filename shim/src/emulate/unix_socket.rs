@@ -14,11 +14,14 @@
 //!
 //! Portability problems not fixed: the error is the call's, not Slurm's own message; abstract
 //! (Linux-only, leading NUL) addresses are not refused.
+//!
+//! The two entry points below are the shim's only `connect`/`bind`: they also apply the
+//! model of XNU's address lengths for IPv4/IPv6 ([`super::inet_addr_len`]).
 #![allow(clippy::missing_safety_doc)]
 
 use libc::{c_int, sockaddr, sockaddr_un, socklen_t};
 
-use super::{hidden_paths, report, scope};
+use super::{hidden_paths, inet_addr_len, report, scope};
 use crate::errno;
 
 /// Model name (for [`scope::OFF_ENV`]).
@@ -92,7 +95,9 @@ pub unsafe extern "C" fn slurm_shim_connect(
     addr: *const sockaddr,
     len: socklen_t,
 ) -> c_int {
-    if let Err(e) = check(addr, len, "connect") {
+    if let Err(e) =
+        inet_addr_len::check(addr, len, "connect").and_then(|()| check(addr, len, "connect"))
+    {
         errno::set(e);
         return -1;
     }
@@ -107,7 +112,8 @@ pub unsafe extern "C" fn slurm_shim_bind(
     addr: *const sockaddr,
     len: socklen_t,
 ) -> c_int {
-    if let Err(e) = check(addr, len, "bind") {
+    if let Err(e) = inet_addr_len::check(addr, len, "bind").and_then(|()| check(addr, len, "bind"))
+    {
         errno::set(e);
         return -1;
     }
