@@ -13,6 +13,7 @@ mod deps;
 mod error;
 mod expectations;
 mod fetch;
+mod join;
 mod lint;
 mod macho;
 #[cfg(test)]
@@ -56,6 +57,7 @@ fn run(cli: cli::Cli) -> Result<()> {
         cli::Command::Audit(args) => audit::run(&sh, &root, args),
         cli::Command::Deps(args) => deps::run(&sh, &root, args).map(|_| ()),
         cli::Command::Lint(args) => lint::run(&sh, &root, args),
+        cli::Command::Join(args) => join::run(args),
     }
 }
 

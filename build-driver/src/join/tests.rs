@@ -1,0 +1,171 @@
+//! `join` against live loopback clusters of the harness (cluster/handle.rs), mixing release
+//! lines. Ignored by default: they need root (mount namespaces), MariaDB and built prefixes,
+//! and take about a minute each. Run them with
+//!
+//! ```text
+//! cargo test -p build-driver join::tests -- --ignored --nocapture --test-threads 1
+//! ```
+//!
+//! The prefixes default to this worktree's `target/slurm/<build>/prefix`; the variables
+//! `JOIN_PREFIX_2411_NATIVE`, `JOIN_PREFIX_2411_DARWIN` and `JOIN_PREFIX_2605_NATIVE` name
+//! others (read only: the harness writes only into its cluster directory). A missing build
+//! skips its test, saying which and how to build it (CI builds 24.11.5 only).
+
+#![allow(non_snake_case)]
+
+use super::ask::{Controller, Source};
+use super::*;
+use crate::cluster::UpOptions;
+use crate::cluster::handle::Cluster;
+use std::path::PathBuf;
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+fn prefix(var: &str, build: &str, how: &str) -> Option<PathBuf> {
+    let p = std::env::var_os(var)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::project_root().join("target/slurm").join(build).join("prefix"));
+    if p.join("sbin/slurmd").is_file() && p.join("sbin/sackd").is_file() {
+        Some(p)
+    } else {
+        eprintln!("skipped: no {build} build at {} (set {var}, or build it: {how})", p.display());
+        None
+    }
+}
+
+fn native_2411() -> Option<PathBuf> {
+    prefix("JOIN_PREFIX_2411_NATIVE", "24.11.5-native", "cargo xtask build-slurm --version 24.11.5")
+}
+fn darwin_2411() -> Option<PathBuf> {
+    prefix("JOIN_PREFIX_2411_DARWIN", "24.11.5-darwin", "cargo xtask build-slurm --version 24.11.5 --personality darwin")
+}
+fn native_2605() -> Option<PathBuf> {
+    prefix(
+        "JOIN_PREFIX_2605_NATIVE",
+        "26.05.3-native-nopatch",
+        "cargo xtask fetch --version 26.05.3 && cargo xtask build-slurm --version 26.05.3 --no-patches",
+    )
+}
+
+fn root_or_skip() -> bool {
+    let ok = cfg!(target_os = "linux") && nix::unistd::geteuid().is_root();
+    if !ok {
+        eprintln!("skipped: the clusters need root (mount namespaces)");
+    }
+    ok
+}
+
+/// A running cluster, stopped when dropped (also when an assertion fails).
+struct Up {
+    c: Cluster,
+    _lock: nix::fcntl::Flock<std::fs::File>,
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        if let Err(e) = crate::cluster::down(&self.c.layout().root) {
+            eprintln!("cluster down: {e}");
+        }
+    }
+}
+
+/// A one-node cluster of `prefix` serving configless, with room for dynamic nodes.
+fn controller(prefix: &Path, name: &str) -> Up {
+    controller_with(prefix, name, true)
+}
+
+fn controller_with(prefix: &Path, name: &str, configless: bool) -> Up {
+    let sh = xshell::Shell::new().unwrap();
+    let mut opts = UpOptions::new(prefix.to_path_buf(), name.into(), crate::cluster::default_dir(name));
+    opts.extra_conf = vec!["MaxNodeCount=8".into()];
+    if configless {
+        opts.extra_conf.push("SlurmctldParameters=enable_configless".into());
+    }
+    let (_lock, c) = crate::cluster::fresh_up(&sh, &opts).unwrap();
+    Up { c, _lock }
+}
+
+fn configless(c: &Cluster) -> Source {
+    Source::Configless(Controller::parse(&format!("127.0.0.1:{}", c.state.ports.slurmctld)).unwrap())
+}
+
+fn show(what: &str, r: &Result<Checked>) {
+    match r {
+        Ok(c) => println!("{what}: accepted: node {} controller {} ({} back)", c.node.text, c.controller.text, c.behind),
+        Err(e) => println!("{what}: {e}"),
+    }
+}
+
+#[test]
+#[ignore = "needs root, MariaDB and built prefixes; see the module doc"]
+fn join__same_line_darwin_node_accepted_and_bad_inputs_name_the_fix() {
+    let (Some(native), Some(darwin)) = (native_2411(), darwin_2411()) else { return };
+    if !root_or_skip() {
+        return;
+    }
+    let up = controller(&native, "join2411");
+    let c = &up.c;
+    let key = c.layout().key();
+    let r = check(&darwin, &configless(c), &key, TIMEOUT);
+    show("24.11 darwin node, 24.11 controller", &r);
+    let ok = r.unwrap();
+    assert_eq!((ok.node.line.to_string(), ok.behind), ("24.11".into(), 0));
+
+    let missing = c.layout().root.join("no-such.key");
+    let r = check(&darwin, &configless(c), &missing, TIMEOUT);
+    show("missing key", &r);
+    assert!(matches!(r, Err(Error::JoinKey { .. })));
+
+    let open = c.layout().root.join("open.key");
+    std::fs::copy(&key, &open).unwrap();
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let r = check(&darwin, &configless(c), &open, TIMEOUT);
+    show("key readable by others", &r);
+    assert!(r.as_ref().err().is_some_and(|e| e.to_string().contains("chmod 600")), "{r:?}");
+
+    let wrong = c.layout().root.join("wrong.key");
+    crate::util::fs::write_atomic(&wrong, &[7u8; 1024], 0o600).unwrap();
+    let r = check(&darwin, &configless(c), &wrong, TIMEOUT);
+    show("wrong key", &r);
+    assert!(r.as_ref().err().is_some_and(|e| e.to_string().contains("--key")), "{r:?}");
+
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let nobody = Source::Configless(Controller::parse(&format!("127.0.0.1:{port}")).unwrap());
+    let r = check(&darwin, &nobody, &key, Duration::from_secs(15));
+    show("nothing listening", &r);
+    assert!(r.as_ref().err().is_some_and(|e| e.to_string().contains("firewall")), "{r:?}");
+    drop(up);
+
+    let up = controller_with(&native, "join2411n", false);
+    let r = check(&darwin, &configless(&up.c), &up.c.layout().key(), TIMEOUT);
+    show("controller without configless", &r);
+    assert!(r.as_ref().err().is_some_and(|e| e.to_string().contains("enable_configless")), "{r:?}");
+    let r = check(&darwin, &Source::Local(up.c.layout().conf()), &up.c.layout().key(), TIMEOUT);
+    show("the same, with its slurm.conf (--conf)", &r);
+    assert_eq!(r.unwrap().behind, 0);
+}
+
+#[test]
+#[ignore = "needs root, MariaDB and built 24.11 and 26.05 prefixes; see the module doc"]
+fn join__mixed_lines_older_node_accepted_newer_node_refused() {
+    let (Some(old), Some(new)) = (native_2411(), native_2605()) else { return };
+    if !root_or_skip() {
+        return;
+    }
+    {
+        let up = controller(&new, "join2605");
+        let r = check(&old, &configless(&up.c), &up.c.layout().key(), TIMEOUT);
+        show("24.11 node, 26.05 controller", &r);
+        let ok = r.unwrap();
+        assert_eq!((ok.controller.line.to_string(), ok.behind), ("26.05".into(), 3));
+    }
+    {
+        let up = controller(&old, "join2411b");
+        let r = check(&new, &configless(&up.c), &up.c.layout().key(), TIMEOUT);
+        show("26.05 node, 24.11 controller", &r);
+        let e = r.unwrap_err().to_string();
+        assert!(e.contains("never be newer") && e.contains("install"), "{e}");
+    }
+}
