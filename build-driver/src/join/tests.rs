@@ -169,3 +169,66 @@ fn join__mixed_lines_older_node_accepted_newer_node_refused() {
         assert!(e.contains("never be newer") && e.contains("install"), "{e}");
     }
 }
+
+#[test]
+#[ignore = "needs root, MariaDB and built prefixes; see the module doc"]
+fn join__planned_dynamic_slurmd_registers_with_its_features() {
+    let (Some(native), Some(darwin)) = (native_2411(), darwin_2411()) else { return };
+    if !root_or_skip() {
+        return;
+    }
+    let up = controller(&native, "join2411d");
+    let c = &up.c;
+    let key = c.layout().key();
+    check(&darwin, &configless(c), &key, TIMEOUT).unwrap();
+    // Two slurmd on one machine need two ports: the test's node adds its own (`Port=` is a
+    // node parameter `--conf` takes); a Mac uses the cluster's SlurmdPort.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let plan = plan::Plan::new(&plan::Inputs {
+        slurmd: darwin.join("sbin/slurmd"),
+        etc: darwin.join("etc"),
+        key: darwin.join("etc/slurm.key"),
+        conf_server: Some(format!("127.0.0.1:{}", c.state.ports.slurmctld)),
+        local_conf: None,
+        shape: plan::Shape::Dynamic {
+            features: format!("macos,joined Port={port}"),
+        },
+        node_name: "mac1".into(),
+        hardware: None,
+    });
+    print!("plan:\n{}", plan.render());
+    // The prefix is read-only here: the key comes through SLURM_SACK_KEY instead of
+    // <etc>/slurm.key, and slurmd runs in the foreground (-D) so the test owns its PID.
+    let run = c.layout().root.join("mac1-run");
+    std::fs::create_dir_all(run.join("slurm")).unwrap();
+    // The harness's slurm.conf puts spool directories under nodes/%n (one level: slurmd
+    // makes only the last).
+    std::fs::create_dir_all(c.layout().node_dir("mac1")).unwrap();
+    let mut cmd = std::process::Command::new(&plan.slurmd[0]);
+    cmd.args(&plan.slurmd[1..]).arg("-D").env("SLURM_SACK_KEY", &key).env_remove("SLURM_CONF");
+    crate::util::process::spawn::private_run(
+        &mut cmd,
+        std::ffi::CString::new(run.as_os_str().as_encoded_bytes()).unwrap(),
+        Some(c"mac1".into()),
+    );
+    let log = c.layout().root.join("mac1-slurmd.out");
+    let mut child = crate::util::process::spawn_logged(cmd, &log).unwrap();
+    let seen = crate::util::process::bounded::poll("mac1 idle", Duration::from_secs(60), Duration::from_millis(500), || {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(Error::Scenario(format!("mac1's slurmd exited: {status}")));
+        }
+        let mut q = c.tool("scontrol");
+        q.args(["show", "node", "mac1"]);
+        let out = crate::util::process::bounded::run_bounded(q, Duration::from_secs(20))?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        Ok((text.contains("State=IDLE")).then_some(text))
+    });
+    child.kill().ok();
+    child.wait().ok();
+    let text = seen.unwrap_or_else(|e| panic!("{e}; slurmd said:\n{}", crate::util::process::file_tail(&log, 20)));
+    println!("scontrol show node mac1:\n{text}");
+    assert!(text.contains("AvailableFeatures=macos,joined"), "{text}");
+    assert!(text.contains("DYNAMIC_NORM"), "{text}");
+}
