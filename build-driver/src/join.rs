@@ -91,7 +91,10 @@ pub fn check(prefix: &Path, source: &Source, key: &Path, timeout: Duration) -> R
         Source::Configless(c) => c.conf_server(),
         Source::Local(f) => {
             if !f.is_file() {
-                return Err(Error::file(f, "no such slurm.conf: pass the controller's slurm.conf (a copy) with --conf, or leave --conf out for configless"));
+                return Err(Error::file(
+                    f,
+                    "no such slurm.conf: pass the controller's slurm.conf (a copy) with --conf, or leave --conf out for configless",
+                ));
             }
             format!("the controller named in {}", f.display())
         }
@@ -123,7 +126,9 @@ pub fn check(prefix: &Path, source: &Source, key: &Path, timeout: Duration) -> R
         Verdict::NodeNewer { ahead, install } => Err(Error::JoinRefused {
             node: node.text.clone(),
             controller: controller.text.clone(),
-            why: format!("this build is {ahead} release(s) newer than the controller, and a slurmd must never be newer than slurmctld"),
+            why: format!(
+                "this build is {ahead} release(s) newer than the controller, and a slurmd must never be newer than slurmctld"
+            ),
             install: lines::list(&install),
         }),
         Verdict::NodeTooOld {
@@ -133,7 +138,9 @@ pub fn check(prefix: &Path, source: &Source, key: &Path, timeout: Duration) -> R
         } => Err(Error::JoinRefused {
             node: node.text.clone(),
             controller: controller.text.clone(),
-            why: format!("this build is {behind} releases older than the controller, which takes slurmd at most {window} releases back"),
+            why: format!(
+                "this build is {behind} releases older than the controller, which takes slurmd at most {window} releases back"
+            ),
             install: lines::list(&install),
         }),
     }
@@ -147,7 +154,10 @@ fn require_key(key: &Path) -> Result<()> {
         // auth/slurm refuses a key that others may read (internal.c, S_IRWXO).
         Ok(m) if m.is_file() && m.permissions().mode() & 0o007 != 0 => Err(Error::JoinKey {
             path: key.to_path_buf(),
-            problem: format!("is open to other users (mode {:o}), which auth/slurm refuses", m.permissions().mode() & 0o777),
+            problem: format!(
+                "is open to other users (mode {:o}), which auth/slurm refuses",
+                m.permissions().mode() & 0o777
+            ),
             fix: format!("chmod 600 {}", key.display()),
         }),
         Ok(m) if m.is_file() && m.len() > 0 => Ok(()),
@@ -194,7 +204,10 @@ pub fn run(args: JoinArgs) -> Result<()> {
         checked.controller.text,
         match checked.behind {
             0 => "the same release line".to_string(),
-            n => format!("{n} release(s) older; the rule allows {}", checked.controller.line.window()),
+            n => format!(
+                "{n} release(s) older; the rule allows {}",
+                checked.controller.line.window()
+            ),
         }
     );
     let shape = match &args.node_addr {
@@ -237,7 +250,11 @@ pub fn run(args: JoinArgs) -> Result<()> {
 
 /// Features of a dynamic node when `--dynamic` gives none: the OS and the architecture.
 fn default_features() -> String {
-    let os = if cfg!(target_os = "macos") { "macos" } else { std::env::consts::OS };
+    let os = if cfg!(target_os = "macos") {
+        "macos"
+    } else {
+        std::env::consts::OS
+    };
     format!("{os},{}", std::env::consts::ARCH)
 }
 

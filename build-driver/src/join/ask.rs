@@ -128,13 +128,41 @@ pub fn translate(output: &str) -> Problem {
     let has = |needles: &[&str]| needles.iter().any(|n| o.contains(n));
     if has(&["configless mode is disabled"]) {
         Problem::ConfiglessOff { detail }
-    } else if has(&["authentication error", "invalid authentication", "auth_g_verify", "sack_verify", "credential"]) {
+    } else if has(&[
+        "authentication error",
+        "invalid authentication",
+        "auth_g_verify",
+        "sack_verify",
+        "credential",
+    ]) {
         Problem::KeyMismatch { detail }
-    } else if has(&["incompatible versions", "protocol version", "unsupported rpc", "zero bytes were transmitted", "unexpected message received", "insane message length", "header lengths are longer"]) {
+    } else if has(&[
+        "incompatible versions",
+        "protocol version",
+        "unsupported rpc",
+        "zero bytes were transmitted",
+        "unexpected message received",
+        "insane message length",
+        "header lengths are longer",
+    ]) {
         Problem::Protocol { detail }
-    } else if has(&["name or service not known", "unable to resolve", "nodename nor servname", "could not resolve", "temporary failure in name resolution", "invalid controller"]) {
+    } else if has(&[
+        "name or service not known",
+        "unable to resolve",
+        "nodename nor servname",
+        "could not resolve",
+        "temporary failure in name resolution",
+        "invalid controller",
+    ]) {
         Problem::UnknownHost { detail }
-    } else if has(&["connection refused", "no route to host", "network is unreachable", "timed out", "unable to contact", "unable to establish"]) {
+    } else if has(&[
+        "connection refused",
+        "no route to host",
+        "network is unreachable",
+        "timed out",
+        "unable to contact",
+        "unable to establish",
+    ]) {
         Problem::Unreachable { detail }
     } else {
         Problem::Other { detail }
@@ -225,7 +253,10 @@ fn ask_in(a: &Ask<'_>, work: &Path) -> Result<Answer> {
     };
     let log = work.join("sackd.log");
     let mut sackd = Command::new(a.prefix.join("sbin/sackd"));
-    sackd.arg("-D").env("SLURM_SACK_KEY", a.key).env_remove("SLURM_CONF");
+    sackd
+        .arg("-D")
+        .env("SLURM_SACK_KEY", a.key)
+        .env_remove("SLURM_CONF");
     let conf = match a.source {
         Source::Configless(c) => {
             sackd.arg("--conf-server").arg(c.conf_server());
@@ -238,16 +269,21 @@ fn ask_in(a: &Ask<'_>, work: &Path) -> Result<Answer> {
     };
     private(&mut sackd);
     let mut child = crate::util::process::spawn_logged(sackd, &log)?;
-    let ready = poll("sackd's SACK socket", a.timeout, Duration::from_millis(200), || {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if text.contains("Failed to load configs") || text.contains("fatal") {
-            return Ok(Some(false));
-        }
-        if let Ok(Some(_)) = child.try_wait() {
-            return Ok(Some(false));
-        }
-        Ok(socket.exists().then_some(true))
-    });
+    let ready = poll(
+        "sackd's SACK socket",
+        a.timeout,
+        Duration::from_millis(200),
+        || {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.contains("Failed to load configs") || text.contains("fatal") {
+                return Ok(Some(false));
+            }
+            if let Ok(Some(_)) = child.try_wait() {
+                return Ok(Some(false));
+            }
+            Ok(socket.exists().then_some(true))
+        },
+    );
     let answer = match ready {
         Ok(true) => {
             let mut sc = Command::new(a.prefix.join("bin/scontrol"));
@@ -311,7 +347,16 @@ mod tests {
         assert_eq!(c("127.0.0.1:40001").port, 40001);
         assert_eq!(c("[::1]:6818").conf_server(), "[::1]:6818");
         assert_eq!(c("::1").conf_server(), "[::1]:6817");
-        for bad in ["", ":6817", "ctl:", "ctl:0", "ctl:99999", "ctl:x", "a b", "[::1"] {
+        for bad in [
+            "",
+            ":6817",
+            "ctl:",
+            "ctl:0",
+            "ctl:99999",
+            "ctl:x",
+            "a b",
+            "[::1",
+        ] {
             let e = Controller::parse(bad).unwrap_err().to_string();
             assert!(e.contains("HOST:PORT"), "{bad}: {e}");
         }
@@ -321,12 +366,21 @@ mod tests {
     #[test]
     fn translate__recorded_outputs() {
         let wrong_key = "sackd: error: _fetch_child: failed to fetch remote configs: Protocol authentication error\nsackd: error: Failed to load configs from slurmctld. Retrying in 10 seconds.\n";
-        assert!(matches!(translate(wrong_key), Problem::KeyMismatch { detail } if detail.contains("Protocol authentication error")));
+        assert!(
+            matches!(translate(wrong_key), Problem::KeyMismatch { detail } if detail.contains("Protocol authentication error"))
+        );
         let nobody = "sackd: error: _fetch_child: failed to fetch remote configs: Unable to contact slurm controller (connect failure)\nsackd: error: Failed to load configs from slurmctld. Retrying in 10 seconds.\n";
         assert!(matches!(translate(nobody), Problem::Unreachable { .. }));
         let hidden_run = ": error: s_p_parse_file: cannot stat file /run/slurm/conf/slurm.conf: No such file or directory, retrying in 1sec up to 60sec\n: error: ClusterName needs to be specified\n: fatal: Unable to process configuration file\n";
-        assert!(matches!(translate(hidden_run), Problem::Other { detail } if detail.contains("ClusterName")));
-        assert!(matches!(translate("sackd: error: _fetch_child: failed to fetch remote configs: ConfigLess mode is disabled in slurm configuration.\n"), Problem::ConfiglessOff { .. }));
+        assert!(
+            matches!(translate(hidden_run), Problem::Other { detail } if detail.contains("ClusterName"))
+        );
+        assert!(matches!(
+            translate(
+                "sackd: error: _fetch_child: failed to fetch remote configs: ConfigLess mode is disabled in slurm configuration.\n"
+            ),
+            Problem::ConfiglessOff { .. }
+        ));
     }
 
     #[test]

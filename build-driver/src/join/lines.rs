@@ -61,7 +61,10 @@ impl Line {
 
     /// The node lines a controller of this line accepts, oldest first.
     pub fn accepted_nodes(self) -> Vec<Line> {
-        (0..=self.window()).rev().filter_map(|n| self.back(n)).collect()
+        (0..=self.window())
+            .rev()
+            .filter_map(|n| self.back(n))
+            .collect()
     }
 }
 
@@ -178,16 +181,34 @@ mod tests {
             ("25.05", "25.05", "25.05"),
         ] {
             let v = Version::parse(s).unwrap();
-            assert_eq!((v.line.to_string().as_str(), v.text.as_str()), (l, text), "{s}");
+            assert_eq!(
+                (v.line.to_string().as_str(), v.text.as_str()),
+                (l, text),
+                "{s}"
+            );
         }
     }
 
     #[test]
     fn parse__rejects_what_is_no_release() {
-        for s in ["", "slurm", "24", "24.12.1", "24.1.1", "2024.11.1", "x.11", "24.xx", "-24.11"] {
+        for s in [
+            "",
+            "slurm",
+            "24",
+            "24.12.1",
+            "24.1.1",
+            "2024.11.1",
+            "x.11",
+            "24.xx",
+            "-24.11",
+        ] {
             assert_eq!(Version::parse(s), Err(BadVersion(s.trim().into())), "{s:?}");
         }
-        assert!(BadVersion("24.12".into()).to_string().contains("e.g. 24.11.5"));
+        assert!(
+            BadVersion("24.12".into())
+                .to_string()
+                .contains("e.g. 24.11.5")
+        );
     }
 
     #[test]
@@ -220,10 +241,15 @@ mod tests {
                     }
                     Verdict::NodeNewer { install, .. } | Verdict::NodeTooOld { install, .. } => {
                         assert_eq!(install[0], c, "the controller's own line comes first");
-                        assert!(install.iter().all(|&l| check(l, c) == Verdict::Accepted {
-                            behind: c.index - l.index
-                        }));
-                        if matches!(v, Verdict::NodeNewer { .. }) { "newer" } else { "old" }
+                        assert!(install.iter().all(|&l| check(l, c)
+                            == Verdict::Accepted {
+                                behind: c.index - l.index
+                            }));
+                        if matches!(v, Verdict::NodeNewer { .. }) {
+                            "newer"
+                        } else {
+                            "old"
+                        }
                     }
                 };
                 assert_eq!(got, want, "node {n} against controller {c}: {v:?}");
@@ -234,7 +260,10 @@ mod tests {
     #[test]
     fn check__the_documented_cases() {
         // 24.11 joins 24.11 to 26.05 controllers, not 26.11 (docs/RELEASE-LINES.md).
-        assert_eq!(check(line("24.11"), line("26.05")), Verdict::Accepted { behind: 3 });
+        assert_eq!(
+            check(line("24.11"), line("26.05")),
+            Verdict::Accepted { behind: 3 }
+        );
         assert_eq!(
             check(line("24.11"), line("26.11")),
             Verdict::NodeTooOld {
@@ -250,7 +279,10 @@ mod tests {
                 install: vec![line("24.11"), line("24.05"), line("23.11"), line("23.05")]
             }
         );
-        assert_eq!(list(&["24.11", "25.05", "25.11"].map(line)), "24.11, 25.05 or 25.11");
+        assert_eq!(
+            list(&["24.11", "25.05", "25.11"].map(line)),
+            "24.11, 25.05 or 25.11"
+        );
         assert_eq!(list(&[line("24.11")]), "24.11");
     }
 }

@@ -205,7 +205,9 @@ mod tests {
         assert_eq!(p.installs[0].to, PathBuf::from("/opt/slurm/etc/slurm.conf"));
         assert_eq!(
             p.controller_line.as_deref(),
-            Some("NodeName=mac1 NodeAddr=192.0.2.7 CPUs=10 Boards=1 SocketsPerBoard=1 CoresPerSocket=10 ThreadsPerCore=1 RealMemory=32768")
+            Some(
+                "NodeName=mac1 NodeAddr=192.0.2.7 CPUs=10 Boards=1 SocketsPerBoard=1 CoresPerSocket=10 ThreadsPerCore=1 RealMemory=32768"
+            )
         );
         assert_eq!(p.slurmd, ["/opt/slurm/sbin/slurmd", "-N", "mac1"]);
     }

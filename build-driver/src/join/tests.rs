@@ -22,22 +22,36 @@ use std::path::PathBuf;
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 fn prefix(var: &str, build: &str, how: &str) -> Option<PathBuf> {
-    let p = std::env::var_os(var)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| crate::project_root().join("target/slurm").join(build).join("prefix"));
+    let p = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
+        crate::project_root()
+            .join("target/slurm")
+            .join(build)
+            .join("prefix")
+    });
     if p.join("sbin/slurmd").is_file() && p.join("sbin/sackd").is_file() {
         Some(p)
     } else {
-        eprintln!("skipped: no {build} build at {} (set {var}, or build it: {how})", p.display());
+        eprintln!(
+            "skipped: no {build} build at {} (set {var}, or build it: {how})",
+            p.display()
+        );
         None
     }
 }
 
 fn native_2411() -> Option<PathBuf> {
-    prefix("JOIN_PREFIX_2411_NATIVE", "24.11.5-native", "cargo xtask build-slurm --version 24.11.5")
+    prefix(
+        "JOIN_PREFIX_2411_NATIVE",
+        "24.11.5-native",
+        "cargo xtask build-slurm --version 24.11.5",
+    )
 }
 fn darwin_2411() -> Option<PathBuf> {
-    prefix("JOIN_PREFIX_2411_DARWIN", "24.11.5-darwin", "cargo xtask build-slurm --version 24.11.5 --personality darwin")
+    prefix(
+        "JOIN_PREFIX_2411_DARWIN",
+        "24.11.5-darwin",
+        "cargo xtask build-slurm --version 24.11.5 --personality darwin",
+    )
 }
 fn native_2605() -> Option<PathBuf> {
     prefix(
@@ -76,22 +90,32 @@ fn controller(prefix: &Path, name: &str) -> Up {
 
 fn controller_with(prefix: &Path, name: &str, configless: bool) -> Up {
     let sh = xshell::Shell::new().unwrap();
-    let mut opts = UpOptions::new(prefix.to_path_buf(), name.into(), crate::cluster::default_dir(name));
+    let mut opts = UpOptions::new(
+        prefix.to_path_buf(),
+        name.into(),
+        crate::cluster::default_dir(name),
+    );
     opts.extra_conf = vec!["MaxNodeCount=8".into()];
     if configless {
-        opts.extra_conf.push("SlurmctldParameters=enable_configless".into());
+        opts.extra_conf
+            .push("SlurmctldParameters=enable_configless".into());
     }
     let (_lock, c) = crate::cluster::fresh_up(&sh, &opts).unwrap();
     Up { c, _lock }
 }
 
 fn configless(c: &Cluster) -> Source {
-    Source::Configless(Controller::parse(&format!("127.0.0.1:{}", c.state.ports.slurmctld)).unwrap())
+    Source::Configless(
+        Controller::parse(&format!("127.0.0.1:{}", c.state.ports.slurmctld)).unwrap(),
+    )
 }
 
 fn show(what: &str, r: &Result<Checked>) {
     match r {
-        Ok(c) => println!("{what}: accepted: node {} controller {} ({} back)", c.node.text, c.controller.text, c.behind),
+        Ok(c) => println!(
+            "{what}: accepted: node {} controller {} ({} back)",
+            c.node.text, c.controller.text, c.behind
+        ),
         Err(e) => println!("{what}: {e}"),
     }
 }
@@ -99,7 +123,9 @@ fn show(what: &str, r: &Result<Checked>) {
 #[test]
 #[ignore = "needs root, MariaDB and built prefixes; see the module doc"]
 fn join__same_line_darwin_node_accepted_and_bad_inputs_name_the_fix() {
-    let (Some(native), Some(darwin)) = (native_2411(), darwin_2411()) else { return };
+    let (Some(native), Some(darwin)) = (native_2411(), darwin_2411()) else {
+        return;
+    };
     if !root_or_skip() {
         return;
     }
@@ -121,13 +147,23 @@ fn join__same_line_darwin_node_accepted_and_bad_inputs_name_the_fix() {
     std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
     let r = check(&darwin, &configless(c), &open, TIMEOUT);
     show("key readable by others", &r);
-    assert!(r.as_ref().err().is_some_and(|e| e.to_string().contains("chmod 600")), "{r:?}");
+    assert!(
+        r.as_ref()
+            .err()
+            .is_some_and(|e| e.to_string().contains("chmod 600")),
+        "{r:?}"
+    );
 
     let wrong = c.layout().root.join("wrong.key");
     crate::util::fs::write_atomic(&wrong, &[7u8; 1024], 0o600).unwrap();
     let r = check(&darwin, &configless(c), &wrong, TIMEOUT);
     show("wrong key", &r);
-    assert!(r.as_ref().err().is_some_and(|e| e.to_string().contains("--key")), "{r:?}");
+    assert!(
+        r.as_ref()
+            .err()
+            .is_some_and(|e| e.to_string().contains("--key")),
+        "{r:?}"
+    );
 
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = free.local_addr().unwrap().port();
@@ -135,14 +171,29 @@ fn join__same_line_darwin_node_accepted_and_bad_inputs_name_the_fix() {
     let nobody = Source::Configless(Controller::parse(&format!("127.0.0.1:{port}")).unwrap());
     let r = check(&darwin, &nobody, &key, Duration::from_secs(15));
     show("nothing listening", &r);
-    assert!(r.as_ref().err().is_some_and(|e| e.to_string().contains("firewall")), "{r:?}");
+    assert!(
+        r.as_ref()
+            .err()
+            .is_some_and(|e| e.to_string().contains("firewall")),
+        "{r:?}"
+    );
     drop(up);
 
     let up = controller_with(&native, "join2411n", false);
     let r = check(&darwin, &configless(&up.c), &up.c.layout().key(), TIMEOUT);
     show("controller without configless", &r);
-    assert!(r.as_ref().err().is_some_and(|e| e.to_string().contains("enable_configless")), "{r:?}");
-    let r = check(&darwin, &Source::Local(up.c.layout().conf()), &up.c.layout().key(), TIMEOUT);
+    assert!(
+        r.as_ref()
+            .err()
+            .is_some_and(|e| e.to_string().contains("enable_configless")),
+        "{r:?}"
+    );
+    let r = check(
+        &darwin,
+        &Source::Local(up.c.layout().conf()),
+        &up.c.layout().key(),
+        TIMEOUT,
+    );
     show("the same, with its slurm.conf (--conf)", &r);
     assert_eq!(r.unwrap().behind, 0);
 }
@@ -150,7 +201,9 @@ fn join__same_line_darwin_node_accepted_and_bad_inputs_name_the_fix() {
 #[test]
 #[ignore = "needs root, MariaDB and built 24.11 and 26.05 prefixes; see the module doc"]
 fn join__mixed_lines_older_node_accepted_newer_node_refused() {
-    let (Some(old), Some(new)) = (native_2411(), native_2605()) else { return };
+    let (Some(old), Some(new)) = (native_2411(), native_2605()) else {
+        return;
+    };
     if !root_or_skip() {
         return;
     }
@@ -159,7 +212,10 @@ fn join__mixed_lines_older_node_accepted_newer_node_refused() {
         let r = check(&old, &configless(&up.c), &up.c.layout().key(), TIMEOUT);
         show("24.11 node, 26.05 controller", &r);
         let ok = r.unwrap();
-        assert_eq!((ok.controller.line.to_string(), ok.behind), ("26.05".into(), 3));
+        assert_eq!(
+            (ok.controller.line.to_string(), ok.behind),
+            ("26.05".into(), 3)
+        );
     }
     {
         let up = controller(&old, "join2411b");
@@ -173,7 +229,9 @@ fn join__mixed_lines_older_node_accepted_newer_node_refused() {
 #[test]
 #[ignore = "needs root, MariaDB and built prefixes; see the module doc"]
 fn join__planned_dynamic_slurmd_registers_with_its_features() {
-    let (Some(native), Some(darwin)) = (native_2411(), darwin_2411()) else { return };
+    let (Some(native), Some(darwin)) = (native_2411(), darwin_2411()) else {
+        return;
+    };
     if !root_or_skip() {
         return;
     }
@@ -207,7 +265,10 @@ fn join__planned_dynamic_slurmd_registers_with_its_features() {
     // makes only the last).
     std::fs::create_dir_all(c.layout().node_dir("mac1")).unwrap();
     let mut cmd = std::process::Command::new(&plan.slurmd[0]);
-    cmd.args(&plan.slurmd[1..]).arg("-D").env("SLURM_SACK_KEY", &key).env_remove("SLURM_CONF");
+    cmd.args(&plan.slurmd[1..])
+        .arg("-D")
+        .env("SLURM_SACK_KEY", &key)
+        .env_remove("SLURM_CONF");
     crate::util::process::spawn::private_run(
         &mut cmd,
         std::ffi::CString::new(run.as_os_str().as_encoded_bytes()).unwrap(),
@@ -215,19 +276,29 @@ fn join__planned_dynamic_slurmd_registers_with_its_features() {
     );
     let log = c.layout().root.join("mac1-slurmd.out");
     let mut child = crate::util::process::spawn_logged(cmd, &log).unwrap();
-    let seen = crate::util::process::bounded::poll("mac1 idle", Duration::from_secs(60), Duration::from_millis(500), || {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(Error::Scenario(format!("mac1's slurmd exited: {status}")));
-        }
-        let mut q = c.tool("scontrol");
-        q.args(["show", "node", "mac1"]);
-        let out = crate::util::process::bounded::run_bounded(q, Duration::from_secs(20))?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        Ok((text.contains("State=IDLE")).then_some(text))
-    });
+    let seen = crate::util::process::bounded::poll(
+        "mac1 idle",
+        Duration::from_secs(60),
+        Duration::from_millis(500),
+        || {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(Error::Scenario(format!("mac1's slurmd exited: {status}")));
+            }
+            let mut q = c.tool("scontrol");
+            q.args(["show", "node", "mac1"]);
+            let out = crate::util::process::bounded::run_bounded(q, Duration::from_secs(20))?;
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            Ok((text.contains("State=IDLE")).then_some(text))
+        },
+    );
     child.kill().ok();
     child.wait().ok();
-    let text = seen.unwrap_or_else(|e| panic!("{e}; slurmd said:\n{}", crate::util::process::file_tail(&log, 20)));
+    let text = seen.unwrap_or_else(|e| {
+        panic!(
+            "{e}; slurmd said:\n{}",
+            crate::util::process::file_tail(&log, 20)
+        )
+    });
     println!("scontrol show node mac1:\n{text}");
     assert!(text.contains("AvailableFeatures=macos,joined"), "{text}");
     assert!(text.contains("DYNAMIC_NORM"), "{text}");

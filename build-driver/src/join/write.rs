@@ -89,8 +89,16 @@ mod tests {
         std::fs::write(etc.join("slurm.conf"), "old conf").unwrap();
         let plan = Plan {
             installs: vec![
-                Install { from: key.clone(), to: etc.join("slurm.key"), mode: 0o600 },
-                Install { from: key.clone(), to: etc.join("slurm.conf"), mode: 0o644 },
+                Install {
+                    from: key.clone(),
+                    to: etc.join("slurm.key"),
+                    mode: 0o600,
+                },
+                Install {
+                    from: key.clone(),
+                    to: etc.join("slurm.conf"),
+                    mode: 0o644,
+                },
             ],
             slurmd: vec!["false".into()],
             controller_line: None,
@@ -98,7 +106,10 @@ mod tests {
         let e = apply(&plan).unwrap_err();
         assert!(e.to_string().contains("starting slurmd"), "{e}");
         assert!(!etc.join("slurm.key").exists());
-        assert_eq!(std::fs::read_to_string(etc.join("slurm.conf")).unwrap(), "old conf");
+        assert_eq!(
+            std::fs::read_to_string(etc.join("slurm.conf")).unwrap(),
+            "old conf"
+        );
     }
 
     #[test]
@@ -108,11 +119,18 @@ mod tests {
         std::fs::write(&key, "k").unwrap();
         let to = dir.path().join("etc/slurm.key");
         let plan = Plan {
-            installs: vec![Install { from: key, to: to.clone(), mode: 0o600 }],
+            installs: vec![Install {
+                from: key,
+                to: to.clone(),
+                mode: 0o600,
+            }],
             slurmd: vec!["true".into()],
             controller_line: None,
         };
         apply(&plan).unwrap();
-        assert_eq!(std::fs::metadata(&to).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&to).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
     }
 }
