@@ -60,9 +60,21 @@ fn advice(p: &Problem, where_: &str, node: &Version, key: &Path) -> (String, Str
             "give the controller's name as this machine resolves it, or its address (--controller 192.0.2.1:6817)".into(),
             detail.clone(),
         ),
+        // Recorded (join::tests): a wrong key and a build newer than the controller look
+        // the same from here. The older controller cannot read the newer header
+        // ("unpack_header: protocol_version N not supported" in its log) and answers with an
+        // authentication error, exactly as to a wrong key.
         Problem::KeyMismatch { detail } => (
-            format!("it rejected our credential: {} is not its key", key.display()),
-            "copy the controller's key (/etc/slurm/slurm.key there, or the slurm.key beside its slurm.conf) and pass it with --key".into(),
+            format!(
+                "it rejected our credential: either {} is not its key, or the controller runs an older release than this build (Slurm {}), whose messages it cannot read and reports as an authentication error",
+                key.display(),
+                node.text
+            ),
+            format!(
+                "run `scontrol --version` on the controller: if it is older than {}, install its line on this node ({}), since a slurmd must never be newer than slurmctld; otherwise copy its key (/etc/slurm/slurm.key there, or the slurm.key beside its slurm.conf) and pass it with --key",
+                node.line,
+                lines::list(&older)
+            ),
             detail.clone(),
         ),
         Problem::ConfiglessOff { detail } => (
@@ -73,6 +85,11 @@ fn advice(p: &Problem, where_: &str, node: &Version, key: &Path) -> (String, Str
         Problem::Protocol { detail } => (
             format!("it does not speak this build's protocol (Slurm {}): the controller runs an older release, and a slurmd must never be newer than slurmctld", node.text),
             format!("install the controller's release line on this node (older than {}: {}; `scontrol --version` on the controller names it), or upgrade the controller first", node.line, lines::list(&older)),
+            detail.clone(),
+        ),
+        Problem::PluginDir { detail } => (
+            "its configuration names a PluginDir that does not hold this build's plugins (missing, or another release's)".into(),
+            "on the controller, leave PluginDir unset (each build then uses its own), or list this node's plugin directory after the controller's (PluginDir=/usr/lib64/slurm:/opt/slurm/lib/slurm: Slurm skips another release's plugins); or pass --conf FILE with this build's PluginDir".into(),
             detail.clone(),
         ),
         Problem::Other { detail } => (

@@ -102,6 +102,9 @@ pub enum Problem {
     /// The controller closed the connection or answered in a protocol we do not speak: our
     /// build is newer than the controller (or the peer is no slurmctld).
     Protocol { detail: String },
+    /// The configuration came, but its `PluginDir` (the controller's) does not hold this
+    /// build's plugins: missing, or another release's ("Incompatible plugin version").
+    PluginDir { detail: String },
     /// Anything else, with the programs' last lines.
     Other { detail: String },
 }
@@ -128,6 +131,13 @@ pub fn translate(output: &str) -> Problem {
     let has = |needles: &[&str]| needles.iter().any(|n| o.contains(n));
     if has(&["configless mode is disabled"]) {
         Problem::ConfiglessOff { detail }
+    } else if has(&[
+        "incompatible plugin version",
+        "incompatible slurm plugin",
+        "couldn't find the specified plugin name",
+        "no plugin dir given",
+    ]) {
+        Problem::PluginDir { detail }
     } else if has(&[
         "authentication error",
         "invalid authentication",
@@ -371,6 +381,12 @@ mod tests {
         );
         let nobody = "sackd: error: _fetch_child: failed to fetch remote configs: Unable to contact slurm controller (connect failure)\nsackd: error: Failed to load configs from slurmctld. Retrying in 10 seconds.\n";
         assert!(matches!(translate(nobody), Problem::Unreachable { .. }));
+        // A 24.11 sackd given a 26.05 controller's configuration (its PluginDir).
+        let other_plugins = "sackd: error: Couldn't load specified plugin name for auth/slurm: Incompatible plugin version\nsackd: error: cannot create auth context for auth/slurm\nsackd: fatal: auth_g_init() failed\n";
+        assert!(matches!(
+            translate(other_plugins),
+            Problem::PluginDir { .. }
+        ));
         let hidden_run = ": error: s_p_parse_file: cannot stat file /run/slurm/conf/slurm.conf: No such file or directory, retrying in 1sec up to 60sec\n: error: ClusterName needs to be specified\n: fatal: Unable to process configuration file\n";
         assert!(
             matches!(translate(hidden_run), Problem::Other { detail } if detail.contains("ClusterName"))

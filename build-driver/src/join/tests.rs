@@ -85,10 +85,15 @@ impl Drop for Up {
 
 /// A one-node cluster of `prefix` serving configless, with room for dynamic nodes.
 fn controller(prefix: &Path, name: &str) -> Up {
-    controller_with(prefix, name, true)
+    controller_with(prefix, name, true, None)
 }
 
-fn controller_with(prefix: &Path, name: &str, configless: bool) -> Up {
+/// `controller`; `node`: a build of another release line that will ask it. Configless hands
+/// the controller's `PluginDir` to the node, and the harness sets it to the controller's
+/// prefix, whose plugins another release refuses ("Incompatible plugin version"): so the
+/// node's plugin directory is listed second (Slurm tries each directory of the list in
+/// order and skips another release's plugins: plugin_load_and_link, src/common/plugin.c).
+fn controller_with(prefix: &Path, name: &str, configless: bool, node: Option<&Path>) -> Up {
     let sh = xshell::Shell::new().unwrap();
     let mut opts = UpOptions::new(
         prefix.to_path_buf(),
@@ -96,6 +101,13 @@ fn controller_with(prefix: &Path, name: &str, configless: bool) -> Up {
         crate::cluster::default_dir(name),
     );
     opts.extra_conf = vec!["MaxNodeCount=8".into()];
+    if let Some(node) = node {
+        opts.extra_conf.push(format!(
+            "PluginDir={}:{}",
+            prefix.join("lib/slurm").display(),
+            node.join("lib/slurm").display()
+        ));
+    }
     if configless {
         opts.extra_conf
             .push("SlurmctldParameters=enable_configless".into());
@@ -179,7 +191,7 @@ fn join__same_line_darwin_node_accepted_and_bad_inputs_name_the_fix() {
     );
     drop(up);
 
-    let up = controller_with(&native, "join2411n", false);
+    let up = controller_with(&native, "join2411n", false, None);
     let r = check(&darwin, &configless(&up.c), &up.c.layout().key(), TIMEOUT);
     show("controller without configless", &r);
     assert!(
@@ -208,7 +220,7 @@ fn join__mixed_lines_older_node_accepted_newer_node_refused() {
         return;
     }
     {
-        let up = controller(&new, "join2605");
+        let up = controller_with(&new, "join2605", true, Some(&old));
         let r = check(&old, &configless(&up.c), &up.c.layout().key(), TIMEOUT);
         show("24.11 node, 26.05 controller", &r);
         let ok = r.unwrap();
@@ -218,11 +230,27 @@ fn join__mixed_lines_older_node_accepted_newer_node_refused() {
         );
     }
     {
-        let up = controller(&old, "join2411b");
+        let up = controller_with(&old, "join2411b", true, Some(&new));
         let r = check(&new, &configless(&up.c), &up.c.layout().key(), TIMEOUT);
         show("26.05 node, 24.11 controller", &r);
         let e = r.unwrap_err().to_string();
-        assert!(e.contains("never be newer") && e.contains("install"), "{e}");
+        // The 24.11 controller cannot read a 26.05 header and answers "Protocol
+        // authentication error", as to a wrong key: the advice names both causes and the
+        // lines to install.
+        assert!(
+            e.contains("older release than this build")
+                && e.contains("25.11, 25.05, 24.11 or 24.05")
+                && e.contains("--key"),
+            "{e}"
+        );
+        let log =
+            std::fs::read_to_string(up.c.log(crate::cluster::daemon::Daemon::Slurmctld)).unwrap();
+        let seen = log
+            .lines()
+            .find(|l| l.contains("not supported"))
+            .unwrap_or("(none)");
+        println!("the 24.11 controller's log: {seen}");
+        assert!(seen.contains("protocol_version"), "{seen}");
     }
 }
 
