@@ -52,6 +52,10 @@ pub enum Command {
     Install(InstallArgs),
     /// Remove what `install` installed (by its manifest); slurm.conf and slurm.key stay.
     Uninstall(UninstallArgs),
+    /// Join this machine to a cluster as a compute node: check the controller's release
+    /// against the version rule with this build's own sackd and scontrol, then print (with
+    /// --apply: carry out) the key install and the slurmd command (docs/JOIN.md).
+    Join(JoinArgs),
 }
 
 #[derive(Debug, Args)]
@@ -158,6 +162,43 @@ pub struct UninstallArgs {
     /// The root `install` was given.
     #[arg(long, value_name = "DIR")]
     pub destdir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct JoinArgs {
+    /// The installed Slurm prefix of this node (sbin/slurmd, sbin/sackd, bin/scontrol).
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// The controller, HOST[:PORT] (SlurmctldPort, default 6817): configless, slurmd fetches
+    /// its configuration from there (the controller needs SlurmctldParameters=enable_configless).
+    #[arg(long, value_name = "HOST[:PORT]", required_unless_present = "conf")]
+    pub controller: Option<String>,
+    /// A local slurm.conf (a copy of the controller's) instead of configless.
+    #[arg(long, value_name = "FILE", conflicts_with = "controller")]
+    pub conf: Option<PathBuf>,
+    /// The cluster's auth/slurm key (a copy of the controller's slurm.key; default
+    /// <etc>/slurm.key).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// A dynamic node (slurmd -Z) with these features, comma-separated (the default shape;
+    /// default features: the OS and architecture, e.g. macos,aarch64).
+    #[arg(long, value_name = "FEATURES", conflicts_with = "node_addr")]
+    pub dynamic: Option<String>,
+    /// A fixed node at this address: prints the NodeName= line the controller needs.
+    #[arg(long, value_name = "ADDR")]
+    pub node_addr: Option<String>,
+    /// The node's name (slurmd -N; default: the short host name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Where this build reads slurm.conf and slurm.key (default: <prefix>/etc).
+    #[arg(long, value_name = "DIR")]
+    pub etc: Option<PathBuf>,
+    /// Seconds to wait for the controller's answer.
+    #[arg(long, default_value_t = 30)]
+    pub timeout: u64,
+    /// Install the key (and --conf) and start slurmd, instead of printing the plan only.
+    #[arg(long)]
+    pub apply: bool,
 }
 
 #[derive(Debug, Args)]

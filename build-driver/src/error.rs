@@ -238,6 +238,28 @@ pub enum Error {
         "cluster: port {port} on 127.0.0.1 (for {daemon}) is already taken by another process; free it, or run `up` again to pick other ports"
     )]
     PortTaken { daemon: String, port: u16 },
+    #[error("join: the key {path} {problem}: {fix}")]
+    JoinKey {
+        path: PathBuf,
+        problem: String,
+        fix: String,
+    },
+    #[error("join: asking the controller at {controller}: {what}\nfix: {fix}{}", if detail.is_empty() { String::new() } else { format!("\n(what the probe saw:)\n{detail}") })]
+    JoinController {
+        controller: String,
+        what: String,
+        fix: String,
+        detail: String,
+    },
+    #[error(
+        "join: refused: this build is Slurm {node}, the controller runs {controller}: {why}\nfix: install Slurm {install} on this node (cargo xtask fetch and build-slurm of that line), or change the controller"
+    )]
+    JoinRefused {
+        node: String,
+        controller: String,
+        why: String,
+        install: String,
+    },
     #[error("zig toolchain for the macOS cross build: {0}")]
     Zig(String),
     #[error(

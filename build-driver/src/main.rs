@@ -17,6 +17,7 @@ mod fetch;
 mod gres_conf;
 mod install;
 mod lines;
+mod join;
 mod lint;
 mod macho;
 #[cfg(test)]
@@ -66,6 +67,7 @@ fn run(cli: cli::Cli) -> Result<()> {
         cli::Command::Service(args) => service::run(&sh, &root, args),
         cli::Command::Install(args) => install::run(&sh, &root, args),
         cli::Command::Uninstall(args) => install::uninstall(&args),
+        cli::Command::Join(args) => join::run(args),
     }
 }
 

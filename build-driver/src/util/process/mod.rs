@@ -1,7 +1,8 @@
 //! Running programs. Foreground programs go through xshell (`cmd!`); this module owns
 //! `std::process` for what xshell cannot do, and nothing else in the driver spawns:
 //!
-//! * here: finding programs on the PATH, checked xshell runs, the last lines of output;
+//! * here: finding programs on the PATH, checked xshell runs, the last lines of output, a
+//!   background child whose output goes to a file ([`spawn_logged`]);
 //! * [`bounded`]: runs with a deadline (killed and reaped when it passes);
 //! * [`logged`]: long runs with their output in a log file and progress on the terminal;
 //! * [`spawn`]: what needs code in the child before `exec` (`pre_exec`): detached daemons in
@@ -67,6 +68,19 @@ pub fn run_checked(command: xshell::Cmd<'_>, step: &str, program: &str) -> Resul
         program: program.into(),
         detail: tail(&out.stderr, 15),
     })
+}
+
+/// Starts `cmd` in the background: stdin from /dev/null, stdout and stderr to `log`
+/// (created or truncated). The caller owns the child: it kills and reaps it.
+pub fn spawn_logged(mut cmd: std::process::Command, log: &Path) -> Result<std::process::Child> {
+    let program = bounded::show(&cmd);
+    let out = std::fs::File::create(log).map_err(|e| Error::io(log, e))?;
+    let err = out.try_clone().map_err(|e| Error::io(log, e))?;
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|source| Error::Spawn { program, source })
 }
 
 /// The last `n` lines of a program's output (lossily decoded, surrounding blank space

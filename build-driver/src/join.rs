@@ -1,0 +1,283 @@
+//! `cargo xtask join`: make this machine (a Mac) a compute node of an existing cluster, with
+//! a build of ours, after checking that the controller will take it.
+//!
+//! ```text
+//! cargo xtask join --prefix P --controller HOST[:PORT] [--key FILE] [--conf FILE]
+//!                  [--dynamic FEATURES | --node-addr ADDR] [--name NAME] [--apply]
+//! ```
+//!
+//! 1. The local build's version: `P/sbin/slurmd -V` (the binary itself, not a manifest: a
+//!    prefix installed from a package has none).
+//! 2. The controller's version, asked with the prefix's own sackd and scontrol through the
+//!    key (ask.rs: why a sackd, and how failures become advice).
+//! 3. The version rule (lines.rs, a pure function over release lines): refused when this
+//!    build is newer than the controller or further back than its window, naming the lines
+//!    to install.
+//! 4. The plan (plan.rs): the key (0600) and, for a local config, slurm.conf in `P/etc`,
+//!    and the slurmd command: configless `--conf-server`, dynamic `-Z --conf Feature=...`
+//!    or fixed (a `NodeName=... NodeAddr=` line for the controller's admin). It is printed;
+//!    `--apply` carries it out (write.rs: atomic, undone on failure).
+//!
+//! Why printing is the default: joining changes a shared cluster (a node appears in its
+//! partitions) and runs a root daemon; the checks are worth running alone, and a person
+//! should see the command before it runs. Every input is checked before anything is
+//! written (the key, the local config, the controller's answer), so a refused or failed
+//! join leaves nothing behind. docs/JOIN.md is the user's guide.
+
+mod ask;
+mod lines;
+mod plan;
+#[cfg(test)]
+mod tests;
+mod write;
+
+use crate::cli::JoinArgs;
+use crate::error::{Error, Result};
+use ask::{Controller, Problem, Source};
+use lines::{Verdict, Version};
+use std::path::Path;
+use std::time::Duration;
+
+/// What the checks found: both versions and the rule's verdict (accepted).
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub node: Version,
+    pub controller: Version,
+    pub behind: u32,
+}
+
+/// The advice for a problem met while asking the controller: (what happened, the fix).
+fn advice(p: &Problem, where_: &str, node: &Version, key: &Path) -> (String, String, String) {
+    let older: Vec<_> = (1..=4).filter_map(|n| node.line.back(n)).collect();
+    match p {
+        Problem::Unreachable { detail } => (
+            "no answer".into(),
+            format!("check the host name and port ({where_}; SlurmctldPort, default {}), that slurmctld runs there, and that no firewall drops the port", ask::DEFAULT_PORT),
+            detail.clone(),
+        ),
+        Problem::UnknownHost { detail } => (
+            "the host name does not resolve".into(),
+            "give the controller's name as this machine resolves it, or its address (--controller 192.0.2.1:6817)".into(),
+            detail.clone(),
+        ),
+        // Recorded (join::tests): a wrong key and a build newer than the controller look
+        // the same from here. The older controller cannot read the newer header
+        // ("unpack_header: protocol_version N not supported" in its log) and answers with an
+        // authentication error, exactly as to a wrong key.
+        Problem::KeyMismatch { detail } => (
+            format!(
+                "it rejected our credential: either {} is not its key, or the controller runs an older release than this build (Slurm {}), whose messages it cannot read and reports as an authentication error",
+                key.display(),
+                node.text
+            ),
+            format!(
+                "run `scontrol --version` on the controller: if it is older than {}, install its line on this node ({}), since a slurmd must never be newer than slurmctld; otherwise copy its key (/etc/slurm/slurm.key there, or the slurm.key beside its slurm.conf) and pass it with --key",
+                node.line,
+                lines::list(&older)
+            ),
+            detail.clone(),
+        ),
+        Problem::ConfiglessOff { detail } => (
+            "it does not serve its configuration (configless is off)".into(),
+            "add SlurmctldParameters=enable_configless to the controller's slurm.conf and restart slurmctld, or pass a copy of its slurm.conf with --conf FILE".into(),
+            detail.clone(),
+        ),
+        Problem::Protocol { detail } => (
+            format!("it does not speak this build's protocol (Slurm {}): the controller runs an older release, and a slurmd must never be newer than slurmctld", node.text),
+            format!("install the controller's release line on this node (older than {}: {}; `scontrol --version` on the controller names it), or upgrade the controller first", node.line, lines::list(&older)),
+            detail.clone(),
+        ),
+        Problem::PluginDir { detail } => (
+            "its configuration names a PluginDir that does not hold this build's plugins (missing, or another release's)".into(),
+            "on the controller, leave PluginDir unset (each build then uses its own), or list this node's plugin directory after the controller's (PluginDir=/usr/lib64/slurm:/opt/slurm/lib/slurm: Slurm skips another release's plugins); or pass --conf FILE with this build's PluginDir".into(),
+            detail.clone(),
+        ),
+        Problem::Other { detail } => (
+            "the question failed".into(),
+            "read the output below; docs/JOIN.md lists the usual causes".into(),
+            detail.clone(),
+        ),
+    }
+}
+
+/// Steps 1 to 3: both versions and the rule. Errors name the fix.
+pub fn check(prefix: &Path, source: &Source, key: &Path, timeout: Duration) -> Result<Checked> {
+    let node = ask::local_version(prefix)?;
+    require_key(key)?;
+    let where_ = match source {
+        Source::Configless(c) => c.conf_server(),
+        Source::Local(f) => {
+            if !f.is_file() {
+                return Err(Error::file(
+                    f,
+                    "no such slurm.conf: pass the controller's slurm.conf (a copy) with --conf, or leave --conf out for configless",
+                ));
+            }
+            format!("the controller named in {}", f.display())
+        }
+    };
+    let answer = ask::ask(&ask::Ask {
+        prefix,
+        source,
+        key,
+        timeout,
+    })?;
+    let controller = match answer {
+        Ok(v) => v,
+        Err((p, _raw)) => {
+            let (what, fix, detail) = advice(&p, &where_, &node, key);
+            return Err(Error::JoinController {
+                controller: where_,
+                what,
+                fix,
+                detail,
+            });
+        }
+    };
+    match lines::check(node.line, controller.line) {
+        Verdict::Accepted { behind } => Ok(Checked {
+            node,
+            controller,
+            behind,
+        }),
+        Verdict::NodeNewer { ahead, install } => Err(Error::JoinRefused {
+            node: node.text.clone(),
+            controller: controller.text.clone(),
+            why: format!(
+                "this build is {ahead} release(s) newer than the controller, and a slurmd must never be newer than slurmctld"
+            ),
+            install: lines::list(&install),
+        }),
+        Verdict::NodeTooOld {
+            behind,
+            window,
+            install,
+        } => Err(Error::JoinRefused {
+            node: node.text.clone(),
+            controller: controller.text.clone(),
+            why: format!(
+                "this build is {behind} releases older than the controller, which takes slurmd at most {window} releases back"
+            ),
+            install: lines::list(&install),
+        }),
+    }
+}
+
+/// The key must be a readable regular file before anything else happens.
+fn require_key(key: &Path) -> Result<()> {
+    let fix = "copy the controller's slurm.key (/etc/slurm/slurm.key there; e.g. `scp root@CONTROLLER:/etc/slurm/slurm.key .`) and pass it with --key FILE";
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::File::open(key).and_then(|f| f.metadata()) {
+        // auth/slurm refuses a key that others may read (internal.c, S_IRWXO).
+        Ok(m) if m.is_file() && m.permissions().mode() & 0o007 != 0 => Err(Error::JoinKey {
+            path: key.to_path_buf(),
+            problem: format!(
+                "is open to other users (mode {:o}), which auth/slurm refuses",
+                m.permissions().mode() & 0o777
+            ),
+            fix: format!("chmod 600 {}", key.display()),
+        }),
+        Ok(m) if m.is_file() && m.len() > 0 => Ok(()),
+        Ok(_) => Err(Error::JoinKey {
+            path: key.to_path_buf(),
+            problem: "is not a key (empty, or not a regular file)".into(),
+            fix: fix.into(),
+        }),
+        Err(e) => Err(Error::JoinKey {
+            path: key.to_path_buf(),
+            problem: format!("cannot be read ({e})"),
+            fix: fix.into(),
+        }),
+    }
+}
+
+/// The short host name: slurmd's default node name, pinned with `-N`.
+fn short_hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .map(|h| h.split('.').next().unwrap_or_default().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+pub fn run(args: JoinArgs) -> Result<()> {
+    let prefix = std::path::absolute(&args.prefix).map_err(|e| Error::io(&args.prefix, e))?;
+    let etc = args.etc.clone().unwrap_or_else(|| prefix.join("etc"));
+    let key = args.key.clone().unwrap_or_else(|| etc.join("slurm.key"));
+    let source = match (&args.conf, &args.controller) {
+        (Some(f), _) => Source::Local(std::path::absolute(f).map_err(|e| Error::io(f, e))?),
+        (None, Some(c)) => Source::Configless(Controller::parse(c)?),
+        (None, None) => {
+            return Err(Error::Usage(
+                "join: pass --controller HOST[:PORT] (configless) or --conf FILE (a local slurm.conf)".into(),
+            ));
+        }
+    };
+    let checked = check(&prefix, &source, &key, Duration::from_secs(args.timeout))?;
+    println!(
+        "join: this build is Slurm {}, the controller runs {}: accepted ({})",
+        checked.node.text,
+        checked.controller.text,
+        match checked.behind {
+            0 => "the same release line".to_string(),
+            n => format!(
+                "{n} release(s) older; the rule allows {}",
+                checked.controller.line.window()
+            ),
+        }
+    );
+    let shape = match &args.node_addr {
+        Some(a) => plan::Shape::Fixed {
+            node_addr: a.clone(),
+        },
+        None => plan::Shape::Dynamic {
+            features: args.dynamic.clone().unwrap_or_else(default_features),
+        },
+    };
+    let hardware = match shape {
+        plan::Shape::Fixed { .. } => Some(slurmd_c(&prefix)?),
+        plan::Shape::Dynamic { .. } => None,
+    };
+    let plan = plan::Plan::new(&plan::Inputs {
+        slurmd: prefix.join("sbin/slurmd"),
+        etc,
+        key: std::path::absolute(&key).map_err(|e| Error::io(&key, e))?,
+        conf_server: match &source {
+            Source::Configless(c) => Some(c.conf_server()),
+            Source::Local(_) => None,
+        },
+        local_conf: match &source {
+            Source::Local(f) => Some(f.clone()),
+            Source::Configless(_) => None,
+        },
+        shape,
+        node_name: args.name.clone().unwrap_or_else(short_hostname),
+        hardware,
+    });
+    print!("{}", plan.render());
+    if args.apply {
+        write::apply(&plan)?;
+        println!("join: slurmd started; `sinfo -N` on the cluster shows the node");
+    } else {
+        println!("join: nothing done (pass --apply to install the files and start slurmd)");
+    }
+    Ok(())
+}
+
+/// Features of a dynamic node when `--dynamic` gives none: the OS and the architecture.
+fn default_features() -> String {
+    let os = if cfg!(target_os = "macos") {
+        "macos"
+    } else {
+        std::env::consts::OS
+    };
+    format!("{os},{}", std::env::consts::ARCH)
+}
+
+/// `slurmd -C`: the node's hardware line for the controller.
+fn slurmd_c(prefix: &Path) -> Result<String> {
+    let mut c = std::process::Command::new(prefix.join("sbin/slurmd"));
+    c.arg("-C");
+    crate::util::process::bounded::read_bounded(c, Duration::from_secs(60))
+}

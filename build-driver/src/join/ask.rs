@@ -1,0 +1,408 @@
+//! Asking the controller which release it runs, with the node's own build.
+//!
+//! Every Slurm RPC is authenticated, and with auth/slurm a client (`scontrol`) gets its
+//! credential from a SACK socket served by a local daemon (Slurm 24.11
+//! `src/plugins/auth/slurm/auth_slurm.c`: only sackd, slurmd, slurmctld and slurmdbd sign
+//! with the key themselves). A Mac about to join runs no daemon yet, so the probe starts the
+//! prefix's own `sackd` for the duration of one question:
+//!
+//! 1. `sackd -D --conf-server HOST[:PORT]` (configless) or `sackd -D -f FILE` (a local
+//!    slurm.conf), with `SLURM_SACK_KEY` naming the key: configless, sackd fetches the
+//!    configuration from slurmctld (`REQUEST_CONFIG`, signed with the key) exactly as the
+//!    slurmd will, so the probe also proves the key, the address and that the controller
+//!    serves configless;
+//! 2. once its SACK socket exists, `scontrol show config` through it; the `SLURM_VERSION`
+//!    line of the answer is the controller's version;
+//! 3. sackd is stopped (by its PID: it is our child) and the scratch directory removed.
+//!
+//! On Linux as root both run in a private mount namespace with a scratch directory on
+//! `/run` (util::process::spawn::private_run), so the probe never meets another daemon's
+//! SACK socket. Elsewhere (macOS) the socket is the system's (`/var/run/slurm`,
+//! patches/24.11/0011) and must be free: a Mac that already runs a slurmd has joined.
+//!
+//! A client newer than the controller cannot talk to it at all (the controller drops a
+//! message of a protocol version it does not know): that failure is itself the answer, and
+//! [`translate`] turns it, and the other failures a join meets, into [`Problem`]s that name
+//! the fix. [`translate`] is a pure function of the programs' output, tested on recorded
+//! outputs (tests below, and docs/JOIN.md).
+
+use super::lines::{BadVersion, Version};
+use crate::error::{Error, Result};
+use crate::util::process::bounded::{poll, run_bounded};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// slurmctld's port when slurm.conf sets none (SlurmctldPort's default).
+pub const DEFAULT_PORT: u16 = 6817;
+
+/// `HOST[:PORT]`, as `--controller` takes it (`[v6addr]:PORT` for IPv6 with a port).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Controller {
+    pub host: String,
+    pub port: u16,
+}
+
+impl Controller {
+    pub fn parse(s: &str) -> Result<Controller> {
+        let bad = |why: &str| {
+            Error::Usage(format!(
+                "--controller `{s}`: {why}; give HOST or HOST:PORT (e.g. ctl.example.org:6817, [::1]:6817)"
+            ))
+        };
+        let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+            let (h, after) = rest.split_once(']').ok_or_else(|| bad("no closing `]`"))?;
+            (h, after.strip_prefix(':'))
+        } else if s.matches(':').count() > 1 {
+            (s, None)
+        } else {
+            match s.split_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (s, None),
+            }
+        };
+        if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c == ',') {
+            return Err(bad("no host name"));
+        }
+        let port = match port {
+            None => DEFAULT_PORT,
+            Some(p) => p
+                .parse::<u16>()
+                .ok()
+                .filter(|&p| p != 0)
+                .ok_or_else(|| bad("the port is not a number from 1 to 65535"))?,
+        };
+        Ok(Controller {
+            host: host.to_string(),
+            port,
+        })
+    }
+
+    /// What `--conf-server` takes: `host:port` (`[v6]:port`).
+    pub fn conf_server(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// Why asking the controller failed, in the terms of its fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// Nothing answered at the address (refused, no route, timed out).
+    Unreachable { detail: String },
+    /// The host name does not resolve.
+    UnknownHost { detail: String },
+    /// The controller rejected our credential: not its key.
+    KeyMismatch { detail: String },
+    /// The controller does not serve its configuration (no `enable_configless`).
+    ConfiglessOff { detail: String },
+    /// The controller closed the connection or answered in a protocol we do not speak: our
+    /// build is newer than the controller (or the peer is no slurmctld).
+    Protocol { detail: String },
+    /// The configuration came, but its `PluginDir` (the controller's) does not hold this
+    /// build's plugins: missing, or another release's ("Incompatible plugin version").
+    PluginDir { detail: String },
+    /// Anything else, with the programs' last lines.
+    Other { detail: String },
+}
+
+/// The last lines of a program's output that carry `error:` or `fatal:` (else the last
+/// lines), for a problem's detail.
+fn errors_of(output: &str) -> String {
+    let lines: Vec<&str> = output
+        .lines()
+        .filter(|l| l.contains("error") || l.contains("fatal"))
+        .collect();
+    let lines = if lines.is_empty() {
+        output.lines().collect()
+    } else {
+        lines
+    };
+    lines[lines.len().saturating_sub(4)..].join("\n")
+}
+
+/// What went wrong, from the output of the probe's sackd and scontrol.
+pub fn translate(output: &str) -> Problem {
+    let o = output.to_ascii_lowercase();
+    let detail = errors_of(output);
+    let has = |needles: &[&str]| needles.iter().any(|n| o.contains(n));
+    if has(&["configless mode is disabled"]) {
+        Problem::ConfiglessOff { detail }
+    } else if has(&[
+        "incompatible plugin version",
+        "incompatible slurm plugin",
+        "couldn't find the specified plugin name",
+        "no plugin dir given",
+    ]) {
+        Problem::PluginDir { detail }
+    } else if has(&[
+        "authentication error",
+        "invalid authentication",
+        "auth_g_verify",
+        "sack_verify",
+        "credential",
+    ]) {
+        Problem::KeyMismatch { detail }
+    } else if has(&[
+        "incompatible versions",
+        "protocol version",
+        "unsupported rpc",
+        "zero bytes were transmitted",
+        "unexpected message received",
+        "insane message length",
+        "header lengths are longer",
+    ]) {
+        Problem::Protocol { detail }
+    } else if has(&[
+        "name or service not known",
+        "unable to resolve",
+        "nodename nor servname",
+        "could not resolve",
+        "temporary failure in name resolution",
+        "invalid controller",
+    ]) {
+        Problem::UnknownHost { detail }
+    } else if has(&[
+        "connection refused",
+        "no route to host",
+        "network is unreachable",
+        "timed out",
+        "unable to contact",
+        "unable to establish",
+    ]) {
+        Problem::Unreachable { detail }
+    } else {
+        Problem::Other { detail }
+    }
+}
+
+/// The `SLURM_VERSION` of `scontrol show config`'s answer.
+pub fn version_of_config(show_config: &str) -> Result<Version, BadVersion> {
+    let value = show_config
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == "SLURM_VERSION").then(|| v.trim())
+        })
+        .ok_or_else(|| BadVersion("(no SLURM_VERSION line in `scontrol show config`)".into()))?;
+    Version::parse(value)
+}
+
+/// The local build's version: `sbin/slurmd -V` of the prefix (`slurm 24.11.5`).
+pub fn local_version(prefix: &Path) -> Result<Version> {
+    let slurmd = prefix.join("sbin/slurmd");
+    if !crate::util::process::is_executable(&slurmd) {
+        return Err(Error::NotASlurmPrefix {
+            path: prefix.to_path_buf(),
+            detail: format!("no executable {}", slurmd.display()),
+        });
+    }
+    let mut c = Command::new(&slurmd);
+    c.arg("-V");
+    let out = run_bounded(c, Duration::from_secs(30))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    Version::parse(&text).map_err(|e| Error::parse(format!("`{} -V`", slurmd.display()), e))
+}
+
+/// Where the configuration comes from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// Fetched from slurmctld (`--conf-server`).
+    Configless(Controller),
+    /// A local slurm.conf naming the controller.
+    Local(PathBuf),
+}
+
+/// One question to the controller.
+#[derive(Debug, Clone)]
+pub struct Ask<'a> {
+    pub prefix: &'a Path,
+    pub source: &'a Source,
+    pub key: &'a Path,
+    /// How long sackd may try before the controller counts as unreachable.
+    pub timeout: Duration,
+}
+
+/// The answer: the controller's version, or why there is none.
+pub type Answer = std::result::Result<Version, (Problem, String)>;
+
+/// Ask (see the module doc). `Err` is an error of the probe itself (a program that cannot
+/// start); what the controller said, or did not, is the [`Answer`].
+pub fn ask(a: &Ask<'_>) -> Result<Answer> {
+    let work = crate::util::fs::new_work_dir("slurm-join", 0o700)?;
+    let result = ask_in(a, &work);
+    let _ = std::fs::remove_dir_all(&work);
+    result
+}
+
+fn ask_in(a: &Ask<'_>, work: &Path) -> Result<Answer> {
+    let isolate = cfg!(target_os = "linux") && nix::unistd::geteuid().is_root();
+    let run = work.join("run");
+    std::fs::create_dir_all(run.join("slurm")).map_err(|e| Error::io(&run, e))?;
+    // `/var/run`: macOS's run directory (patches/24.11/0011), and on Linux a symlink to
+    // `/run`; the darwin personality's shim hides `/run` itself, as on a Mac.
+    let conf_inside = PathBuf::from("/var/run/slurm/conf/slurm.conf");
+    let socket = if isolate {
+        run.join("slurm/sack.socket")
+    } else {
+        let socket = PathBuf::from("/var/run/slurm/sack.socket");
+        if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+            return Err(Error::SackInUse { socket });
+        }
+        socket
+    };
+    let private = |cmd: &mut Command| {
+        if isolate {
+            if let Ok(dir) = std::ffi::CString::new(run.as_os_str().as_encoded_bytes()) {
+                crate::util::process::spawn::private_run(cmd, dir, None);
+            }
+        }
+    };
+    let log = work.join("sackd.log");
+    let mut sackd = Command::new(a.prefix.join("sbin/sackd"));
+    sackd
+        .arg("-D")
+        .env("SLURM_SACK_KEY", a.key)
+        .env_remove("SLURM_CONF");
+    let conf = match a.source {
+        Source::Configless(c) => {
+            sackd.arg("--conf-server").arg(c.conf_server());
+            conf_inside
+        }
+        Source::Local(f) => {
+            sackd.arg("-f").arg(f);
+            f.clone()
+        }
+    };
+    private(&mut sackd);
+    let mut child = crate::util::process::spawn_logged(sackd, &log)?;
+    let ready = poll(
+        "sackd's SACK socket",
+        a.timeout,
+        Duration::from_millis(200),
+        || {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.contains("Failed to load configs") || text.contains("fatal") {
+                return Ok(Some(false));
+            }
+            if let Ok(Some(_)) = child.try_wait() {
+                return Ok(Some(false));
+            }
+            Ok(socket.exists().then_some(true))
+        },
+    );
+    let answer = match ready {
+        Ok(true) => {
+            let mut sc = Command::new(a.prefix.join("bin/scontrol"));
+            sc.args(["show", "config"]).env("SLURM_CONF", &conf);
+            private(&mut sc);
+            let out = run_bounded(sc, Duration::from_secs(60));
+            match out {
+                Ok(o) if o.status.success() => {
+                    match version_of_config(&String::from_utf8_lossy(&o.stdout)) {
+                        Ok(v) => Ok(v),
+                        Err(e) => {
+                            let t = e.to_string();
+                            Err((Problem::Other { detail: t.clone() }, t))
+                        }
+                    }
+                }
+                Ok(o) => {
+                    let t = format!(
+                        "{}{}",
+                        String::from_utf8_lossy(&o.stdout),
+                        String::from_utf8_lossy(&o.stderr)
+                    );
+                    Err((translate(&t), t))
+                }
+                Err(e) => {
+                    let t = e.to_string();
+                    Err((Problem::Unreachable { detail: t.clone() }, t))
+                }
+            }
+        }
+        Ok(false) => {
+            let t = std::fs::read_to_string(&log).unwrap_or_default();
+            Err((translate(&t), t))
+        }
+        Err(_) => {
+            let t = std::fs::read_to_string(&log).unwrap_or_default();
+            let p = match translate(&t) {
+                Problem::Other { .. } => Problem::Unreachable {
+                    detail: format!("no answer within {:?}", a.timeout),
+                },
+                p => p,
+            };
+            Err((p, t))
+        }
+    };
+    child.kill().ok();
+    child.wait().ok();
+    Ok(answer)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(non_snake_case)]
+    use super::*;
+
+    #[test]
+    fn controller__host_port_forms() {
+        let c = |s| Controller::parse(s).unwrap();
+        assert_eq!(c("ctl").conf_server(), "ctl:6817");
+        assert_eq!(c("ctl:7000").conf_server(), "ctl:7000");
+        assert_eq!(c("127.0.0.1:40001").port, 40001);
+        assert_eq!(c("[::1]:6818").conf_server(), "[::1]:6818");
+        assert_eq!(c("::1").conf_server(), "[::1]:6817");
+        for bad in [
+            "",
+            ":6817",
+            "ctl:",
+            "ctl:0",
+            "ctl:99999",
+            "ctl:x",
+            "a b",
+            "[::1",
+        ] {
+            let e = Controller::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("HOST:PORT"), "{bad}: {e}");
+        }
+    }
+
+    /// Outputs recorded from the probe against live 24.11.5 loopback clusters (join::tests).
+    #[test]
+    fn translate__recorded_outputs() {
+        let wrong_key = "sackd: error: _fetch_child: failed to fetch remote configs: Protocol authentication error\nsackd: error: Failed to load configs from slurmctld. Retrying in 10 seconds.\n";
+        assert!(
+            matches!(translate(wrong_key), Problem::KeyMismatch { detail } if detail.contains("Protocol authentication error"))
+        );
+        let nobody = "sackd: error: _fetch_child: failed to fetch remote configs: Unable to contact slurm controller (connect failure)\nsackd: error: Failed to load configs from slurmctld. Retrying in 10 seconds.\n";
+        assert!(matches!(translate(nobody), Problem::Unreachable { .. }));
+        // A 24.11 sackd given a 26.05 controller's configuration (its PluginDir).
+        let other_plugins = "sackd: error: Couldn't load specified plugin name for auth/slurm: Incompatible plugin version\nsackd: error: cannot create auth context for auth/slurm\nsackd: fatal: auth_g_init() failed\n";
+        assert!(matches!(
+            translate(other_plugins),
+            Problem::PluginDir { .. }
+        ));
+        let hidden_run = ": error: s_p_parse_file: cannot stat file /run/slurm/conf/slurm.conf: No such file or directory, retrying in 1sec up to 60sec\n: error: ClusterName needs to be specified\n: fatal: Unable to process configuration file\n";
+        assert!(
+            matches!(translate(hidden_run), Problem::Other { detail } if detail.contains("ClusterName"))
+        );
+        assert!(matches!(
+            translate(
+                "sackd: error: _fetch_child: failed to fetch remote configs: ConfigLess mode is disabled in slurm configuration.\n"
+            ),
+            Problem::ConfiglessOff { .. }
+        ));
+    }
+
+    #[test]
+    fn version_of_config__reads_slurm_version() {
+        let text = "Configuration data as of 2026-12-01T12:00:00\nAccountingStorageBackupHost = (null)\nSLURM_CONF              = /etc/slurm/slurm.conf\nSLURM_VERSION           = 26.05.3\nSlurmctldHost[0]        = ctl(127.0.0.1)\n";
+        assert_eq!(version_of_config(text).unwrap().text, "26.05.3");
+        assert!(version_of_config("SLURM_CONF = x\n").is_err());
+    }
+}

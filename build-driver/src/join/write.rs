@@ -1,0 +1,136 @@
+//! Carrying out a [`Plan`] (`join --apply`): the files first, each atomically
+//! (util::fs::write_atomic: a `.part` beside it, synced, renamed; the key with mode 0600),
+//! then slurmd. Nothing is left half-done: when a later step fails, every file this run
+//! created is removed again and every file it replaced gets its old bytes back.
+
+use super::plan::Plan;
+use crate::error::{Error, Result};
+use crate::util::fs::write_atomic;
+use crate::util::process::bounded::run_bounded;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// What a file held before we wrote it: `None` when it did not exist.
+type Before = (PathBuf, Option<(Vec<u8>, u32)>);
+
+fn undo(done: &[Before]) {
+    for (path, before) in done.iter().rev() {
+        match before {
+            None => {
+                let _ = std::fs::remove_file(path);
+            }
+            Some((bytes, mode)) => {
+                let _ = write_atomic(path, bytes, *mode);
+            }
+        }
+    }
+}
+
+/// Put the plan's files in place and start slurmd (which detaches itself); on any failure,
+/// undo the files.
+pub fn apply(plan: &Plan) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut done: Vec<Before> = Vec::new();
+    let result = (|| {
+        for i in &plan.installs {
+            let bytes = std::fs::read(&i.from).map_err(|e| Error::io(&i.from, e))?;
+            if let Some(dir) = i.to.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+            }
+            let before = match std::fs::read(&i.to) {
+                Ok(b) => {
+                    let mode = std::fs::metadata(&i.to)
+                        .map(|m| m.permissions().mode() & 0o7777)
+                        .unwrap_or(i.mode);
+                    Some((b, mode))
+                }
+                Err(_) => None,
+            };
+            write_atomic(&i.to, &bytes, i.mode)?;
+            done.push((i.to.clone(), before));
+        }
+        let (program, args) = plan
+            .slurmd
+            .split_first()
+            .ok_or_else(|| Error::Usage("join: empty slurmd command".into()))?;
+        let mut c = Command::new(program);
+        c.args(args);
+        let out = run_bounded(c, Duration::from_secs(60))?;
+        if !out.status.success() {
+            return Err(Error::Command {
+                step: "join: starting slurmd".into(),
+                program: plan.slurmd.join(" "),
+                detail: crate::util::process::tail(&[out.stdout, out.stderr].concat(), 15),
+            });
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        undo(&done);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(non_snake_case)]
+    use super::super::plan::Install;
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn apply__failing_slurmd_leaves_no_file_behind_and_restores_replaced_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("src.key");
+        std::fs::write(&key, "new key").unwrap();
+        let etc = dir.path().join("etc");
+        std::fs::create_dir(&etc).unwrap();
+        std::fs::write(etc.join("slurm.conf"), "old conf").unwrap();
+        let plan = Plan {
+            installs: vec![
+                Install {
+                    from: key.clone(),
+                    to: etc.join("slurm.key"),
+                    mode: 0o600,
+                },
+                Install {
+                    from: key.clone(),
+                    to: etc.join("slurm.conf"),
+                    mode: 0o644,
+                },
+            ],
+            slurmd: vec!["false".into()],
+            controller_line: None,
+        };
+        let e = apply(&plan).unwrap_err();
+        assert!(e.to_string().contains("starting slurmd"), "{e}");
+        assert!(!etc.join("slurm.key").exists());
+        assert_eq!(
+            std::fs::read_to_string(etc.join("slurm.conf")).unwrap(),
+            "old conf"
+        );
+    }
+
+    #[test]
+    fn apply__key_is_0600() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("src.key");
+        std::fs::write(&key, "k").unwrap();
+        let to = dir.path().join("etc/slurm.key");
+        let plan = Plan {
+            installs: vec![Install {
+                from: key,
+                to: to.clone(),
+                mode: 0o600,
+            }],
+            slurmd: vec!["true".into()],
+            controller_line: None,
+        };
+        apply(&plan).unwrap();
+        assert_eq!(
+            std::fs::metadata(&to).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+}
