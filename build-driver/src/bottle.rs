@@ -218,19 +218,17 @@ pub fn package(
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
     let work = crate::util::fs::Staging::new(out, "bottle")?;
     let keg = work.dir.join(layout.top());
-    let (url, sha) = source_of(pin)?;
+    let source = source_of(pin)?;
     let commit = project_commit(root);
     fn spec<'a>(
         layout: &'a Layout,
-        url: &'a str,
-        sha: &'a str,
+        source: &'a formula::Source,
         commit: &'a str,
         bottles: &'a [(String, String)],
     ) -> formula::Spec<'a> {
         formula::Spec {
             layout,
-            url,
-            sha256: sha,
+            source,
             project_git: PROJECT_GIT,
             project_commit: commit,
             bottles,
@@ -241,7 +239,7 @@ pub fn package(
         layout,
         staged,
         &keg,
-        &formula::render(&spec(layout, &url, &sha, &commit, &[])),
+        &formula::render(&spec(layout, &source, &commit, &[])),
     )?;
     let epoch = epoch();
     receipt::write_receipt(layout, &keg, &assembled.changed_files, epoch)?;
@@ -250,7 +248,7 @@ pub fn package(
     archive::write(&work.dir, &layout.top(), &bottle, epoch)?;
     let sha256 = crate::util::fs::sha256_file(&bottle)?;
     let bottles = [(layout.tag.to_string(), sha256.clone())];
-    let text = formula::render(&spec(layout, &url, &sha, &commit, &bottles));
+    let text = formula::render(&spec(layout, &source, &commit, &bottles));
     crate::util::fs::write_atomic(
         &out.join(format!("{}.rb", layout.formula)),
         text.as_bytes(),
@@ -260,7 +258,7 @@ pub fn package(
         formula: format!("{}@{}", layout.formula, layout.line),
         ..layout.clone()
     };
-    let vtext = formula::render(&spec(&versioned, &url, &sha, &commit, &[]));
+    let vtext = formula::render(&spec(&versioned, &source, &commit, &[]));
     crate::util::fs::write_atomic(
         &out.join(format!("{}.rb", versioned.formula)),
         vtext.as_bytes(),
@@ -276,18 +274,41 @@ pub fn package(
 }
 
 /// The pinned tarball's first URL and sha256 (a pin without them cannot make a formula).
-pub fn source_of(pin: &crate::pins::Pin) -> Result<(String, String)> {
+pub fn source_of(pin: &crate::pins::Pin) -> Result<formula::Source> {
     match &pin.source {
         crate::pins::PinSource::Tarball {
             sha256: Some(s),
             urls,
             ..
-        } if !urls.is_empty() => Ok((urls[0].clone(), s.clone())),
+        } if !urls.is_empty() => Ok(formula::Source::Tarball {
+            url: urls[0].clone(),
+            sha256: s.clone(),
+        }),
+        // A release by its tag and commit (Homebrew's `url ..., tag:, revision:`): a line no
+        // registry serves a verified tarball of (docs/RELEASE-LINES.md).
+        crate::pins::PinSource::Git { repo, commit } if release_tag(&pin.version).is_some() => {
+            Ok(formula::Source::Git {
+                url: repo.clone(),
+                tag: release_tag(&pin.version).unwrap_or_default(),
+                revision: commit.clone(),
+            })
+        }
         _ => Err(Error::Usage(format!(
-            "version {} has no verified release tarball pin: a formula needs a url and sha256 (bottle a pinned release such as 24.11.5)",
+            "version {} has neither a verified release tarball nor a release tag: a formula needs a url and sha256, or a tag and revision (bottle a release such as 24.11.5 or 25.11.7)",
             pin.version
         ))),
     }
+}
+
+/// Upstream's tag of a release `X.Y.Z`: `slurm-X-Y-Z-1`; `None` for anything else (a
+/// snapshot).
+fn release_tag(version: &str) -> Option<String> {
+    let parts: Vec<&str> = version.split('.').collect();
+    let numeric = parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    numeric.then(|| format!("slurm-{}-1", parts.join("-")))
 }
 
 /// The commit this project is at (the formula's resource revision); `unknown` outside git.

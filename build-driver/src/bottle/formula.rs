@@ -12,13 +12,39 @@
 
 use super::Layout;
 
+/// The formula's Slurm source: a release tarball by sha256, or a release tag by revision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    Tarball { url: String, sha256: String },
+    Git { url: String, tag: String, revision: String },
+}
+
+impl Source {
+    /// The `url` stanza (with `tag:`/`revision:` for a git source).
+    fn url_stanza(&self) -> String {
+        match self {
+            Source::Tarball { url, .. } => format!("url \"{url}\""),
+            Source::Git { url, tag, revision } => format!(
+                "url \"{url}\",\n      tag:      \"{tag}\",\n      revision: \"{revision}\""
+            ),
+        }
+    }
+
+    /// The `sha256` line, for a tarball only (a git source is pinned by its revision).
+    fn sha256_line(&self) -> String {
+        match self {
+            Source::Tarball { sha256, .. } => format!("  sha256 \"{sha256}\"\n"),
+            Source::Git { .. } => String::new(),
+        }
+    }
+}
+
 /// Everything the template needs.
 #[derive(Clone, Debug)]
 pub struct Spec<'a> {
     pub layout: &'a Layout,
-    /// The Slurm source tarball and its sha256.
-    pub url: &'a str,
-    pub sha256: &'a str,
+    /// Where Homebrew takes Slurm's source from.
+    pub source: &'a Source,
     /// This project's repository and the commit the bottle was built from.
     pub project_git: &'a str,
     pub project_commit: &'a str,
@@ -76,10 +102,9 @@ pub fn render(s: &Spec) -> String {
 class {class} < Formula
   desc "Slurm workload manager: compute node (slurmd) and client commands for macOS"
   homepage "https://slurm.schedmd.com/"
-  url "{url}"
+  {url}
   version "{version}"
-  sha256 "{sha256}"
-  license "GPL-2.0-or-later"
+{sha256}  license "GPL-2.0-or-later"
 {bottle}{keg_only}
   # Slurm compiles sysconfdir, localstatedir and its plugin directory into the programs:
   # no placeholder rewrites them, so the bottle is poured only where it was built for.
@@ -150,9 +175,9 @@ class {class} < Formula
 end
 "##,
         class = class_name(f),
-        url = s.url,
+        url = s.source.url_stanza(),
         version = l.version,
-        sha256 = s.sha256,
+        sha256 = s.source.sha256_line(),
         git = s.project_git,
         commit = s.project_commit,
         triple = l.target.rust,

@@ -301,4 +301,46 @@ fn layout__apple_targets_only_and_intel_uses_usr_local() {
     let e = source_of(&snap).unwrap_err().to_string();
     assert!(e.contains("26.11-snapshot") && e.contains("24.11.5"), "{e}");
     assert!(source_of(&pin()).is_ok());
+    // A release line pinned by its tag's commit: the formula takes tag and revision.
+    let git = pinned(&crate::project_root(), "25.11.7").unwrap();
+    let source = source_of(&git).unwrap();
+    assert_eq!(
+        source,
+        super::formula::Source::Git {
+            url: "https://github.com/SchedMD/slurm.git".into(),
+            tag: "slurm-25-11-7-1".into(),
+            revision: "f56e676bbd3e7cccbdd7c505c030c62bb983ebee".into(),
+        }
+    );
+}
+
+#[test]
+fn formula__git_release_has_tag_and_revision_and_no_sha256() {
+    let git = pinned(&crate::project_root(), "25.11.7").unwrap();
+    let source = source_of(&git).unwrap();
+    let layout = Layout::new(FORMULA, "25.11.7", "25.11", "aarch64-apple-darwin").unwrap();
+    let text = super::formula::render(&super::formula::Spec {
+        layout: &layout,
+        source: &source,
+        project_git: PROJECT_GIT,
+        project_commit: "0123456789abcdef0123456789abcdef01234567",
+        bottles: &[],
+        root_url: None,
+    });
+    assert!(
+        text.contains(
+            "  url \"https://github.com/SchedMD/slurm.git\",\n      tag:      \"slurm-25-11-7-1\",\n      revision: \"f56e676bbd3e7cccbdd7c505c030c62bb983ebee\"\n  version \"25.11.7\"\n  license"
+        ),
+        "{text}"
+    );
+    let sh = xshell::Shell::new().unwrap();
+    if crate::testing::have(&sh, &["ruby"]) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("slurm-wlm@25.11.rb");
+        fs::write(&p, &text).unwrap();
+        let o = xshell::cmd!(sh, "ruby -c {p}").quiet().read().unwrap();
+        assert!(o.contains("Syntax OK"), "{o}");
+    } else {
+        println!("ruby not installed: the git formula's syntax is not checked");
+    }
 }
