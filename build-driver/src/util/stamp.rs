@@ -101,7 +101,18 @@ pub fn contents_digest(root: &Path, paths: &[PathBuf]) -> Result<String> {
     files.sort();
     let mut h = Sha256::new();
     for f in files {
-        let data = fs::read(&f).map_err(|e| Error::io(&f, e))?;
+        // A link is its target's name (the SDK stand-ins link framework headers into the
+        // shim's tree, which its own inputs cover); reading one to a directory would fail.
+        let is_link = fs::symlink_metadata(&f)
+            .map_err(|e| Error::io(&f, e))?
+            .file_type()
+            .is_symlink();
+        let data = if is_link {
+            let target = fs::read_link(&f).map_err(|e| Error::io(&f, e))?;
+            [b"link:".as_slice(), target.as_os_str().as_encoded_bytes()].concat()
+        } else {
+            fs::read(&f).map_err(|e| Error::io(&f, e))?
+        };
         h.update(
             f.strip_prefix(root)
                 .unwrap_or(&f)
@@ -138,6 +149,23 @@ pub fn write(path: &Path, inputs: &Inputs) -> Result<()> {
 mod tests {
     #![allow(non_snake_case)]
     use super::*;
+
+    #[test]
+    fn contents_digest__a_link_to_a_directory_is_its_target_name() {
+        let d = tempfile::tempdir().unwrap();
+        let sdk = d.path().join("sdk");
+        fs::create_dir_all(sdk.join("F.framework")).unwrap();
+        fs::create_dir_all(d.path().join("headers/a")).unwrap();
+        fs::create_dir_all(d.path().join("headers/b")).unwrap();
+        fs::write(sdk.join("F.framework/F.tbd"), "stub").unwrap();
+        let link = sdk.join("F.framework/Headers");
+        std::os::unix::fs::symlink("../../headers/a", &link).unwrap();
+        let one = contents_digest(d.path(), &[sdk.clone()]).unwrap();
+        assert_eq!(one, contents_digest(d.path(), &[sdk.clone()]).unwrap());
+        fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink("../../headers/b", &link).unwrap();
+        assert_ne!(one, contents_digest(d.path(), &[sdk]).unwrap());
+    }
 
     fn base() -> Inputs {
         let mut i = Inputs::default();
