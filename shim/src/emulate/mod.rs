@@ -22,12 +22,12 @@ pub mod pthread_rwlock;
 pub mod pthread_sig;
 
 // Runtime semantics (issue 10 item 1): rlimits, descriptors, paths, groups.
-pub mod machine;
-pub mod rlimit;
-pub mod scope;
 pub mod dlsym;
 pub mod hidden_paths;
+pub mod machine;
 pub mod mlockall;
+pub mod rlimit;
+pub mod scope;
 pub mod setgroups;
 pub mod sysconf;
 pub mod unix_socket;
@@ -38,3 +38,12 @@ pub mod getpeereid;
 pub mod libproc;
 pub mod procfs;
 pub mod sysctl;
+
+// macOS process accounting, tracking and scheduling APIs of the darwin plugins
+// (jobacct_gather/darwin, proctrack/darwin, task/darwin; issue 13).
+pub mod darwin_bg;
+pub mod proc_bsdinfo;
+pub mod proc_listpids;
+pub mod proc_rusage;
+pub mod proc_signal;
+pub mod timebase;
