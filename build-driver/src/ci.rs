@@ -13,7 +13,8 @@
 //!    entry that no longer matches fails too (the file must stay true). Then live clusters
 //!    (slurmctld, slurmd, slurmdbd + a private MariaDB on loopback): the smoke scenarios on
 //!    the native install, every scenario of `cargo xtask cluster test` on the darwin install,
-//!    and Slurm's own Python suite (the subset in `ci/peer-subset.txt`) on both, whose
+//!    then the `macos-native` profile's scenarios (the macOS process plugins) on it, and
+//!    Slurm's own Python suite (the subset in `ci/peer-subset.txt`) on both, whose
 //!    per-test outcomes must agree.
 //! 4. Darwin cross-build: `cargo xtask deps --target aarch64-apple-darwin` (json-c, libjwt,
 //!    hwloc), then 24.11 (the pinned version) built for aarch64-apple-darwin with zig and those
@@ -242,6 +243,15 @@ fn cluster_lanes(
         crate::cluster::scenarios(sh, &b.prefix)
             .map(|()| "every scenario passed or is a listed gap".to_string())
     });
+    report.step_after(
+        "cluster scenarios: darwin install, profile macos-native",
+        darwin,
+        |b| {
+            crate::cluster::macos_native_scenarios(sh, &b.prefix).map(|()| {
+                "the macOS process plugins: accounting, OverMemoryKill, tracking".to_string()
+            })
+        },
+    );
     match (patched, darwin) {
         (Some(native), Some(dar)) => {
             report.step("peer suite subset: native vs darwin", || {

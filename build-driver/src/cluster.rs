@@ -255,6 +255,15 @@ pub fn scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
     test(sh, &ci_options(prefix, &[])?)
 }
 
+/// The `macos-native` profile's CI scenarios (the macOS process plugins of patches
+/// 0040-0044) on a built darwin-personality prefix, in the same named cluster as
+/// [`scenarios`] (one after the other, never together).
+pub fn macos_native_scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
+    let mut opts = ci_options(prefix, scenarios::MACOS_NATIVE_CI)?;
+    opts.profile = profile::Profile::MacosNative;
+    test(sh, &opts)
+}
+
 /// `cluster test` options for CI: a cluster named after the prefix's staged build
 /// (`ci_<version>_<personality>`, so native and darwin do not collide).
 fn ci_options(prefix: &Path, only: &[&str]) -> Result<TestOptions> {

@@ -67,6 +67,13 @@ pub const DARWIN_CACHE_VARS: &[&str] = &[
     "ax_cv_have_epoll_pwait",
 ];
 
+/// The darwin personality's configure cache variables answered `yes` where Linux would
+/// say no: `slurm_cv_darwin_plugins` (patches/*/0040) builds the macOS process plugins
+/// (jobacct_gather/darwin, proctrack/darwin, task/darwin), whose macOS calls the shim
+/// answers here. A macOS target says yes by itself (`host_os` darwin); a native Linux build
+/// says no, so its plugin set is upstream's.
+pub const DARWIN_CACHE_YES: &[&str] = &["slurm_cv_darwin_plugins"];
+
 /// Extra configure switches of the darwin personality.
 pub const DARWIN_SWITCHES: &[&str] = &["--without-bpf"];
 
@@ -316,8 +323,8 @@ fn apple_configure_cppflags(spec: &ConfigureSpec) -> Option<String> {
 
 /// The arguments after `<src>/configure`. Native: `--prefix`, `CC` and, when cross-compiling,
 /// `--build`/`--host`; nothing else, so a native build is configured exactly like plain
-/// upstream. Darwin: the same, plus `CPPFLAGS` with the shim header, [`DARWIN_SWITCHES`] and
-/// every [`DARWIN_CACHE_VARS`] as `var=no`.
+/// upstream. Darwin: the same, plus `CPPFLAGS` with the shim header, [`DARWIN_SWITCHES`],
+/// every [`DARWIN_CACHE_VARS`] as `var=no` and every [`DARWIN_CACHE_YES`] as `var=yes`.
 pub fn configure_args(spec: &ConfigureSpec) -> Vec<String> {
     let mut args = vec![format!("--prefix={}", spec.prefix.display())];
     if spec.cross {
@@ -334,6 +341,7 @@ pub fn configure_args(spec: &ConfigureSpec) -> Vec<String> {
     if spec.personality == Personality::Darwin {
         args.extend(DARWIN_SWITCHES.iter().map(|s| s.to_string()));
         args.extend(DARWIN_CACHE_VARS.iter().map(|v| format!("{v}=no")));
+        args.extend(DARWIN_CACHE_YES.iter().map(|v| format!("{v}=yes")));
     }
     if spec.target.os == Os::Apple {
         args.extend(cross::APPLE_SWITCHES.iter().map(|s| s.to_string()));
@@ -527,6 +535,10 @@ mod tests {
             );
         }
         assert!(
+            args.contains(&"slurm_cv_darwin_plugins=yes".to_string()),
+            "the darwin plugins are built: {args:?}"
+        );
+        assert!(
             !args.iter().any(|a| a.starts_with("--host")),
             "native host: no --host"
         );
@@ -600,7 +612,7 @@ mod tests {
             apple_make_cppflags(&spec(Personality::Darwin, linux(), linux(), "/p")),
             None
         );
-        assert!(!args.iter().any(|a| a.ends_with("=no")));
+        assert!(!args.iter().any(|a| a.ends_with("=no") || a.ends_with("=yes")));
         // Optional features off, the dependencies off without a prefix, cache answers.
         for a in [
             "--disable-pam",

@@ -12,6 +12,7 @@ mod client;
 mod environment;
 mod gres;
 mod hooks;
+mod macos_native;
 mod memory;
 mod processes;
 mod pty;
@@ -20,6 +21,7 @@ mod sack;
 mod steps;
 
 use super::handle::{Cluster, DAEMONS, NODE};
+use super::profile::Profile;
 use super::procs::Liveness;
 use crate::error::Result;
 use client::Ctx;
@@ -60,7 +62,50 @@ pub const ALL: &[(&str, Run)] = &[
     ("bad-port-taken", bad_states::port_taken),
     ("bad-mariadb", bad_states::mariadb_fails),
     ("bad-leftover", bad_states::leftover),
+    // The macOS process plugins (profile `macos-native` only, see `runs_under`).
+    ("accounting-accuracy", macos_native::accounting_accuracy),
+    ("memory-oom-kill", macos_native::memory_oom_kill),
+    ("reparented-setsid", macos_native::reparented_setsid),
+    ("double-fork-escape", macos_native::double_fork_escape),
+    ("background-class", macos_native::background_class),
+    ("binding-not-enforced", macos_native::binding_not_enforced),
 ];
+
+/// Scenarios that need the `macos-native` profile's plugins.
+pub const MACOS_NATIVE_ONLY: &[&str] = &[
+    "accounting-accuracy",
+    "memory-oom-kill",
+    "reparented-setsid",
+    "double-fork-escape",
+    "background-class",
+    "binding-not-enforced",
+];
+
+/// What CI runs under `macos-native` (the darwin personality): its own scenarios plus the
+/// process-tree ones of every profile, with proctrack/darwin doing the tracking.
+pub const MACOS_NATIVE_CI: &[&str] = &[
+    "srun",
+    "cancel-process-tree",
+    "memory-allocation",
+    "time-limit",
+    "accounting-accuracy",
+    "memory-oom-kill",
+    "reparented-setsid",
+    "double-fork-escape",
+    "background-class",
+    "binding-not-enforced",
+];
+
+/// Whether scenario `name` applies to a cluster of `profile`: the `macos-native` ones need
+/// its plugins; `setsid-escape` shows proctrack/pgid's limit, which `macos-native`'s
+/// proctrack/darwin does not have (`reparented-setsid` checks that instead).
+pub fn runs_under(name: &str, profile: Profile) -> bool {
+    let native = profile == Profile::MacosNative;
+    if MACOS_NATIVE_ONLY.contains(&name) {
+        return native;
+    }
+    !(native && name == "setsid-escape")
+}
 
 /// One scenario's result.
 #[derive(Debug, Clone)]
@@ -80,7 +125,23 @@ pub fn selected(name: &str, only: &[String]) -> bool {
 /// Run the selected scenarios in order.
 pub fn run_all(sh: &Shell, cluster: &mut Cluster, only: &[String]) -> Vec<Outcome> {
     let mut results = Vec::new();
-    for &(name, run) in ALL.iter().filter(|(n, _)| selected(n, only)) {
+    let profile = cluster.state.profile;
+    let elsewhere: Vec<&str> = ALL
+        .iter()
+        .map(|(n, _)| *n)
+        .filter(|n| selected(n, only) && !runs_under(n, profile))
+        .collect();
+    if !elsewhere.is_empty() {
+        println!(
+            "not for profile `{}` (they need another profile's plugins): {}",
+            profile.name(),
+            elsewhere.join(", ")
+        );
+    }
+    for &(name, run) in ALL
+        .iter()
+        .filter(|(n, _)| selected(n, only) && runs_under(n, profile))
+    {
         let marks = LogMarks::take(cluster);
         let t = Instant::now();
         let mut gap = None;
@@ -214,6 +275,20 @@ mod tests {
         assert!(selected("gres-release", &[]));
         assert!(selected("gres-release", &["gres".into()]));
         assert!(!selected("churn", &["gres".into(), "srun".into()]));
+    }
+
+    #[test]
+    fn runs_under__macos_native_scenarios_need_the_profile() {
+        for n in MACOS_NATIVE_ONLY {
+            assert!(ALL.iter().any(|(a, _)| a == n), "{n} is not a scenario");
+            assert!(runs_under(n, Profile::MacosNative) && !runs_under(n, Profile::Default));
+        }
+        for n in MACOS_NATIVE_CI {
+            assert!(ALL.iter().any(|(a, _)| a == n), "{n} is not a scenario");
+            assert!(runs_under(n, Profile::MacosNative), "{n}");
+        }
+        assert!(!runs_under("setsid-escape", Profile::MacosNative));
+        assert!(runs_under("setsid-escape", Profile::Default));
     }
 
     #[test]
