@@ -13,9 +13,11 @@
 //!    entry that no longer matches fails too (the file must stay true). Then live clusters
 //!    (slurmctld, slurmd, slurmdbd + a private MariaDB on loopback): the smoke scenarios on
 //!    the native install, every scenario of `cargo xtask cluster test` on the darwin install,
-//!    then the `macos-native` profile's scenarios (the macOS process plugins) on it, and
-//!    Slurm's own Python suite (the subset in `ci/peer-subset.txt`) on both, whose
-//!    per-test outcomes must agree.
+//!    the `macos-native` profile's scenarios (the macOS process plugins) on the darwin install,
+//!    the multi-node scenarios on a 3-node cluster of both builds (native head), a short soak
+//!    with faults on the darwin install (`cluster soak --jobs 300 --faults`, fixed seed), and
+//!    Slurm's own Python suite (the subset in `ci/peer-subset.txt`) on both, whose per-test
+//!    outcomes must agree.
 //! 4. Darwin cross-build: `cargo xtask deps --target aarch64-apple-darwin` (json-c, libjwt,
 //!    hwloc), then 24.11 (the pinned version) built for aarch64-apple-darwin with zig and those
 //!    libraries, the installed programs, libslurmfull and plugins checked to be arm64 Mach-O.
@@ -26,6 +28,7 @@
 //! A failed step does not stop independent steps; steps that need its output are skipped
 //! with the reason printed. The command fails if any step failed.
 
+mod disk;
 mod report;
 
 use crate::audit::expect as audit_expectations;
@@ -43,6 +46,7 @@ use xshell::{Shell, cmd};
 
 pub fn run(sh: &Shell, root: &Path, args: CiArgs) -> Result<()> {
     let mut report = Report::default();
+    println!("ci: {}", disk::free_line(root));
     shim_lane(sh, root, &mut report);
     if args.shim_only {
         println!("\n(--shim-only: Slurm lanes not run)");
@@ -51,6 +55,7 @@ pub fn run(sh: &Shell, root: &Path, args: CiArgs) -> Result<()> {
     }
     println!("\n{}", report.table());
     println!("{}", report.counts());
+    println!("ci: {}", disk::free_line(root));
     report.result()
 }
 
@@ -98,6 +103,7 @@ struct Builds<'a> {
     sh: &'a Shell,
     root: &'a Path,
     src: SourceArgs,
+    keep_builds: bool,
 }
 
 impl Builds<'_> {
@@ -126,6 +132,7 @@ fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
             version: args.source.is_none().then(|| args.version.clone()),
             source: args.source.clone(),
         },
+        keep_builds: args.keep_builds,
     };
     let (patched, r_patched) = non_regression_lane(&builds, report);
     let darwin = darwin_lane(&builds, report, &r_patched);
@@ -167,6 +174,10 @@ fn non_regression_lane(
     let r_pristine = report.step_after("make check: native, no patches", &pristine, |b| {
         make_check(sh, b)
     });
+    // Only its results are needed from here on: free the disk before the next builds.
+    if let (Some(b), Some(_), false) = (&pristine, &r_pristine, builds.keep_builds) {
+        disk::free_build(b);
+    }
     let r_patched = report.step_after("make check: native, patched", &patched, |b| {
         make_check(sh, b)
     });
@@ -254,6 +265,25 @@ fn cluster_lanes(
     );
     match (patched, darwin) {
         (Some(native), Some(dar)) => {
+            report.step(
+                "cluster multi-node: 3 nodes, native head + darwin node",
+                || {
+                    crate::cluster::multi_node_smoke(sh, &native.prefix, &dar.prefix)
+                        .map(|()| "nodes-* and mix-* scenarios passed".to_string())
+                },
+            );
+        }
+        _ => report.skip(
+            "cluster multi-node: 3 nodes, native head + darwin node",
+            "a build above did not succeed",
+        ),
+    }
+    report.step_after("cluster soak: darwin, 300 jobs, 2 faults", darwin, |b| {
+        crate::cluster::short_soak(sh, &b.prefix)
+            .map(|()| "every job accounted once, nothing left, daemons flat".to_string())
+    });
+    match (patched, darwin) {
+        (Some(native), Some(dar)) => {
             report.step("peer suite subset: native vs darwin", || {
                 let args = PeerArgs {
                     native: native.prefix.clone(),
@@ -265,6 +295,7 @@ fn cluster_lanes(
                     profile: crate::cli::ProfileArg {
                         profile: crate::cluster::profile::Profile::Default,
                     },
+                    nodes: 1,
                 };
                 crate::cluster::peer::run(sh, root, args)
                     .map(|()| "same outcomes (ci/peer-subset.txt)".to_string())

@@ -138,6 +138,10 @@ pub struct CiArgs {
     /// Only the shim lane (tests, codegen --check, cross builds); no Slurm builds.
     #[arg(long)]
     pub shim_only: bool,
+    /// Keep the pristine (unpatched) native build after its `make check` results are
+    /// recorded; by default it is removed to halve the lanes' peak disk use (about 1.5 GiB).
+    #[arg(long)]
+    pub keep_builds: bool,
 }
 
 #[derive(Debug, Args)]
@@ -167,14 +171,30 @@ pub struct ProfileArg {
     pub profile: Profile,
 }
 
+/// What a cluster is made of: one build (`--prefix`) or several (`--mix`), and its nodes.
+#[derive(Debug, Args, Clone)]
+pub struct ShapeArgs {
+    /// The installed Slurm prefix (every daemon runs it).
+    #[arg(long, required_unless_present = "mix", conflicts_with = "mix")]
+    pub prefix: Option<PathBuf>,
+    /// Nodes of several builds in one cluster: LABEL=PREFIX,LABEL=PREFIX (e.g.
+    /// native=P1,darwin=P2). The nodes are split among them in order (the label becomes a
+    /// node feature); slurmctld, slurmdbd and the harness's clients run the first.
+    #[arg(long, value_name = "LABEL=PREFIX,...")]
+    pub mix: Option<String>,
+    /// How many nodes (slurmd on 127.0.0.11, .12, ...), 1 to 4 (default 1, or one per --mix
+    /// build).
+    #[arg(long)]
+    pub nodes: Option<usize>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ClusterAction {
-    /// Start MariaDB, slurmdbd, slurmctld and slurmd on loopback, detached; return when the
-    /// node is idle.
+    /// Start MariaDB, slurmdbd, slurmctld and one slurmd per node on loopback, detached;
+    /// return when every node is idle.
     Up {
-        /// The installed Slurm prefix.
-        #[arg(long)]
-        prefix: PathBuf,
+        #[command(flatten)]
+        shape: ShapeArgs,
         #[command(flatten)]
         target: ClusterTarget,
         #[command(flatten)]
@@ -196,15 +216,18 @@ pub enum ClusterAction {
     Exec {
         #[command(flatten)]
         target: ClusterTarget,
+        /// Run it on this node (`node2`): the node's build's client, in the node's namespaces
+        /// (its host name, its slurmd's SACK socket).
+        #[arg(long, value_name = "NODE")]
+        node: Option<String>,
         /// The command; a bare Slurm client name (sinfo, sbatch, ...) means the prefix's.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<std::ffi::OsString>,
     },
     /// `up`, the verification scenarios, `down`.
     Test {
-        /// The installed Slurm prefix.
-        #[arg(long)]
-        prefix: PathBuf,
+        #[command(flatten)]
+        shape: ShapeArgs,
         #[command(flatten)]
         target: ClusterTarget,
         /// Run only the scenarios whose name starts with this (repeatable).
@@ -219,6 +242,11 @@ pub enum ClusterAction {
     /// Slurm's own Python test suite (testsuite/python, local-config) against a native and a
     /// darwin-personality cluster; fails if any test's outcome differs.
     Peer(PeerArgs),
+    /// Soak: N mixed jobs (batch, srun, arrays, cancels, GPU) on a cluster, with seeded faults
+    /// (slurmd, slurmctld, slurmdbd killed and restarted; slurmctld stopped and continued);
+    /// then every job must have one final sacct record, no job process may be left, and the
+    /// daemons' descriptors, threads and RSS must be flat. Prints the figures.
+    Soak(SoakArgs),
     /// Throughput benchmark: trivial jobs against a native and a darwin-personality cluster,
     /// time to drain and submit-to-start latency, printed as darwin/native ratios.
     Bench(BenchArgs),
@@ -247,6 +275,40 @@ pub struct PeerArgs {
     /// The clusters' profile; the suite's own lines (CR_CPU, MinJobAge, KillWait) go on top.
     #[command(flatten)]
     pub profile: ProfileArg,
+    /// Nodes per cluster (1 to 4): tests that need several nodes skip on one.
+    #[arg(long, default_value_t = 1)]
+    pub nodes: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct SoakArgs {
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    #[command(flatten)]
+    pub target: ClusterTarget,
+    #[command(flatten)]
+    pub profile: ProfileArg,
+    /// How many jobs (array elements count as their array's one submission here).
+    #[arg(long)]
+    pub jobs: usize,
+    /// Inject faults (default count: one per 250 jobs, at least 2).
+    #[arg(long)]
+    pub faults: bool,
+    /// How many faults (implies nothing without --faults).
+    #[arg(long, requires = "faults")]
+    pub fault_count: Option<usize>,
+    /// The seed of the job mix and the faults (default: from the clock; printed either way).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Seconds between two samples of the daemons' descriptors, threads and RSS.
+    #[arg(long, default_value_t = 2)]
+    pub sample_every: u64,
+    /// Whose flatness decides (comma-separated: slurmctld, slurmd); the others are printed.
+    #[arg(long, default_value = "slurmctld,slurmd")]
+    pub judge: String,
+    /// Leave the cluster running afterwards.
+    #[arg(long)]
+    pub keep: bool,
 }
 
 #[derive(Debug, Args)]

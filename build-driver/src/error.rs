@@ -217,6 +217,16 @@ pub enum Error {
         tail: String,
     },
     #[error(
+        "cluster: node {node} never registered: its slurmd runs, but after {after:?} slurmctld still reports the node {state}; last lines of {log}:\n{tail}"
+    )]
+    NodeNeverRegistered {
+        node: String,
+        after: Duration,
+        state: String,
+        log: PathBuf,
+        tail: String,
+    },
+    #[error(
         "cluster: port {port} on 127.0.0.1 (for {daemon}) is already taken by another process; free it, or run `up` again to pick other ports"
     )]
     PortTaken { daemon: String, port: u16 },

@@ -139,10 +139,10 @@ fn bench_one(
         format!("MaxJobCount={}", jobs * 2 + 100),
         format!(
             "PartitionName={PARTITION} Nodes={} OverSubscribe=FORCE:16 MaxTime=INFINITE State=UP",
-            super::lab::NODE
+            super::nodes::node_name(0)
         ),
     ];
-    let lab = Lab::start(sh, prefix, dir, profile, &extra)?;
+    let lab = Lab::start(sh, prefix, dir, profile, 1, &extra)?;
     let result = submit_and_wait(sh, &lab, dir, jobs);
     let stopped = lab.stop(sh);
     let f = result?;

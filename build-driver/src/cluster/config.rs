@@ -1,10 +1,8 @@
-//! The generated configuration of the one-node loopback cluster: directory layout,
-//! `slurm.conf`, `gres.conf`, `slurmdbd.conf`, prolog/epilog, the auth/slurm key, free
-//! ports and the node's hardware.
+//! What a cluster's configuration is made of: the directory layout, the nodes' hardware
+//! (`slurmd -C`), free ports, the auth/slurm key and the database password. The files'
+//! text is render.rs.
 
-use super::profile::Profile;
 use crate::error::{Error, Result};
-use crate::util::fs::write_atomic;
 
 /// How long one client command (`sbatch`, `scontrol`, `sacctmgr`, `mariadb`, ...) may take.
 pub const CLIENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
@@ -52,12 +50,22 @@ impl Layout {
     pub fn state(&self) -> PathBuf {
         self.root.join("state")
     }
-    pub fn spool(&self) -> PathBuf {
-        self.root.join("spool")
-    }
-    /// Bind-mounted onto `/run` in the cluster's mount namespaces (SACK sockets land here).
+    /// The head's `/run`: bind-mounted onto `/run` in the namespaces of slurmctld, slurmdbd
+    /// and the harness's clients (their SACK sockets land here).
     pub fn run(&self) -> PathBuf {
         self.root.join("run")
+    }
+    /// Everything of one node (`node1`, ...; `%n` in slurm.conf).
+    pub fn node_dir(&self, node: &str) -> PathBuf {
+        self.root.join("nodes").join(node)
+    }
+    /// The node's `/run` (its slurmd's SACK socket, `slurm/sack.socket`).
+    pub fn node_run(&self, node: &str) -> PathBuf {
+        self.node_dir(node).join("run")
+    }
+    /// The node's SlurmdSpoolDir.
+    pub fn node_spool(&self, node: &str) -> PathBuf {
+        self.node_dir(node).join("spool")
     }
     /// PID files (not under `run/`, which is `/run` inside the namespaces).
     pub fn pids(&self) -> PathBuf {
@@ -93,18 +101,22 @@ impl Layout {
         self.jobs().join("hooks.log")
     }
 
-    /// Create the directories.
-    pub fn create(&self) -> Result<()> {
-        for d in [
+    /// Create the directories, with those of `nodes` nodes.
+    pub fn create(&self, nodes: usize) -> Result<()> {
+        let node_dirs = (0..nodes).flat_map(|i| {
+            let n = super::nodes::node_name(i);
+            [self.node_run(&n), self.node_spool(&n)]
+        });
+        let dirs = [
             self.conf_dir(),
             self.state(),
-            self.spool(),
             self.run(),
             self.pids(),
             self.logs(),
             self.jobs(),
             self.root.join("mysql"),
-        ] {
+        ];
+        for d in dirs.into_iter().chain(node_dirs) {
             std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
         }
         use std::os::unix::fs::PermissionsExt;
@@ -161,212 +173,27 @@ pub fn parse_slurmd_c(text: &str) -> Result<NodeHw> {
     Ok(hw)
 }
 
-/// The four TCP ports of a cluster, all on 127.0.0.1.
+/// The head's TCP ports, all on 127.0.0.1 (each node's slurmd port is in its `Node`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Ports {
     pub slurmctld: u16,
-    pub slurmd: u16,
     pub slurmdbd: u16,
     pub mariadb: u16,
 }
 
 impl Ports {
-    pub fn pick() -> Result<Ports> {
-        let p = free_ports(4)?;
-        Ok(Ports {
-            slurmctld: p[0],
-            slurmd: p[1],
-            slurmdbd: p[2],
-            mariadb: p[3],
-        })
+    /// The head's three ports and `nodes` slurmd ports, all distinct and free now.
+    pub fn pick(nodes: usize) -> Result<(Ports, Vec<u16>)> {
+        let p = free_ports(3 + nodes)?;
+        Ok((
+            Ports {
+                slurmctld: p[0],
+                slurmdbd: p[1],
+                mariadb: p[2],
+            },
+            p[3..].to_vec(),
+        ))
     }
-}
-
-/// Everything the configuration files depend on.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub layout: Layout,
-    pub cluster: String,
-    pub node: String,
-    /// The short host name (`hostname -s`): slurmctld must find itself in SlurmctldHost,
-    /// slurmd in NodeHostname and slurmdbd in DbdHost.
-    pub hostname: String,
-    pub ports: Ports,
-    /// SlurmUser and SlurmdUser (root, or the current user when not root).
-    pub user: String,
-    pub plugin_dir: PathBuf,
-    pub hw: NodeHw,
-    /// The scheduling and tracking lines (profile.rs).
-    pub profile: Profile,
-    /// The MariaDB password of the `slurm` account (only in slurmdbd.conf, mode 0600).
-    pub db_password: String,
-}
-
-/// The partition every job goes to.
-pub const PARTITION: &str = "main";
-/// The MariaDB account and database slurmdbd uses.
-pub const DB_USER: &str = "slurm";
-pub const DB_NAME: &str = "slurm_acct_db";
-
-/// `slurm.conf`: one controller and one node on 127.0.0.1, auth/slurm, accounting through
-/// slurmdbd (gres/gpu tracked), one `gpu:apple:1`, prolog and epilog, no cgroups.
-pub fn render(s: &Settings) -> String {
-    let l = &s.layout;
-    let hw = &s.hw;
-    let mut lines = vec![
-        "# Generated by `cargo xtask cluster`: one controller and one node on loopback."
-            .to_string(),
-        format!("ClusterName={}", s.cluster),
-        format!("SlurmctldHost={}(127.0.0.1)", s.hostname),
-        format!("SlurmctldPort={}", s.ports.slurmctld),
-        format!("SlurmdPort={}", s.ports.slurmd),
-        "AuthType=auth/slurm".into(),
-        "CredType=cred/slurm".into(),
-        format!("SlurmUser={}", s.user),
-        format!("SlurmdUser={}", s.user),
-        format!("PluginDir={}", s.plugin_dir.display()),
-        format!("StateSaveLocation={}", l.state().display()),
-        format!("SlurmdSpoolDir={}", l.spool().display()),
-        format!(
-            "SlurmctldPidFile={}",
-            l.pids().join("slurmctld.pid").display()
-        ),
-        format!("SlurmdPidFile={}", l.pids().join("slurmd.pid").display()),
-        format!("SlurmctldLogFile={}", l.daemon_log("slurmctld").display()),
-        format!("SlurmdLogFile={}", l.daemon_log("slurmd").display()),
-        "SlurmctldDebug=debug".into(),
-        "SlurmdDebug=debug".into(),
-        "AccountingStorageType=accounting_storage/slurmdbd".into(),
-        "AccountingStorageHost=127.0.0.1".into(),
-        format!("AccountingStoragePort={}", s.ports.slurmdbd),
-        "GresTypes=gpu".into(),
-        "MpiDefault=none".into(),
-        "SchedulerType=sched/backfill".into(),
-        "ReturnToService=2".into(),
-        format!("Prolog={}", l.prolog().display()),
-        format!("Epilog={}", l.epilog().display()),
-        // Quick cancels and time limits; finished jobs leave slurmctld's memory after 30 s
-        // (sacct keeps them).
-        "KillWait=2".into(),
-        "OverTimeLimit=0".into(),
-        "MinJobAge=30".into(),
-        format!(
-            "NodeName={} NodeAddr=127.0.0.1 NodeHostname={} CPUs={} Boards={} SocketsPerBoard={} CoresPerSocket={} ThreadsPerCore={}{} Gres=gpu:apple:1 State=UNKNOWN",
-            s.node,
-            s.hostname,
-            hw.cpus,
-            hw.boards,
-            hw.sockets_per_board,
-            hw.cores_per_socket,
-            hw.threads_per_core,
-            s.profile
-                .node_params(hw)
-                .iter()
-                .map(|p| format!(" {p}"))
-                .collect::<String>()
-        ),
-        format!(
-            "PartitionName={PARTITION} Nodes={} Default=YES MaxTime=INFINITE State=UP",
-            s.node
-        ),
-    ];
-    lines.push(format!(
-        "# Profile `{}` (cargo xtask cluster profiles):",
-        s.profile.name()
-    ));
-    lines.extend(s.profile.global_lines(&[hw]));
-    let mut out = lines.join("\n");
-    out.push('\n');
-    out
-}
-
-/// `render`, then `extra` lines: one whose key is already set (not `NodeName`/`PartitionName`)
-/// replaces that line, any other is appended.
-pub fn render_with(s: &Settings, extra: &[String]) -> String {
-    let mut lines: Vec<String> = render(s).lines().map(str::to_string).collect();
-    let key = |l: &str| l.split_once('=').map(|(k, _)| k.trim().to_string());
-    for e in extra {
-        let k = key(e);
-        let replaceable = k
-            .as_deref()
-            .is_some_and(|k| k != "NodeName" && k != "PartitionName");
-        match lines.iter_mut().find(|l| replaceable && key(l) == k) {
-            Some(l) => *l = e.clone(),
-            None => lines.push(e.clone()),
-        }
-    }
-    let mut out = lines.join("\n");
-    out.push('\n');
-    out
-}
-
-/// `gres.conf`: one Apple GPU. `File=/dev/null` is a placeholder that lets Slurm count and
-/// allocate the GPU; it isolates nothing (macOS has no device cgroup; any process can use
-/// Metal whatever Slurm allocated).
-pub fn render_gres(s: &Settings) -> String {
-    format!(
-        "# Generated by `cargo xtask cluster`. File=/dev/null is a documented placeholder: it\n\
-         # lets Slurm count and allocate the GPU and isolates nothing.\n\
-         NodeName={} Name=gpu Type=apple File=/dev/null\n",
-        s.node
-    )
-}
-
-/// `cgroup.conf`: `CgroupPlugin=disabled`. The cluster uses no cgroups, and a Mac has none:
-/// 24.11's default `autodetect` makes slurmd fail there ("cgroup filesystem not mounted in
-/// /sys/fs/cgroup/", "Unable to initialize cgroup plugin"; the 26.11 snapshot defaults to
-/// `disabled` without `WITH_CGROUP`), as it now does in the darwin personality.
-pub const CGROUP_CONF: &str = "# Generated by `cargo xtask cluster`: no cgroups (a Mac has none).\nCgroupPlugin=disabled\n";
-
-/// `slurmdbd.conf` (mode 0600: it holds the database password).
-pub fn render_dbd(s: &Settings) -> String {
-    let l = &s.layout;
-    let lines = [
-        "# Generated by `cargo xtask cluster`: slurmdbd on loopback, private MariaDB.".to_string(),
-        "AuthType=auth/slurm".into(),
-        format!("DbdHost={}", s.hostname),
-        "DbdAddr=127.0.0.1".into(),
-        format!("DbdPort={}", s.ports.slurmdbd),
-        format!("SlurmUser={}", s.user),
-        format!("PluginDir={}", s.plugin_dir.display()),
-        format!("LogFile={}", l.daemon_log("slurmdbd").display()),
-        format!("PidFile={}", l.pids().join("slurmdbd.pid").display()),
-        "DebugLevel=debug".into(),
-        "StorageType=accounting_storage/mysql".into(),
-        "StorageHost=127.0.0.1".into(),
-        format!("StoragePort={}", s.ports.mariadb),
-        format!("StorageUser={DB_USER}"),
-        format!("StoragePass={}", s.db_password),
-        format!("StorageLoc={DB_NAME}"),
-    ];
-    let mut out = lines.join("\n");
-    out.push('\n');
-    out
-}
-
-/// The prolog or epilog: appends `<name> <job id> <uid>` to the hook log, and fails (exit 1)
-/// while the fail flag exists.
-pub fn render_hook(l: &Layout, name: &str) -> String {
-    format!(
-        "#!/bin/sh\n# Generated by `cargo xtask cluster`: records each run; fails while {flag} exists.\n\
-         echo \"{name} $SLURM_JOB_ID $SLURM_JOB_UID\" >> '{log}'\n\
-         if [ -e '{flag}' ]; then echo \"{name}: failing on purpose\" >&2; exit 1; fi\n\
-         exit 0\n",
-        flag = l.fail_flag(name).display(),
-        log = l.hook_log().display(),
-    )
-}
-
-/// Every configuration file of the cluster.
-pub fn write_all(s: &Settings, extra: &[String]) -> Result<()> {
-    let l = &s.layout;
-    write_atomic(&l.conf(), render_with(s, extra).as_bytes(), 0o644)?;
-    write_atomic(&l.gres_conf(), render_gres(s).as_bytes(), 0o644)?;
-    write_atomic(&l.cgroup_conf(), CGROUP_CONF.as_bytes(), 0o644)?;
-    write_atomic(&l.dbd_conf(), render_dbd(s).as_bytes(), 0o600)?;
-    write_atomic(&l.prolog(), render_hook(l, "prolog").as_bytes(), 0o755)?;
-    write_atomic(&l.epilog(), render_hook(l, "epilog").as_bytes(), 0o755)?;
-    write_key(&l.key())
 }
 
 /// A random password (hex of 16 bytes from /dev/urandom).
@@ -415,28 +242,6 @@ mod tests {
 
     const SLURMD_C: &str = "NodeName=vm CPUs=8 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=2 RealMemory=24105\nUpTime=0-00:07:18\n";
 
-    fn settings(root: &Path) -> Settings {
-        Settings {
-            layout: Layout {
-                root: root.to_path_buf(),
-            },
-            cluster: "xtask".into(),
-            node: "smoke1".into(),
-            hostname: "host".into(),
-            ports: Ports {
-                slurmctld: 40001,
-                slurmd: 40002,
-                slurmdbd: 40003,
-                mariadb: 40004,
-            },
-            user: "root".into(),
-            plugin_dir: PathBuf::from("/p/lib/slurm"),
-            hw: parse_slurmd_c(SLURMD_C).unwrap(),
-            profile: Profile::Default,
-            db_password: "pw".into(),
-        }
-    }
-
     #[test]
     fn parse_slurmd_c__reads_the_topology() {
         assert_eq!(
@@ -465,148 +270,9 @@ mod tests {
     }
 
     #[test]
-    fn render__has_loopback_ports_auth_accounting_gres_and_paths() {
-        let conf = render(&settings(Path::new("/t")));
-        for line in [
-            "SlurmctldHost=host(127.0.0.1)",
-            "SlurmctldPort=40001",
-            "SlurmdPort=40002",
-            "AuthType=auth/slurm",
-            "CredType=cred/slurm",
-            "SlurmUser=root",
-            "ProctrackType=proctrack/pgid",
-            "TaskPlugin=task/none",
-            "StateSaveLocation=/t/state",
-            "SlurmdSpoolDir=/t/spool",
-            "SlurmctldPidFile=/t/pid/slurmctld.pid",
-            "SlurmdLogFile=/t/log/slurmd.log",
-            "PluginDir=/p/lib/slurm",
-            "AccountingStorageType=accounting_storage/slurmdbd",
-            "AccountingStoragePort=40003",
-            "AccountingStorageTRES=gres/gpu",
-            "GresTypes=gpu",
-            "Prolog=/t/etc/prolog.sh",
-            "Epilog=/t/etc/epilog.sh",
-            "NodeName=smoke1 NodeAddr=127.0.0.1 NodeHostname=host CPUs=8 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=2 RealMemory=24105 Gres=gpu:apple:1 State=UNKNOWN",
-            "SelectTypeParameters=CR_Core_Memory",
-            "DefMemPerCPU=3013",
-            "PartitionName=main Nodes=smoke1 Default=YES MaxTime=INFINITE State=UP",
-        ] {
-            assert!(
-                conf.lines().any(|l| l == line),
-                "missing `{line}` in:\n{conf}"
-            );
-        }
-    }
-
-    #[test]
-    fn render__profile_lines_once_and_cpu_has_no_memory() {
-        let mut s = settings(Path::new("/t"));
-        for profile in [Profile::Default, Profile::Poc, Profile::Cpu] {
-            s.profile = profile;
-            let conf = render(&s);
-            for key in [
-                "SelectType=",
-                "ProctrackType=",
-                "TaskPlugin=",
-                "AccountingStorageTRES=",
-            ] {
-                assert_eq!(
-                    conf.lines().filter(|l| l.starts_with(key)).count(),
-                    1,
-                    "{key} in {profile:?}:\n{conf}"
-                );
-            }
-        }
-        assert!(!conf_has(&render(&s), "RealMemory") && !conf_has(&render(&s), "DefMemPerCPU"));
-    }
-
-    fn conf_has(conf: &str, word: &str) -> bool {
-        conf.lines().any(|l| l.contains(word))
-    }
-
-    #[test]
     fn parse_slurmd_c__real_memory_is_required() {
         let err = parse_slurmd_c(&SLURMD_C.replace(" RealMemory=24105", "")).unwrap_err();
         assert!(err.to_string().contains("RealMemory"), "{err}");
-    }
-
-    #[test]
-    fn render_with__replaces_scalars_appends_the_rest() {
-        let s = settings(Path::new("/t"));
-        let conf = render_with(
-            &s,
-            &[
-                "MinJobAge=300".into(),
-                "SelectTypeParameters=CR_CPU".into(),
-                "PartitionName=bench Nodes=smoke1".into(),
-            ],
-        );
-        assert!(conf.lines().any(|l| l == "MinJobAge=300"), "{conf}");
-        assert!(!conf.lines().any(|l| l == "MinJobAge=30"), "{conf}");
-        assert!(conf.lines().any(|l| l == "SelectTypeParameters=CR_CPU"));
-        assert!(conf.lines().any(|l| l.starts_with("PartitionName=main ")));
-        assert!(
-            conf.lines()
-                .any(|l| l == "PartitionName=bench Nodes=smoke1")
-        );
-    }
-
-    #[test]
-    fn render_dbd__mysql_on_loopback_with_the_password() {
-        let conf = render_dbd(&settings(Path::new("/t")));
-        for line in [
-            "DbdHost=host",
-            "DbdAddr=127.0.0.1",
-            "DbdPort=40003",
-            "StorageType=accounting_storage/mysql",
-            "StorageHost=127.0.0.1",
-            "StoragePort=40004",
-            "StorageUser=slurm",
-            "StoragePass=pw",
-            "StorageLoc=slurm_acct_db",
-            "LogFile=/t/log/slurmdbd.log",
-        ] {
-            assert!(
-                conf.lines().any(|l| l == line),
-                "missing `{line}` in:\n{conf}"
-            );
-        }
-    }
-
-    #[test]
-    fn render_gres__placeholder_file_for_the_node() {
-        let g = render_gres(&settings(Path::new("/t")));
-        assert!(
-            g.lines()
-                .any(|l| l == "NodeName=smoke1 Name=gpu Type=apple File=/dev/null"),
-            "{g}"
-        );
-    }
-
-    #[test]
-    fn render_hook__records_and_fails_on_flag() {
-        let dir = tempfile::tempdir().unwrap();
-        let l = Layout {
-            root: dir.path().to_path_buf(),
-        };
-        l.create().unwrap();
-        let script = dir.path().join("p.sh");
-        write_atomic(&script, render_hook(&l, "prolog").as_bytes(), 0o755).unwrap();
-        let run = || {
-            std::process::Command::new(&script)
-                .env("SLURM_JOB_ID", "7")
-                .env("SLURM_JOB_UID", "0")
-                .status()
-                .unwrap()
-        };
-        assert!(run().success());
-        std::fs::write(l.fail_flag("prolog"), "").unwrap();
-        assert_eq!(run().code(), Some(1));
-        assert_eq!(
-            std::fs::read_to_string(l.hook_log()).unwrap(),
-            "prolog 7 0\nprolog 7 0\n"
-        );
     }
 
     #[test]
@@ -654,11 +320,12 @@ mod tests {
         let l = Layout {
             root: dir.path().join("c"),
         };
-        l.create().unwrap();
+        l.create(2).unwrap();
         for d in [
             l.conf_dir(),
             l.state(),
-            l.spool(),
+            l.node_spool("node1"),
+            l.node_run("node2"),
             l.run(),
             l.pids(),
             l.logs(),

@@ -1,40 +1,67 @@
-//! A running (or recorded) cluster: its record, the paths and commands that reach it (the
-//! cluster's `SLURM_CONF` and mount namespace), and its daemons one by one: start (checked
-//! until ready, with the log tail when one dies), stop, restart, the node's state.
+//! A running (or recorded) cluster, [`Cluster`]: what scenarios, `soak`, `peer` and `bench`
+//! hold. The API, for writers of scenarios:
+//!
+//! - **What it is.** [`Cluster::nodes`] (node1 first; each [`Node`] has its name, build
+//!   label, prefix, host name, address, port, hardware), [`Cluster::node`] by name,
+//!   [`Cluster::profile`] (profile.rs), [`Cluster::layout`] (every path), `state` (the
+//!   record, `cluster.toml`).
+//! - **Daemons** are [`Daemon`]s: `MariaDb`, `Slurmdbd`, `Slurmctld`, `Slurmd(i)` for node
+//!   `i` (0-based; [`Cluster::slurmd`] finds one by node name). [`Cluster::start`] starts one
+//!   that is not running and returns once it serves (a slurmd: once slurmctld sees its node
+//!   up; one that never registers is an error naming the node with its log tail);
+//!   [`Cluster::start_nodes`] starts several slurmd at once; [`Cluster::stop`] (SIGTERM,
+//!   then SIGKILL), [`Cluster::restart`], [`Cluster::kill`] (any signal, no wait: SIGKILL for
+//!   a crash), [`Cluster::pause`]/[`Cluster::resume`] (SIGSTOP/SIGCONT: a hung daemon);
+//!   [`Cluster::usage`] (RSS, descriptors, threads); [`Cluster::check_daemons`] names the
+//!   first recorded daemon that died, with its log tail. Every signal goes through a pidfd
+//!   after the PID's start time matched (procs.rs): never to a reused PID.
+//! - **Logs.** [`Cluster::log`] and [`Cluster::output`] (what the daemon printed before its
+//!   log was open) of any daemon: `log/slurmd-node2.log`, `log/slurmctld.log`, ...
+//! - **Clients.** [`Cluster::tool`] (a client of the head's build, as root, on the head: its
+//!   `/run` holds slurmctld's SACK socket), [`Cluster::tool_as`] (as another user, through
+//!   `runuser`), [`Cluster::tool_on`] / [`Cluster::tool_on_as`] (the node's own build, in the
+//!   node's namespaces: its host name and its slurmd's SACK socket, as a client on that
+//!   machine), [`Cluster::wrap`] / [`Cluster::wrap_on`] for any other command. Each is a
+//!   `std::process::Command` with `SLURM_CONF` set; run it with
+//!   `crate::util::process::bounded` (a deadline) or through the scenarios' `Ctx`.
+//! - **Node state.** [`Cluster::node_state`] (sinfo's word for node `i`), and
+//!   [`Cluster::leftovers`]: processes left in the cluster's namespaces that are no daemon
+//!   (job processes).
 //!
 //! Commands are `std::process::Command`s (built from the prefix's paths) rather than xshell
-//! ones because they may need the mount namespace's pre-exec hook
-//! ([`crate::util::process::spawn`]), which xshell lacks.
+//! ones because they may need the namespaces' pre-exec hook ([`crate::util::process::spawn`]),
+//! which xshell lacks. Starting daemons is start.rs.
 
 use super::config::{CLIENT_TIMEOUT, Layout};
-use super::mariadb;
-use super::procs::{self, Isolation, Liveness, ProcRecord, Stopped};
+use super::daemon::Daemon;
+use super::nodes::Node;
+use super::procs::{self, Isolation, Liveness, ProcRecord, Stopped, Usage};
+use super::profile::Profile;
 use super::state::State;
 use crate::error::{Error, Result};
-use crate::util::process::bounded::{poll, read_bounded, run_bounded};
+use crate::util::process::bounded::run_bounded;
 use crate::util::process::file_tail;
-use std::net::{TcpListener, TcpStream};
+use nix::sys::signal::Signal;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
-use xshell::{Shell, cmd};
+use std::time::Duration;
 
-/// The node's name in every cluster.
-pub const NODE: &str = "node1";
-/// How long each daemon gets to become ready.
+/// How long each daemon gets to become ready, by default ([`Cluster::ready_timeout`]).
 pub(super) const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a daemon gets to exit after SIGTERM before SIGKILL.
 pub(super) const STOP_GRACE: Duration = Duration::from_secs(15);
 pub(super) const POLL: Duration = Duration::from_millis(200);
 
-/// The daemons in start order.
-pub const DAEMONS: [&str; 4] = ["mariadb", "slurmdbd", "slurmctld", "slurmd"];
-
 /// A running (or recorded) cluster.
 #[derive(Debug, Clone)]
 pub struct Cluster {
     pub state: State,
-    isolation: Option<Isolation>,
+    /// The head's namespace (slurmctld, slurmdbd, the harness's clients), as root on Linux.
+    pub(super) isolation: Option<Isolation>,
+    /// Each node's namespaces (its `/run`, its host name), as root on Linux.
+    pub(super) node_isolation: Vec<Option<Isolation>>,
+    /// How long [`Cluster::start`] waits for a daemon to serve.
+    pub ready_timeout: Duration,
 }
 
 impl Cluster {
@@ -47,24 +74,99 @@ impl Cluster {
     }
 
     pub(super) fn from_state(state: State) -> Result<Cluster> {
+        let layout = state.layout();
         let isolation = match state.isolated {
-            true => Some(Isolation::new(&state.layout().run())?),
+            true => Some(Isolation::new(&layout.run())?),
             false => None,
         };
-        Ok(Cluster { state, isolation })
+        let node_isolation = state
+            .nodes
+            .iter()
+            .map(|n| {
+                state
+                    .node_namespaces
+                    .then(|| Isolation::node(&layout.node_run(&n.name), &n.hostname))
+                    .transpose()
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Cluster {
+            state,
+            isolation,
+            node_isolation,
+            ready_timeout: READY_TIMEOUT,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.state.name
     }
 
     pub fn layout(&self) -> Layout {
         self.state.layout()
     }
 
+    pub fn profile(&self) -> Profile {
+        self.state.profile
+    }
+
+    /// The compute nodes, node1 first.
+    pub fn nodes(&self) -> &[Node] {
+        &self.state.nodes
+    }
+
+    /// A node by name (`node2`).
+    pub fn node(&self, name: &str) -> Result<&Node> {
+        self.nodes()
+            .iter()
+            .find(|n| n.name == name)
+            .ok_or_else(|| self.no_such_node(name))
+    }
+
+    /// The slurmd of the node called `name`.
+    pub fn slurmd(&self, name: &str) -> Result<Daemon> {
+        self.nodes()
+            .iter()
+            .position(|n| n.name == name)
+            .map(Daemon::Slurmd)
+            .ok_or_else(|| self.no_such_node(name))
+    }
+
+    fn no_such_node(&self, name: &str) -> Error {
+        Error::Usage(format!(
+            "cluster `{}` has no node `{name}`; its nodes: {}",
+            self.state.name,
+            self.nodes()
+                .iter()
+                .map(|n| n.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+
+    /// Every daemon of the cluster, in start order.
+    pub fn daemons(&self) -> Vec<Daemon> {
+        Daemon::all(self.nodes().len())
+    }
+
+    /// The daemon's log file.
+    pub fn log(&self, d: Daemon) -> PathBuf {
+        self.layout().daemon_log(&d.name())
+    }
+
+    /// What the daemon printed to stdout/stderr (before its log file was open, and fatal
+    /// messages).
+    pub fn output(&self, d: Daemon) -> PathBuf {
+        self.layout().daemon_output(&d.name())
+    }
+
+    /// `bin/<tool>` of the head's build.
     pub fn bin(&self, tool: &str) -> PathBuf {
         self.state.prefix.join("bin").join(tool)
     }
 
-    /// `prefix/bin/<tool>` as a command that reaches this cluster: `SLURM_CONF` set, and in
-    /// the cluster's mount namespace (Slurm 24.11 clients fetch their credential from the
-    /// SACK socket under `/run`).
+    /// The head's build's `bin/<tool>` as a command that reaches this cluster: `SLURM_CONF`
+    /// set, and in the head's mount namespace (Slurm 24.11 clients fetch their credential
+    /// from the SACK socket under `/run`).
     pub fn tool(&self, tool: &str) -> Command {
         self.wrap(Command::new(self.bin(tool)))
     }
@@ -76,7 +178,33 @@ impl Cluster {
         self.wrap(c)
     }
 
-    /// Any command, with this cluster's environment and namespace.
+    /// Node `i`'s build's `bin/<tool>`, run as a client on that node: in its namespaces (its
+    /// host name; its `/run`, where its slurmd's SACK socket is).
+    pub fn tool_on(&self, i: usize, tool: &str) -> Result<Command> {
+        let bin = self.node_bin(i, tool)?;
+        self.wrap_on(i, Command::new(bin))
+    }
+
+    /// `tool_on`, as `user`.
+    pub fn tool_on_as(&self, i: usize, user: &str, tool: &str) -> Result<Command> {
+        let bin = self.node_bin(i, tool)?;
+        let mut c = Command::new("runuser");
+        c.arg("-u").arg(user).arg("--").arg(bin);
+        self.wrap_on(i, c)
+    }
+
+    fn node_bin(&self, i: usize, tool: &str) -> Result<PathBuf> {
+        let node = self.nodes().get(i).ok_or_else(|| {
+            Error::Usage(format!(
+                "cluster `{}` has {} node(s); there is no node index {i}",
+                self.state.name,
+                self.nodes().len()
+            ))
+        })?;
+        Ok(node.prefix.join("bin").join(tool))
+    }
+
+    /// Any command, with this cluster's environment and the head's namespace.
     pub fn wrap(&self, mut cmd: Command) -> Command {
         cmd.env("SLURM_CONF", self.layout().conf());
         if let Some(iso) = &self.isolation {
@@ -85,8 +213,34 @@ impl Cluster {
         cmd
     }
 
-    pub fn daemon(&self, name: &str) -> Option<&ProcRecord> {
-        self.state.daemon(name)
+    /// Any command, with this cluster's environment, in node `i`'s namespaces.
+    pub fn wrap_on(&self, i: usize, mut cmd: Command) -> Result<Command> {
+        if i >= self.nodes().len() {
+            return Err(Error::Usage(format!(
+                "cluster `{}` has no node index {i}",
+                self.state.name
+            )));
+        }
+        cmd.env("SLURM_CONF", self.layout().conf());
+        if let Some(Some(iso)) = self.node_isolation.get(i) {
+            iso.apply(&mut cmd);
+        }
+        Ok(cmd)
+    }
+
+    /// The daemon's record (PID and start time), if it was started.
+    pub fn record(&self, d: Daemon) -> Option<&ProcRecord> {
+        self.state.daemon(&d.name())
+    }
+
+    pub fn is_running(&self, d: Daemon) -> bool {
+        self.record(d)
+            .is_some_and(|r| r.liveness() == Liveness::Running)
+    }
+
+    /// The daemon's RSS, descriptors and threads, if it runs.
+    pub fn usage(&self, d: Daemon) -> Option<Usage> {
+        self.record(d)?.usage()
     }
 
     /// An error naming the first recorded daemon that no longer runs, with its log tail.
@@ -99,8 +253,9 @@ impl Cluster {
         Ok(())
     }
 
-    fn died(&self, daemon: &str, pid: u32, when: &str) -> Error {
-        let log = log_of(&self.layout(), daemon);
+    pub(super) fn died(&self, daemon: &str, pid: u32, when: &str) -> Error {
+        let l = self.layout();
+        let log = l.daemon_log(daemon);
         let how = procs::how_it_ended(pid)
             .map(|h| format!(" ({h})"))
             .unwrap_or_default();
@@ -111,165 +266,63 @@ impl Cluster {
             tail: format!(
                 "{}\n(its stdout/stderr, {}:)\n{}",
                 file_tail(&log, 25),
-                self.layout().daemon_output(daemon).display(),
-                file_tail(&self.layout().daemon_output(daemon), 10)
+                l.daemon_output(daemon).display(),
+                file_tail(&l.daemon_output(daemon), 10)
             ),
             log,
         }
     }
 
-    /// Start one daemon (which must not be running) and wait until it is ready.
-    pub fn start(&mut self, sh: &Shell, daemon: &str, first: bool) -> Result<()> {
-        self.start_checked(sh, daemon, first, true)
-    }
-
-    /// `start`, optionally without checking first that its port is free (the bad-state
-    /// scenarios use that to see how a daemon that cannot bind is reported).
-    pub fn start_checked(
-        &mut self,
-        sh: &Shell,
-        daemon: &str,
-        first: bool,
-        check_port: bool,
-    ) -> Result<()> {
-        let t = Instant::now();
-        let l = self.layout();
-        let port = match daemon {
-            "mariadb" => self.state.ports.mariadb,
-            "slurmdbd" => self.state.ports.slurmdbd,
-            "slurmctld" => self.state.ports.slurmctld,
-            "slurmd" => self.state.ports.slurmd,
-            other => return Err(Error::Usage(format!("unknown daemon `{other}`"))),
-        };
-        if check_port {
-            check_port_free(daemon, port)?;
+    /// Stop one daemon by its record (SIGTERM, then SIGKILL after the grace period).
+    pub fn stop(&mut self, d: Daemon) -> Result<Stopped> {
+        match self.record(d).cloned() {
+            Some(rec) => rec.stop(STOP_GRACE),
+            None => Ok(Stopped::AlreadyGone),
         }
-        let (mut cmd, isolated) = self.daemon_command(sh, daemon, first, port)?;
-        // A daemon that aborts dumps its core in its working directory: the cluster's logs,
-        // never the caller's directory (a source tree).
-        cmd.env("SLURM_CONF", l.conf()).current_dir(l.logs());
-        let iso = if isolated {
-            self.isolation.as_ref()
-        } else {
-            None
-        };
-        let rec = procs::spawn_detached(daemon, cmd, iso, &l.daemon_output(daemon))?;
-        let pid = rec.pid;
-        self.state.record(rec)?;
-        self.until_ready(daemon, pid, first, port)?;
-        println!("  {daemon} ready (pid {pid}) in {:.1?}", t.elapsed());
-        Ok(())
     }
 
-    /// How `daemon` is started (MariaDB installed first on the first start), and whether it
-    /// runs in the cluster's mount namespace.
-    fn daemon_command(
-        &self,
-        sh: &Shell,
-        daemon: &str,
-        first: bool,
-        port: u16,
-    ) -> Result<(Command, bool)> {
-        let l = self.layout();
-        let sbin = self.state.prefix.join("sbin");
-        let conf = l.conf();
-        Ok(match daemon {
-            "mariadb" => {
-                if first {
-                    mariadb::install(sh, &l)?;
-                }
-                (mariadb::server(sh, &l, port)?, false)
-            }
-            "slurmdbd" => (Command::from(cmd!(sh, "{sbin}/slurmdbd -D")), true),
-            "slurmctld" => (
-                Command::from(cmd!(sh, "{sbin}/slurmctld -D -i -f {conf}")),
-                true,
-            ),
-            _ => (
-                Command::from(cmd!(sh, "{sbin}/slurmd -D -N {NODE} -f {conf}")),
-                true,
-            ),
-        })
-    }
-
-    /// Waits until `daemon` (pid `pid`) serves; after its first start, the accounts it needs.
-    fn until_ready(&mut self, daemon: &str, pid: u32, first: bool, port: u16) -> Result<()> {
-        let l = self.layout();
-        let when = if first {
-            "during start"
-        } else {
-            "during restart"
-        };
-        match daemon {
-            "mariadb" => {
-                self.wait_ready(daemon, pid, when, || mariadb::ready(&l))?;
-                if first {
-                    mariadb::create_account(&l)?;
-                }
-            }
-            "slurmdbd" => {
-                self.wait_ready(daemon, pid, when, || {
-                    Ok(TcpStream::connect(("127.0.0.1", port)).is_ok())
-                })?;
-                if first {
-                    let name = self.state.name.clone();
-                    let mut c = self.tool("sacctmgr");
-                    c.args(["-i", "add", "cluster", &name]);
-                    read_bounded(c, CLIENT_TIMEOUT)?;
-                }
-            }
-            "slurmctld" => self.wait_ready(daemon, pid, when, || {
-                let mut c = self.tool("scontrol");
-                c.arg("ping");
-                let out = run_bounded(c, CLIENT_TIMEOUT)?;
-                Ok(String::from_utf8_lossy(&out.stdout).contains("is UP"))
-            })?,
-            // slurmctld keeps showing the node idle while slurmd restarts: also wait for
-            // slurmd's own port.
-            _ => self.wait_ready(daemon, pid, when, || {
-                Ok(TcpStream::connect(("127.0.0.1", port)).is_ok()
-                    && self
-                        .node_state()?
-                        .is_some_and(|s| s == "idle" || s == "mixed" || s == "allocated"))
-            })?,
+    /// Send `signal` to the daemon (no wait); false when it does not run.
+    pub fn kill(&self, d: Daemon, signal: Signal) -> Result<bool> {
+        match self.record(d) {
+            Some(rec) => rec.signal(signal),
+            None => Ok(false),
         }
-        Ok(())
     }
 
-    /// Poll `ready` while the daemon runs.
-    fn wait_ready(
-        &self,
-        daemon: &str,
-        pid: u32,
-        when: &str,
-        mut ready: impl FnMut() -> Result<bool>,
-    ) -> Result<()> {
-        let rec = self
-            .daemon(daemon)
-            .cloned()
-            .ok_or_else(|| Error::Usage(format!("{daemon} is not recorded")))?;
-        poll(
-            &format!(
-                "{daemon} to become ready (its log: {})",
-                log_of(&self.layout(), daemon).display()
-            ),
-            READY_TIMEOUT,
-            POLL,
-            || {
-                if rec.liveness() != Liveness::Running {
-                    return Err(self.died(daemon, pid, when));
-                }
-                Ok(ready()?.then_some(()))
-            },
-        )
+    /// SIGSTOP: the daemon hangs (connections are accepted by the kernel, never answered).
+    pub fn pause(&self, d: Daemon) -> Result<bool> {
+        self.kill(d, Signal::SIGSTOP)
     }
 
-    /// `sinfo`'s state of the node (`idle`, `mixed`, `drained`, ...), None if sinfo fails.
+    /// SIGCONT after [`Cluster::pause`].
+    pub fn resume(&self, d: Daemon) -> Result<bool> {
+        self.kill(d, Signal::SIGCONT)
+    }
+
+    /// Stop and start a daemon again; returns when it is ready.
+    pub fn restart(&mut self, sh: &xshell::Shell, d: Daemon) -> Result<()> {
+        self.stop(d)?;
+        self.start(sh, d)
+    }
+
+    /// `sinfo`'s state of node `i` (`idle`, `mixed`, `drained`, ...), None if sinfo fails.
     /// sinfo prints one line per partition the node is in; they agree.
-    pub fn node_state(&self) -> Result<Option<String>> {
+    pub fn node_state(&self, i: usize) -> Result<Option<String>> {
+        self.node_state_within(i, CLIENT_TIMEOUT)
+    }
+
+    /// `node_state`, with sinfo given at most `timeout`; a sinfo that takes longer (a hung
+    /// controller) counts as failed (None).
+    pub fn node_state_within(&self, i: usize, timeout: Duration) -> Result<Option<String>> {
+        let Some(node) = self.nodes().get(i) else {
+            return Ok(None);
+        };
         let mut c = self.tool("sinfo");
-        c.args(["-h", "-N", "-n", NODE, "-o", "%T"]);
-        let out = run_bounded(c, CLIENT_TIMEOUT)?;
+        c.args(["-h", "-N", "-n", &node.name, "-o", "%T"]);
+        let out = match run_bounded(c, timeout) {
+            Err(Error::Timeout { .. }) => return Ok(None),
+            other => other?,
+        };
         let text = String::from_utf8_lossy(&out.stdout);
         let mut states: Vec<&str> = text
             .lines()
@@ -280,65 +333,26 @@ impl Cluster {
         Ok((out.status.success() && !states.is_empty()).then(|| states.join("|")))
     }
 
-    /// Stop one daemon by its record (SIGTERM, then SIGKILL after the grace period).
-    pub fn stop(&mut self, daemon: &str) -> Result<Stopped> {
-        let Some(rec) = self.daemon(daemon).cloned() else {
-            return Ok(Stopped::AlreadyGone);
-        };
-        rec.stop(STOP_GRACE)
-    }
-
-    /// Stop and start a daemon again; returns when it is ready.
-    pub fn restart(&mut self, sh: &Shell, daemon: &str) -> Result<()> {
-        self.stop(daemon)?;
-        self.start(sh, daemon, false)
-    }
-
-    /// The processes left in the mount namespaces of recorded daemons (job steps).
+    /// The processes left in the mount namespaces of recorded daemons that are neither a
+    /// running recorded daemon nor its own helper (a child under the daemon's name, or
+    /// slurmctld's slurmscriptd, which is named so only where Slurm can rename a process:
+    /// `prctl`, absent in the darwin personality as on macOS): job processes.
     pub fn leftovers(&self) -> Vec<ProcRecord> {
-        let namespaces = self.state.namespaces.clone();
-        let ours: Vec<u32> = self.state.running().iter().map(|d| d.pid).collect();
-        let run = self.state.layout().run();
-        namespaces
-            .into_iter()
-            .flat_map(|ns| procs::processes_in_namespace(ns, &run))
-            .filter(|p| !ours.contains(&p.pid))
+        let running = self.state.running();
+        let is_daemon = |p: &ProcRecord| {
+            running.iter().any(|d| {
+                let program = d.name.split('-').next().unwrap_or(&d.name);
+                let helper =
+                    p.name == program || (program == "slurmctld" && p.name == "slurmscriptd");
+                d.pid == p.pid || (procs::parent_of(p.pid) == Some(d.pid) && helper)
+            })
+        };
+        let runs = self.state.run_dirs();
+        self.state
+            .namespaces
+            .iter()
+            .flat_map(|&ns| procs::processes_in_namespace(ns, &runs))
+            .filter(|p| !is_daemon(p))
             .collect()
-    }
-}
-
-pub(super) fn log_of(l: &Layout, daemon: &str) -> PathBuf {
-    match daemon {
-        "mariadb" => l.daemon_log("mariadb"),
-        d => l.daemon_log(d),
-    }
-}
-
-pub(super) fn check_port_free(daemon: &str, port: u16) -> Result<()> {
-    match TcpListener::bind(("127.0.0.1", port)) {
-        Ok(_) => Ok(()),
-        Err(_) => Err(Error::PortTaken {
-            daemon: daemon.to_string(),
-            port,
-        }),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(non_snake_case)]
-    use super::*;
-
-    #[test]
-    fn check_port_free__names_the_daemon_and_port() {
-        let l = TcpListener::bind(("127.0.0.1", 0)).unwrap();
-        let port = l.local_addr().unwrap().port();
-        let err = check_port_free("slurmctld", port).unwrap_err().to_string();
-        assert!(
-            err.contains(&format!("port {port}")) && err.contains("slurmctld"),
-            "{err}"
-        );
-        drop(l);
-        check_port_free("slurmctld", port).unwrap();
     }
 }

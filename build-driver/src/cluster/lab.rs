@@ -1,11 +1,12 @@
-//! The one-node cluster `cluster peer` and `cluster bench` run against: the cluster of
-//! `cluster up` (lifecycle.rs: MariaDB, slurmdbd, slurmctld, slurmd) in `<dir>/cluster`, plus
-//! a few `slurm.conf` lines, without the per-command private `/run`: these commands run inside
-//! a mount namespace of their own (private_ns.rs) whose `/run` the daemons and clients share.
+//! The cluster `cluster peer` and `cluster bench` run against: the cluster of `cluster up`
+//! (lifecycle.rs: MariaDB, slurmdbd, slurmctld, one slurmd per node) in `<dir>/cluster`, plus
+//! a few `slurm.conf` lines, without the head's per-command private `/run`: these commands
+//! run inside a mount namespace of their own (private_ns.rs) whose `/run` the head's daemons
+//! and every client share (each node's slurmd still has its own namespaces, nodes.rs).
 //! Stopped by record (`down`), also if the caller unwinds without `stop`.
 
 use super::config::Layout;
-use super::handle::{self, Cluster};
+use super::handle::Cluster;
 use super::lifecycle::{self, UpOptions};
 use super::private_ns::Private;
 use super::profile::Profile;
@@ -14,7 +15,6 @@ use crate::util::process::file_tail;
 use std::path::{Path, PathBuf};
 use xshell::Shell;
 
-pub const NODE: &str = handle::NODE;
 /// What finished jobs stay visible to `scontrol` for (the benchmark checks COMPLETED there).
 const MIN_JOB_AGE: &str = "MinJobAge=300";
 
@@ -28,14 +28,15 @@ pub struct Lab {
 }
 
 impl Lab {
-    /// Configure and start a cluster of `profile` from `prefix` below `dir`, with `extra`
-    /// lines for `slurm.conf` (a key already set is replaced), and wait until the node is
-    /// idle.
+    /// Configure and start a cluster of `nodes` nodes and `profile` from `prefix` below `dir`,
+    /// with `extra` lines for `slurm.conf` (a key already set is replaced), and wait until
+    /// every node is idle.
     pub fn start(
         _sh: &Shell,
         prefix: &Path,
         dir: &Path,
         profile: Profile,
+        nodes: usize,
         extra: &[String],
     ) -> Result<Lab> {
         let layout = Layout {
@@ -45,6 +46,7 @@ impl Lab {
         let mut opts = UpOptions::new(prefix.to_path_buf(), "lab".into(), layout.root.clone());
         opts.isolate = false;
         opts.profile = profile;
+        opts.nodes = Some(nodes);
         opts.extra_conf = std::iter::once(MIN_JOB_AGE.to_string())
             .chain(extra.iter().cloned())
             .collect();
@@ -68,8 +70,17 @@ impl Lab {
 
     /// Print the tails of the daemon logs.
     pub fn report(&self) {
-        for d in handle::DAEMONS {
-            for f in [self.layout.daemon_log(d), self.layout.daemon_output(d)] {
+        let daemons = self
+            .cluster
+            .as_ref()
+            .map(|c| c.daemons())
+            .unwrap_or_default();
+        for d in daemons {
+            let name = d.name();
+            for f in [
+                self.layout.daemon_log(&name),
+                self.layout.daemon_output(&name),
+            ] {
                 if f.exists() {
                     eprintln!("---- tail of {} ----\n{}", f.display(), file_tail(&f, 30));
                 }

@@ -8,11 +8,14 @@
 //! `down` stops the record in reverse order, then kills what is left in the daemons' mount
 //! namespaces (job steps of a slurmd that was killed).
 
-use super::config::{self, Layout, Ports, Settings};
-use super::handle::{Cluster, DAEMONS, NODE};
+use super::config::{self, Layout, Ports};
+use super::daemon::Daemon;
+use super::handle::Cluster;
 use super::lock::clear_leftover;
+use super::nodes::{Build, Node, node_addr, node_name};
 use super::procs::{self, Liveness, Stopped};
 use super::profile::Profile;
+use super::render::{self, Settings};
 use super::state::State;
 use crate::error::{Error, Result};
 use crate::util::process::bounded::read_bounded;
@@ -42,30 +45,35 @@ fn isolation(asked: bool, user: &str, uid: u32) -> Result<bool> {
     Ok(isolated)
 }
 
-/// The node's hardware as slurmd reports it (`slurmd -C`) and this machine's short hostname.
-fn node_hardware(sh: &Shell, prefix: &Path) -> Result<(config::NodeHw, String)> {
+/// What `slurmd -C` of `prefix` reports.
+fn slurmd_hw(sh: &Shell, prefix: &Path) -> Result<config::NodeHw> {
     let slurmd_bin = prefix.join("sbin/slurmd");
-    let hw = config::parse_slurmd_c(&read_bounded(
+    config::parse_slurmd_c(&read_bounded(
         Command::from(cmd!(sh, "{slurmd_bin} -C")),
         Duration::from_secs(30),
-    )?)?;
-    let hostname = read_bounded(
+    )?)
+}
+
+/// This machine's short host name.
+fn short_hostname(sh: &Shell) -> Result<String> {
+    Ok(read_bounded(
         Command::from(cmd!(sh, "hostname -s")),
         Duration::from_secs(10),
     )?
     .trim()
-    .to_string();
-    Ok((hw, hostname))
+    .to_string())
 }
 
 /// What `up` needs.
 #[derive(Debug, Clone)]
 pub struct UpOptions {
-    pub prefix: PathBuf,
+    /// The builds: one (every daemon), or several (`--mix`: the nodes split among them, the
+    /// head runs the first).
+    pub builds: Vec<Build>,
+    /// How many nodes (default: one per build).
+    pub nodes: Option<usize>,
     pub name: String,
     pub dir: PathBuf,
-    /// Fixed ports instead of free ones picked now (the bad-state checks use this).
-    pub ports: Option<Ports>,
     /// Lines for `slurm.conf`: a key already set is replaced, others are appended.
     pub extra_conf: Vec<String>,
     /// Give daemons and clients a private `/run` (as root on Linux). Off for callers that
@@ -76,12 +84,16 @@ pub struct UpOptions {
 }
 
 impl UpOptions {
+    /// One build, one node.
     pub fn new(prefix: PathBuf, name: String, dir: PathBuf) -> UpOptions {
         UpOptions {
-            prefix,
+            builds: vec![Build {
+                label: String::new(),
+                prefix,
+            }],
+            nodes: None,
             name,
             dir,
-            ports: None,
             extra_conf: Vec::new(),
             isolate: true,
             profile: Profile::Default,
@@ -95,66 +107,159 @@ pub fn default_dir(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("slurm-cluster-{name}"))
 }
 
+/// The builds with absolute prefixes, each checked (a mix: also against its staging
+/// manifest, see nodes.rs).
+fn checked_builds(builds: &[Build]) -> Result<Vec<Build>> {
+    if builds.is_empty() {
+        return Err(Error::Usage("no Slurm prefix given".into()));
+    }
+    builds
+        .iter()
+        .map(|b| {
+            let prefix = std::path::absolute(&b.prefix).map_err(|e| Error::io(&b.prefix, e))?;
+            super::host::check_prefix(&prefix)?;
+            let b = Build {
+                label: b.label.clone(),
+                prefix,
+            };
+            if builds.len() > 1 {
+                super::nodes::check_mixed_build(&b)?;
+            }
+            Ok(b)
+        })
+        .collect()
+}
+
+/// The nodes of a new cluster: names, builds, host names, addresses, ports, hardware.
+fn plan_nodes(
+    sh: &Shell,
+    builds: &[Build],
+    n: usize,
+    isolated: bool,
+    hostname: &str,
+    ports: &[u16],
+) -> Result<Vec<Node>> {
+    let mut hw = std::collections::BTreeMap::new();
+    for b in builds {
+        hw.insert(b.prefix.clone(), slurmd_hw(sh, &b.prefix)?);
+    }
+    super::nodes::assign(builds, n)
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let name = node_name(i);
+            Ok(Node {
+                hostname: if isolated {
+                    name.clone()
+                } else {
+                    hostname.to_string()
+                },
+                name,
+                build: b.label.clone(),
+                prefix: b.prefix.clone(),
+                addr: node_addr(i, isolated),
+                port: ports[i],
+                hw: hw[&b.prefix].clone(),
+            })
+        })
+        .collect()
+}
+
 /// Start a cluster. A cluster recorded in the directory that still runs is refused (clear
 /// message naming `down`); the files of one that no longer runs are removed first. On any
 /// failure, what was started is stopped again before the error is returned.
 pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
     let t = Instant::now();
-    let prefix = std::path::absolute(&opts.prefix).map_err(|e| Error::io(&opts.prefix, e))?;
-    super::host::check_prefix(&prefix)?;
+    let builds = checked_builds(&opts.builds)?;
+    let prefix = builds[0].prefix.clone();
     let dir = std::path::absolute(&opts.dir).map_err(|e| Error::io(&opts.dir, e))?;
     clear_leftover(&opts.name, &dir)?;
-    let layout = Layout { root: dir.clone() };
-    layout.create()?;
-
     let (user, uid) = super::host::current_user()?;
     let isolated = isolation(opts.isolate, &user, uid)?;
-    let (hw, hostname) = node_hardware(sh, &prefix)?;
-    let ports = match opts.ports {
-        Some(p) => p,
-        None => Ports::pick()?,
-    };
+    // Each node gets its own UTS and mount namespaces whenever they can be made, also when
+    // the caller provides the head's (`peer`, `bench`): two slurmd cannot share /run.
+    let node_ns = procs::can_isolate();
+    let n = super::nodes::node_count(opts.nodes, builds.len(), node_ns)?;
+    let layout = Layout { root: dir.clone() };
+    layout.create(n)?;
+    let hostname = short_hostname(sh)?;
+    let (ports, node_ports) = Ports::pick(n)?;
+    let nodes = plan_nodes(sh, &builds, n, node_ns, &hostname, &node_ports)?;
     let settings = Settings {
         layout: layout.clone(),
         cluster: opts.name.clone(),
-        node: NODE.into(),
         hostname: hostname.clone(),
         ports,
         user: user.clone(),
-        plugin_dir: prefix.join("lib/slurm"),
-        hw: hw.clone(),
+        plugin_dir: (builds.len() == 1).then(|| prefix.join("lib/slurm")),
+        nodes: nodes.clone(),
         profile: opts.profile,
         db_password: config::random_password()?,
     };
-    config::write_all(&settings, &opts.extra_conf)?;
+    render::write_all(&settings, &opts.extra_conf)?;
     let state = State {
         name: opts.name.clone(),
         prefix: prefix.clone(),
         root: dir.clone(),
         hostname,
-        node: NODE.into(),
         user,
         ports,
-        hw,
+        nodes,
         profile: opts.profile,
         isolated,
+        node_namespaces: node_ns,
         daemons: Vec::new(),
         namespaces: Vec::new(),
     };
     state.save()?;
     let mut cluster = Cluster::from_state(state)?;
+    print_plan(&cluster, &opts.name, &dir);
+    if let Err(e) = cluster.start_all(sh) {
+        eprintln!(
+            "cluster `{}` failed to start; stopping what was started",
+            opts.name
+        );
+        if let Err(d) = down(&dir) {
+            eprintln!("  (down after the failure: {d})");
+        }
+        return Err(e);
+    }
     println!(
-        "cluster `{}`: {} (profile `{}`, {} CPUs, {} MB), ports slurmctld {} slurmd {} slurmdbd {} mariadb {}",
+        "cluster `{}` up in {:.1?} ({} node(s)); clients: `cargo xtask cluster exec --name {} -- sinfo`",
         opts.name,
-        dir.display(),
-        opts.profile.name(),
-        settings.hw.cpus,
-        settings.hw.real_memory,
-        ports.slurmctld,
-        ports.slurmd,
-        ports.slurmdbd,
-        ports.mariadb
+        t.elapsed(),
+        n,
+        opts.name
     );
+    Ok(cluster)
+}
+
+fn print_plan(cluster: &Cluster, name: &str, dir: &Path) {
+    let s = &cluster.state;
+    println!(
+        "cluster `{name}`: {} (profile `{}`), ports slurmctld {} slurmdbd {} mariadb {}",
+        dir.display(),
+        s.profile.name(),
+        s.ports.slurmctld,
+        s.ports.slurmdbd,
+        s.ports.mariadb
+    );
+    for n in cluster.nodes() {
+        println!(
+            "  {} {}:{} ({} CPUs, {} MB){}: {}",
+            n.name,
+            n.addr,
+            n.port,
+            n.hw.cpus,
+            n.hw.real_memory,
+            if n.build.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", n.build)
+            },
+            n.prefix.display()
+        );
+    }
     for var in ["SLURM_SHIM_EMULATION", "SLURM_SHIM_EMULATION_OFF"] {
         if let Some(v) = std::env::var_os(var) {
             println!(
@@ -163,25 +268,6 @@ pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
             );
         }
     }
-    for daemon in DAEMONS {
-        if let Err(e) = cluster.start(sh, daemon, true) {
-            eprintln!(
-                "cluster `{}`: {daemon} failed to start; stopping what was started",
-                opts.name
-            );
-            if let Err(d) = down(&dir) {
-                eprintln!("  (down after the failure: {d})");
-            }
-            return Err(e);
-        }
-    }
-    println!(
-        "cluster `{}` up in {:.1?}; clients: `cargo xtask cluster exec --name {} -- sinfo`",
-        opts.name,
-        t.elapsed(),
-        opts.name
-    );
-    Ok(cluster)
 }
 
 /// Stop every process recorded in `dir` (reverse start order), then what is left in the
@@ -193,17 +279,10 @@ pub fn down(dir: &Path) -> Result<()> {
     };
     let mut cluster = Cluster::from_state(state)?;
     let mut failures = Vec::new();
-    let order: Vec<String> = cluster
-        .state
-        .daemons
-        .iter()
-        .rev()
-        .map(|d| d.name.clone())
-        .collect();
-    for name in &order {
-        let pid = cluster.daemon(name).map(|d| d.pid).unwrap_or(0);
-        match cluster.stop(name) {
-            Ok(how) => println!("  {name} (pid {pid}): {}", stopped_word(how)),
+    let records: Vec<_> = cluster.state.daemons.iter().rev().cloned().collect();
+    for rec in &records {
+        match rec.stop(super::handle::STOP_GRACE) {
+            Ok(how) => println!("  {} (pid {}): {}", rec.name, rec.pid, stopped_word(how)),
             Err(e) => failures.push(e.to_string()),
         }
     }
@@ -251,13 +330,12 @@ pub fn status(dir: &Path) -> Result<()> {
     let cluster = Cluster::load(dir)?;
     let s = &cluster.state;
     println!(
-        "cluster `{}` in {} (prefix {}, profile `{}`)\n  ports: slurmctld {} slurmd {} slurmdbd {} mariadb {}; private /run: {}",
+        "cluster `{}` in {} (prefix {}, profile `{}`)\n  ports: slurmctld {} slurmdbd {} mariadb {}; private /run: {}",
         s.name,
         dir.display(),
         s.prefix.display(),
         s.profile.name(),
         s.ports.slurmctld,
-        s.ports.slurmd,
         s.ports.slurmdbd,
         s.ports.mariadb,
         if s.isolated { "yes" } else { "no" }
@@ -268,14 +346,17 @@ pub fn status(dir: &Path) -> Result<()> {
     }
     for d in &s.daemons {
         let what = match d.liveness() {
-            Liveness::Running => match d.rss_and_fds() {
-                Some((rss, fds)) => format!("running, RSS {rss} kB, {fds} descriptors"),
+            Liveness::Running => match d.usage() {
+                Some(u) => format!(
+                    "running, RSS {} kB, {} descriptors, {} threads",
+                    u.rss_kb, u.fds, u.threads
+                ),
                 None => "running".into(),
             },
             Liveness::Gone => "NOT RUNNING".into(),
             Liveness::Reused => "NOT RUNNING (PID reused by another process)".into(),
         };
-        println!("  {:<9} pid {:<7} {what}", d.name, d.pid);
+        println!("  {:<13} pid {:<7} {what}", d.name, d.pid);
     }
     let left = cluster.leftovers();
     if !left.is_empty() {
@@ -284,32 +365,36 @@ pub fn status(dir: &Path) -> Result<()> {
             left.len()
         );
     }
-    if cluster
-        .daemon("slurmctld")
-        .is_some_and(|d| d.liveness() == Liveness::Running)
-    {
-        if let Ok(Some(state)) = cluster.node_state() {
-            println!("  node {NODE}: {state}");
+    if cluster.is_running(Daemon::Slurmctld) {
+        for (i, n) in cluster.nodes().iter().enumerate() {
+            if let Ok(Some(state)) = cluster.node_state(i) {
+                println!("  node {} ({}:{}): {state}", n.name, n.addr, n.port);
+            }
         }
     }
     cluster.check_daemons()
 }
 
 /// Run `argv` against the cluster (environment and namespace), with our stdio; returns its
-/// exit code.
-pub fn exec(dir: &Path, argv: &[std::ffi::OsString]) -> Result<i32> {
+/// exit code. With `node`, on that node: its build's client, in its namespaces.
+pub fn exec(dir: &Path, node: Option<&str>, argv: &[std::ffi::OsString]) -> Result<i32> {
     let cluster = Cluster::load(dir)?;
     let (prog, args) = argv
         .split_first()
         .ok_or_else(|| Error::Usage("exec: no command given".into()))?;
-    // A bare client name means the prefix's tool.
+    let on = node
+        .map(|name| cluster.slurmd(name).map(|d| d.node().unwrap_or(0)))
+        .transpose()?;
+    // A bare client name means the build's tool.
     let prog_path = Path::new(prog);
-    let mut cmd =
-        if prog_path.components().count() == 1 && cluster.bin(&prog.to_string_lossy()).is_file() {
-            cluster.tool(&prog.to_string_lossy())
-        } else {
-            cluster.wrap(Command::new(prog))
-        };
+    let name = prog.to_string_lossy();
+    let bare = prog_path.components().count() == 1 && cluster.bin(&name).is_file();
+    let mut cmd = match (on, bare) {
+        (None, true) => cluster.tool(&name),
+        (None, false) => cluster.wrap(Command::new(prog)),
+        (Some(i), true) => cluster.tool_on(i, &name)?,
+        (Some(i), false) => cluster.wrap_on(i, Command::new(prog))?,
+    };
     cmd.args(args);
     let status = cmd.status().map_err(|source| Error::Spawn {
         program: prog_path.display().to_string(),

@@ -3,7 +3,7 @@
 //! accounting database's account.
 
 use super::config::CLIENT_TIMEOUT;
-use super::config::{self, Layout};
+use super::config::Layout;
 use crate::error::{Error, Result};
 use crate::util::process::bounded::{read_bounded, run_bounded};
 use crate::util::process::file_tail;
@@ -80,7 +80,7 @@ pub(super) fn create_account(l: &Layout) -> Result<()> {
         .lines()
         .find_map(|x| x.strip_prefix("StoragePass="))
         .ok_or_else(|| Error::file(l.dbd_conf(), "no StoragePass"))?;
-    let (user, db) = (config::DB_USER, config::DB_NAME);
+    let (user, db) = (super::render::DB_USER, super::render::DB_NAME);
     let sql = format!(
         "CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY '{pass}'; GRANT ALL ON {db}.* TO '{user}'@'127.0.0.1';"
     );

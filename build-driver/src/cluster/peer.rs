@@ -172,8 +172,10 @@ pub fn run(sh: &Shell, root: &Path, args: PeerArgs) -> Result<()> {
     check_modules(sh)?;
     let work = work_dir()?;
     println!(
-        "peer suite: {} selection(s), per-test timeout {} s, work directory {}",
+        "peer suite: {} selection(s), {} node(s) per cluster, profile `{}`, per-test timeout {} s, work directory {}",
         selection.len(),
+        args.nodes,
+        args.profile.profile.name(),
         args.timeout,
         work.display()
     );
@@ -229,6 +231,7 @@ fn argv(args: &PeerArgs) -> Vec<std::ffi::OsString> {
     }
     v.push(format!("--timeout={}", args.timeout).into());
     v.push(format!("--profile={}", args.profile.profile.name()).into());
+    v.push(format!("--nodes={}", args.nodes).into());
     if args.keep {
         v.push("--keep".into());
     }
@@ -245,7 +248,14 @@ fn run_one(
 ) -> Result<Results> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let extra: Vec<String> = EXTRA_CONF.iter().map(|s| s.to_string()).collect();
-    let lab = Lab::start(sh, &install.prefix, dir, args.profile.profile, &extra)?;
+    let lab = Lab::start(
+        sh,
+        &install.prefix,
+        dir,
+        args.profile.profile,
+        args.nodes,
+        &extra,
+    )?;
     let outcome = (|| {
         let suite = prepare_suite(sh, install, dir, &lab.conf())?;
         // Written by pytest, so in the test user's directory.
@@ -563,6 +573,7 @@ mod tests {
             profile: crate::cli::ProfileArg {
                 profile: crate::cluster::profile::Profile::Poc,
             },
+            nodes: 3,
         };
         let mut line: Vec<std::ffi::OsString> = vec!["cargo xtask".into()];
         line.extend(argv(&args));
@@ -578,6 +589,7 @@ mod tests {
             (args.native, args.darwin, args.subset, false, 17, true)
         );
         assert_eq!(p.profile.profile, crate::cluster::profile::Profile::Poc);
+        assert_eq!(p.nodes, 3);
     }
 
     #[test]

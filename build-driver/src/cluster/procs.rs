@@ -39,22 +39,38 @@ pub struct ProcRecord {
     pub mnt_ns: Option<u64>,
 }
 
-/// Where the cluster's private `/run` comes from (see the module doc).
+/// Where the cluster's private `/run` comes from (see the module doc), and for a node, its
+/// own host name (a private UTS namespace).
 #[derive(Debug, Clone)]
 pub struct Isolation {
     run_dir: CString,
+    hostname: Option<CString>,
 }
 
 impl Isolation {
     pub fn new(run_dir: &Path) -> Result<Isolation> {
         let run_dir = CString::new(run_dir.as_os_str().as_bytes())
             .map_err(|_| Error::file(run_dir, "a NUL byte in the path"))?;
-        Ok(Isolation { run_dir })
+        Ok(Isolation {
+            run_dir,
+            hostname: None,
+        })
     }
 
-    /// Make `cmd` enter a new mount namespace with our directory on `/run` before it execs.
+    /// A node's: its own `/run` and host name.
+    pub fn node(run_dir: &Path, hostname: &str) -> Result<Isolation> {
+        let mut iso = Isolation::new(run_dir)?;
+        iso.hostname = Some(
+            CString::new(hostname)
+                .map_err(|_| Error::Usage(format!("host name {hostname:?} holds a NUL byte")))?,
+        );
+        Ok(iso)
+    }
+
+    /// Make `cmd` enter a new mount namespace with our directory on `/run` (and a new UTS
+    /// namespace with the node's host name) before it execs.
     pub fn apply(&self, cmd: &mut Command) {
-        crate::util::process::spawn::private_run(cmd, self.run_dir.clone());
+        crate::util::process::spawn::private_run(cmd, self.run_dir.clone(), self.hostname.clone());
     }
 }
 
@@ -136,6 +152,18 @@ fn proc_info(pid: u32) -> Option<(String, u64)> {
     Some((stat.chars().next()?.to_string(), hash))
 }
 
+/// How many threads of `pid` other than the leader still exist (Linux: `/proc/<pid>/task`);
+/// 0 elsewhere.
+fn other_threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_str() != Some(&pid.to_string()))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
 /// `comm` may hold spaces and parentheses: the fields start after the last `)`.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn parse_stat_after_comm(text: &str) -> Option<Vec<String>> {
@@ -169,15 +197,18 @@ impl ProcRecord {
         if start != self.start_ticks {
             return Liveness::Reused;
         }
-        if state == "Z" {
+        // A dead group leader shows `Z` while its other threads are still exiting and hold
+        // the process's descriptors (a daemon's listening port): only gone once it is the
+        // last thread.
+        if state == "Z" && other_threads(self.pid) == 0 {
             reap(self.pid);
             return Liveness::Gone;
         }
         Liveness::Running
     }
 
-    /// The process's resident set (kB) and open descriptor count, if it runs (Linux only).
-    pub fn rss_and_fds(&self) -> Option<(u64, usize)> {
+    /// The process's resident set, open descriptors and threads, if it runs (Linux only).
+    pub fn usage(&self) -> Option<Usage> {
         if !cfg!(target_os = "linux") {
             return None;
         }
@@ -185,14 +216,20 @@ impl ProcRecord {
             return None;
         }
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
-        let rss = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())?;
+        let field = |name: &str| -> Option<u64> {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        };
         let fds = std::fs::read_dir(format!("/proc/{}/fd", self.pid))
             .ok()?
             .count();
-        Some((rss, fds))
+        Some(Usage {
+            rss_kb: field("VmRSS:")?,
+            fds,
+            threads: field("Threads:")?,
+        })
     }
 
     /// Send `signal` if (and only if) this is still the recorded process. Returns whether it
@@ -250,6 +287,14 @@ impl ProcRecord {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// What a running process holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub rss_kb: u64,
+    pub fds: usize,
+    pub threads: u64,
 }
 
 /// How a recorded process ended when stopped.
@@ -347,14 +392,14 @@ impl PidFd {
     }
 }
 
-/// Every process in mount namespace `ns` (inode) whose `/run` is `run_dir` (bind-mounted),
-/// except PID 1's and our own namespace.
+/// Every process in mount namespace `ns` (inode) whose `/run` is one of `run_dirs`
+/// (bind-mounted: the head's or a node's), except PID 1's and our own namespace.
 ///
 /// The inode alone proves nothing: once every process of a namespace has exited, the kernel
 /// hands its number to the next namespace created (seen here: a sweep by a recorded number
 /// killed another harness's processes). A namespace of ours is recognised by what it mounts
 /// on `/run`: the cluster's own `run/` directory, the same device and the same path.
-pub fn processes_in_namespace(ns: u64, run_dir: &Path) -> Vec<ProcRecord> {
+pub fn processes_in_namespace(ns: u64, run_dirs: &[std::path::PathBuf]) -> Vec<ProcRecord> {
     if mount_namespace(1) == Some(ns) || mount_namespace(std::process::id()) == Some(ns) {
         return Vec::new();
     }
@@ -369,7 +414,7 @@ pub fn processes_in_namespace(ns: u64, run_dir: &Path) -> Vec<ProcRecord> {
     let ours = members
         .iter()
         .find_map(|&pid| std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).ok())
-        .is_some_and(|info| run_mount_is(&info, run_dir));
+        .is_some_and(|info| run_dirs.iter().any(|d| run_mount_is(&info, d)));
     if !ours {
         return Vec::new();
     }
@@ -416,6 +461,12 @@ pub fn run_mount_is(mountinfo: &str, run_dir: &Path) -> bool {
 #[cfg(not(target_os = "linux"))]
 pub fn run_mount_is(_mountinfo: &str, _run_dir: &Path) -> bool {
     false
+}
+
+/// The parent of a process (Linux: field 4 of `/proc/<pid>/stat`), None if it is gone.
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat_after_comm(&text)?.get(1)?.parse().ok()
 }
 
 /// Whether we can create mount namespaces (Linux, root).
@@ -482,6 +533,16 @@ mod tests {
         assert_eq!(f[19], "98765");
     }
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn parent_of__our_parent() {
+        assert_eq!(
+            parent_of(std::process::id()),
+            Some(std::os::unix::process::parent_id())
+        );
+        assert_eq!(parent_of(u32::MAX / 2), None);
+    }
+
     #[test]
     fn start_ticks__of_self_is_stable_and_absent_pid_is_none() {
         let me = std::process::id();
@@ -497,7 +558,8 @@ mod tests {
         cmd.arg("60");
         let rec = spawn_detached("sleeper", cmd, None, &dir.path().join("out")).unwrap();
         assert_eq!(rec.liveness(), Liveness::Running);
-        assert!(rec.rss_and_fds().is_some());
+        let u = rec.usage().unwrap();
+        assert!(u.rss_kb > 0 && u.fds >= 3 && u.threads == 1, "{u:?}");
         assert_eq!(
             rec.stop(Duration::from_secs(10)).unwrap(),
             Stopped::Terminated
@@ -593,8 +655,8 @@ mod tests {
                 _ => std::thread::sleep(Duration::from_millis(10)),
             }
         };
-        let found = processes_in_namespace(ns, ours.path());
-        let other_found = processes_in_namespace(ns, other.path());
+        let found = processes_in_namespace(ns, &[other.path().into(), ours.path().into()]);
+        let other_found = processes_in_namespace(ns, &[other.path().into()]);
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(found.iter().any(|p| p.pid == pid), "{found:?}");

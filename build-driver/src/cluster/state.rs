@@ -2,7 +2,8 @@
 //! (PID + start time), rewritten atomically after each start, so `down` and `status` work from
 //! another command and after the harness crashed.
 
-use super::config::{Layout, NodeHw, Ports};
+use super::config::{Layout, Ports};
+use super::nodes::Node;
 use super::procs::{Liveness, ProcRecord};
 use super::profile::Profile;
 use crate::error::{Error, Result};
@@ -13,18 +14,24 @@ use std::path::{Path, PathBuf};
 pub struct State {
     /// The cluster's name (`--name`), also its Slurm ClusterName.
     pub name: String,
+    /// The head's build: slurmctld, slurmdbd and the harness's clients.
     pub prefix: PathBuf,
     pub root: PathBuf,
+    /// This machine's short host name (SlurmctldHost, DbdHost).
     pub hostname: String,
-    pub node: String,
     pub user: String,
     pub ports: Ports,
-    pub hw: NodeHw,
+    /// The compute nodes (nodes.rs), node1 first.
+    pub nodes: Vec<Node>,
     /// The profile `up` configured (profile.rs).
     #[serde(default)]
     pub profile: Profile,
-    /// Whether daemons and clients run in private mount namespaces (root only).
+    /// Whether the head's daemons and the harness's clients run in private mount namespaces
+    /// (root only; off when the caller provides one: `peer`, `bench`).
     pub isolated: bool,
+    /// Whether each node's slurmd runs in its own UTS and mount namespaces (root on Linux).
+    #[serde(default)]
+    pub node_namespaces: bool,
     /// Started processes, in start order. `down` empties the list.
     #[serde(default)]
     pub daemons: Vec<ProcRecord>,
@@ -78,6 +85,14 @@ impl State {
         self.save()
     }
 
+    /// The directories the cluster's namespaces have on `/run`: the head's and each node's.
+    pub fn run_dirs(&self) -> Vec<PathBuf> {
+        let l = self.layout();
+        std::iter::once(l.run())
+            .chain(self.nodes.iter().map(|n| l.node_run(&n.name)))
+            .collect()
+    }
+
     pub fn daemon(&self, name: &str) -> Option<&ProcRecord> {
         self.daemons.iter().find(|d| d.name == name)
     }
@@ -102,24 +117,31 @@ mod tests {
             prefix: "/p".into(),
             root: root.to_path_buf(),
             hostname: "h".into(),
-            node: "n1".into(),
             user: "root".into(),
             ports: Ports {
                 slurmctld: 1,
-                slurmd: 2,
                 slurmdbd: 3,
                 mariadb: 4,
             },
-            hw: NodeHw {
-                cpus: 2,
-                boards: 1,
-                sockets_per_board: 1,
-                cores_per_socket: 2,
-                threads_per_core: 1,
-                real_memory: 2000,
-            },
+            nodes: vec![Node {
+                name: "node1".into(),
+                build: "native".into(),
+                prefix: "/p".into(),
+                hostname: "node1".into(),
+                addr: std::net::Ipv4Addr::new(127, 0, 0, 11),
+                port: 2,
+                hw: super::super::config::NodeHw {
+                    cpus: 2,
+                    boards: 1,
+                    sockets_per_board: 1,
+                    cores_per_socket: 2,
+                    threads_per_core: 1,
+                    real_memory: 2000,
+                },
+            }],
             profile: Profile::Poc,
             isolated: true,
+            node_namespaces: true,
             daemons: vec![],
             namespaces: vec![],
         }
@@ -145,6 +167,7 @@ mod tests {
         assert_eq!(back.running().len(), 1);
         assert_eq!(back.ports, s.ports);
         assert_eq!(back.profile, Profile::Poc);
+        assert_eq!(back.nodes, s.nodes);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! slurmdbd down then up: jobs that end while it is down reach the database afterwards
 //! (slurmctld queues the records), none lost.
 
+use super::super::daemon::Daemon;
 use super::client::{Ctx, JOB_TIMEOUT};
 use crate::error::{Error, Result};
 use std::time::Duration;
@@ -8,7 +9,7 @@ use std::time::Duration;
 pub fn dbd_outage(ctx: &mut Ctx<'_>) -> Result<String> {
     let before = ctx.sbatch("before-outage", &["-n1"], "true\n")?;
     ctx.acct_final(before, JOB_TIMEOUT)?;
-    ctx.cluster.stop("slurmdbd")?;
+    ctx.cluster.stop(Daemon::Slurmdbd)?;
     let mut ids = Vec::new();
     for i in 0..3 {
         ids.push(ctx.sbatch(
@@ -20,7 +21,7 @@ pub fn dbd_outage(ctx: &mut Ctx<'_>) -> Result<String> {
     for &id in &ids {
         ctx.wait_state(id, &["COMPLETED", "FAILED"], JOB_TIMEOUT)?;
     }
-    ctx.cluster.start(ctx.sh, "slurmdbd", false)?;
+    ctx.cluster.start(ctx.sh, Daemon::Slurmdbd)?;
     let mut seen = Vec::new();
     for (i, &id) in ids.iter().enumerate() {
         let acct = ctx.acct_final(id, Duration::from_secs(90))?;

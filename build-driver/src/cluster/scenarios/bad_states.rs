@@ -2,6 +2,7 @@
 //! will not start and a cluster still running from an earlier run each give a clear error;
 //! the cluster is put back in shape afterwards.
 
+use super::super::daemon::Daemon;
 use super::super::lifecycle::{self, UpOptions};
 use super::client::Ctx;
 use crate::error::{Error, Result};
@@ -12,7 +13,7 @@ use std::net::TcpListener;
 pub fn daemon_dies(ctx: &mut Ctx<'_>) -> Result<String> {
     let rec = ctx
         .cluster
-        .daemon("slurmd")
+        .record(Daemon::Slurmd(0))
         .cloned()
         .ok_or_else(|| Error::Scenario("slurmd not recorded".into()))?;
     rec.signal(nix::sys::signal::Signal::SIGKILL)?;
@@ -25,13 +26,15 @@ pub fn daemon_dies(ctx: &mut Ctx<'_>) -> Result<String> {
         }
         Err(e) => e.to_string(),
     };
-    if !(err.contains("slurmd") && err.contains(&rec.pid.to_string()) && err.contains("slurmd.log"))
+    if !(err.contains("slurmd")
+        && err.contains(&rec.pid.to_string())
+        && err.contains("slurmd-node1.log"))
     {
         return Err(Error::Scenario(format!(
             "unclear message for a dead slurmd: {err}"
         )));
     }
-    ctx.cluster.start(ctx.sh, "slurmd", false)?;
+    ctx.cluster.start(ctx.sh, Daemon::Slurmd(0))?;
     ctx.srun_expect(&["-N1", "/bin/echo", "back"], "back")?;
     Ok(format!(
         "reported: {:?}; slurmd restarted, srun ran",
@@ -41,11 +44,11 @@ pub fn daemon_dies(ctx: &mut Ctx<'_>) -> Result<String> {
 
 /// slurmd's port held by another process: `start` refuses with the port and daemon named.
 pub fn port_taken(ctx: &mut Ctx<'_>) -> Result<String> {
-    let port = ctx.cluster.state.ports.slurmd;
-    ctx.cluster.stop("slurmd")?;
+    let port = ctx.cluster.port(Daemon::Slurmd(0))?;
+    ctx.cluster.stop(Daemon::Slurmd(0))?;
     let holder = TcpListener::bind(("127.0.0.1", port))
         .map_err(|e| Error::io(format!("port {port} on 127.0.0.1"), e))?;
-    let result = ctx.cluster.start(ctx.sh, "slurmd", false);
+    let result = ctx.cluster.start(ctx.sh, Daemon::Slurmd(0));
     drop(holder);
     let err = match result {
         Ok(()) => {
@@ -55,7 +58,7 @@ pub fn port_taken(ctx: &mut Ctx<'_>) -> Result<String> {
         }
         Err(e) => e.to_string(),
     };
-    ctx.cluster.start(ctx.sh, "slurmd", false)?;
+    ctx.cluster.start(ctx.sh, Daemon::Slurmd(0))?;
     if !(err.contains(&port.to_string()) && err.contains("slurmd") && err.contains("taken")) {
         return Err(Error::Scenario(format!(
             "unclear message for a taken port: {err}"
@@ -73,11 +76,11 @@ pub fn port_taken(ctx: &mut Ctx<'_>) -> Result<String> {
 /// restarted and sacct works.
 pub fn mariadb_fails(ctx: &mut Ctx<'_>) -> Result<String> {
     let port = ctx.cluster.state.ports.mariadb;
-    ctx.cluster.stop("slurmdbd")?;
-    ctx.cluster.stop("mariadb")?;
+    ctx.cluster.stop(Daemon::Slurmdbd)?;
+    ctx.cluster.stop(Daemon::MariaDb)?;
     let holder = TcpListener::bind(("127.0.0.1", port))
         .map_err(|e| Error::io(format!("port {port} on 127.0.0.1"), e))?;
-    let result = ctx.cluster.start_checked(ctx.sh, "mariadb", false, false);
+    let result = ctx.cluster.start_unchecked(ctx.sh, Daemon::MariaDb);
     drop(holder);
     let err = match result {
         Ok(()) => {
@@ -87,8 +90,8 @@ pub fn mariadb_fails(ctx: &mut Ctx<'_>) -> Result<String> {
         }
         Err(e) => e.to_string(),
     };
-    ctx.cluster.start(ctx.sh, "mariadb", false)?;
-    ctx.cluster.start(ctx.sh, "slurmdbd", false)?;
+    ctx.cluster.start(ctx.sh, Daemon::MariaDb)?;
+    ctx.cluster.start(ctx.sh, Daemon::Slurmdbd)?;
     if !(err.contains("mariadb") && err.to_lowercase().contains("address already in use")) {
         return Err(Error::Scenario(format!(
             "unclear message for a MariaDB that does not start: {err}"

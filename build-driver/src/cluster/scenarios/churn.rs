@@ -2,6 +2,7 @@
 //! reach a final state, the queue must drain, and slurmd's descriptor count and RSS must stay
 //! flat (both printed).
 
+use super::super::daemon::Daemon;
 use super::client::{Ctx, is_terminal};
 use crate::error::{Error, Result};
 use crate::util::process::bounded::poll;
@@ -20,8 +21,8 @@ const RSS_SLACK_KB: u64 = 8 * 1024;
 pub fn churn(ctx: &mut Ctx<'_>) -> Result<String> {
     let probe = |ctx: &Ctx<'_>| -> Result<(u64, usize)> {
         ctx.cluster
-            .daemon("slurmd")
-            .and_then(|d| d.rss_and_fds())
+            .usage(Daemon::Slurmd(0))
+            .map(|u| (u.rss_kb, u.fds))
             .ok_or_else(|| Error::Scenario("slurmd is not running".into()))
     };
     // Warm-up: the first jobs load plugins and fill caches.

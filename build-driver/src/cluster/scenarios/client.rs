@@ -1,7 +1,7 @@
 //! What every scenario uses: submitting jobs, reading their state from slurmctld and from
 //! the accounting database, waiting for processes, all with bounded waits.
 
-use super::super::handle::{Cluster, NODE};
+use super::super::handle::Cluster;
 use crate::error::{Error, Result};
 use crate::util::process::bounded::{poll, read_bounded, run_bounded};
 use crate::util::signal::process_exists;
@@ -268,10 +268,23 @@ impl<'a> Ctx<'a> {
         )
     }
 
-    /// The node's fields from `scontrol show node -d -o` (`-d` adds GresUsed).
+    /// The first node's name (`node1`): the node of the one-node scenarios.
+    pub fn first_node(&self) -> String {
+        self.cluster
+            .nodes()
+            .first()
+            .map_or_else(|| "node1".to_string(), |n| n.name.clone())
+    }
+
+    /// The first node's fields from `scontrol show node -d -o` (`-d` adds GresUsed).
     pub fn node(&self) -> Result<Vec<(String, String)>> {
+        self.node_fields(&self.first_node())
+    }
+
+    /// A node's fields from `scontrol show node -d -o`.
+    pub fn node_fields(&self, name: &str) -> Result<Vec<(String, String)>> {
         Ok(parse_fields(
-            &self.read("scontrol", &["show", "node", "-d", "-o", NODE])?,
+            &self.read("scontrol", &["show", "node", "-d", "-o", name])?,
         ))
     }
 
@@ -283,12 +296,12 @@ impl<'a> Ctx<'a> {
             .ok_or_else(|| Error::Scenario(format!("scontrol show node: no {key}=")))
     }
 
-    /// The node's state as slurmctld keeps it (`scontrol`: `IDLE`, `MIXED`, `IDLE+DRAIN`,
-    /// ...) and its allocated CPUs. sinfo is not used for this: after restarts it was seen
-    /// to report `mixed 1/1/0/2` for over 30 s while scontrol said `IDLE`, `CPUAlloc=0` and
-    /// the queue was empty (native and darwin alike).
-    pub fn node_state(&self) -> Result<(String, String)> {
-        let f = self.node()?;
+    /// A node's state as slurmctld keeps it (`scontrol`: `IDLE`, `MIXED`, `IDLE+DRAIN`, ...)
+    /// and its allocated CPUs. sinfo is not used for this: after restarts it was seen to
+    /// report `mixed 1/1/0/2` for over 30 s while scontrol said `IDLE`, `CPUAlloc=0` and the
+    /// queue was empty (native and darwin alike).
+    pub fn state_of(&self, name: &str) -> Result<(String, String)> {
+        let f = self.node_fields(name)?;
         let get = |k: &str| {
             f.iter()
                 .find(|(x, _)| x == k)
@@ -298,17 +311,34 @@ impl<'a> Ctx<'a> {
         Ok((get("State"), get("CPUAlloc")))
     }
 
-    /// Wait until the node is usable: `State=IDLE` (no drain or completing flag), no CPU
+    /// Wait until every node is usable: `State=IDLE` (no drain or completing flag), no CPU
     /// allocated.
     pub fn wait_node_idle(&self, timeout: Duration) -> Result<()> {
+        let names: Vec<String> = self
+            .cluster
+            .nodes()
+            .iter()
+            .map(|n| n.name.clone())
+            .collect();
         let mut last = None;
-        poll(&format!("node {NODE} to be idle"), timeout, POLL, || {
-            self.cluster.check_daemons()?;
-            let (state, alloc) = self.node_state()?;
-            let idle = state == "IDLE" && alloc == "0";
-            last = Some(format!("State={state} CPUAlloc={alloc}"));
-            Ok(idle.then_some(()))
-        })
+        poll(
+            &format!("node(s) {} to be idle", names.join(",")),
+            timeout,
+            POLL,
+            || {
+                self.cluster.check_daemons()?;
+                let mut busy = Vec::new();
+                for n in &names {
+                    let (state, alloc) = self.state_of(n)?;
+                    if !(state == "IDLE" && alloc == "0") {
+                        busy.push(format!("{n} State={state} CPUAlloc={alloc}"));
+                    }
+                }
+                let idle = busy.is_empty();
+                last = Some(busy.join(", "));
+                Ok(idle.then_some(()))
+            },
+        )
         .map_err(|e| {
             let jobs = self
                 .read("squeue", &["-h", "-t", "all", "-o", "%i %T %R"])

@@ -2,7 +2,6 @@
 //! they run for every job; a failing prolog or epilog drains the node with a reason, and
 //! resuming it makes it usable again.
 
-use super::super::handle::NODE;
 use super::client::{Ctx, JOB_TIMEOUT};
 use crate::error::{Error, Result};
 use std::time::Duration;
@@ -41,7 +40,7 @@ pub fn prolog_epilog(ctx: &mut Ctx<'_>) -> Result<String> {
 /// Wait for the node to be drained (or draining) with a reason containing `needle`.
 fn wait_drained(ctx: &Ctx<'_>, needle: &str) -> Result<(String, String)> {
     crate::util::process::bounded::poll(
-        &format!("node {NODE} to drain ({needle})"),
+        &format!("node {} to drain ({needle})", ctx.first_node()),
         JOB_TIMEOUT,
         super::client::POLL,
         || {
@@ -61,7 +60,11 @@ fn wait_drained(ctx: &Ctx<'_>, needle: &str) -> Result<(String, String)> {
 fn resume(ctx: &Ctx<'_>) -> Result<()> {
     ctx.read(
         "scontrol",
-        &["update", &format!("NodeName={NODE}"), "State=RESUME"],
+        &[
+            "update",
+            &format!("NodeName={}", ctx.first_node()),
+            "State=RESUME",
+        ],
     )?;
     ctx.wait_node_idle(Duration::from_secs(30))
 }

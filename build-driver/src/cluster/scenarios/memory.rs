@@ -36,9 +36,14 @@ pub fn alloc_mem_mb(tres: &str) -> Result<u64> {
 }
 
 pub fn allocation(ctx: &mut Ctx<'_>) -> Result<String> {
-    let profile = ctx.cluster.state.profile;
-    let real = ctx.cluster.state.hw.real_memory;
-    let cpus = u64::from(ctx.cluster.state.hw.cpus.max(1));
+    let profile = ctx.cluster.profile();
+    let hw = ctx
+        .cluster
+        .nodes()
+        .first()
+        .map(|n| n.hw.clone())
+        .ok_or_else(|| Error::Scenario("the cluster has no node".into()))?;
+    let (real, cpus) = (hw.real_memory, u64::from(hw.cpus.max(1)));
     // A job without --mem: what it is given. Without DefMemPerCPU Slurm gives it the node's
     // whole memory (RealMemory; Slurm's default is 1 MB).
     let (expected, share) = match profile {

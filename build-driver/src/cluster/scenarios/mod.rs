@@ -8,21 +8,22 @@ mod accounting;
 mod bad_states;
 mod batch;
 mod churn;
-mod client;
+pub(super) mod client;
 mod environment;
 mod gres;
 mod hooks;
 mod macos_native;
 mod memory;
+mod mix;
+mod nodes;
 mod processes;
 mod pty;
 mod restarts;
 mod sack;
 mod steps;
 
-use super::handle::{Cluster, DAEMONS, NODE};
+use super::handle::Cluster;
 use super::profile::Profile;
-use super::procs::Liveness;
 use crate::error::Result;
 use client::Ctx;
 use std::path::PathBuf;
@@ -31,54 +32,123 @@ use xshell::Shell;
 
 type Run = fn(&mut Ctx<'_>) -> Result<String>;
 
-/// Every scenario, in run order.
-pub const ALL: &[(&str, Run)] = &[
-    ("batch-exit-codes", batch::exit_codes),
-    ("srun", steps::srun),
-    ("srun-multi-task", steps::multi_task),
-    ("salloc-srun", steps::salloc),
-    ("srun-pty", pty::srun_pty),
-    ("environment", environment::propagation),
-    ("user-identity", environment::identity),
-    ("signal", processes::signal),
-    ("cancel-process-tree", processes::cancel_tree),
-    ("setsid-escape", processes::setsid_escape),
-    ("launch-failures", steps::launch_failures),
-    ("memory-allocation", memory::allocation),
-    ("time-limit", processes::time_limit),
-    ("gres-serialise", gres::serialise),
-    ("gres-release", gres::release),
-    ("gres-accounting", gres::accounting),
-    ("prolog-epilog", hooks::prolog_epilog),
-    ("prolog-failure", hooks::prolog_failure),
-    ("epilog-failure", hooks::epilog_failure),
-    ("slurmd-restart-idle", restarts::slurmd_idle),
-    ("slurmd-restart-running", restarts::slurmd_running),
-    ("slurmctld-restart", restarts::slurmctld),
-    ("sack-replace", sack::replacement_keeps_socket),
-    ("slurmdbd-outage", accounting::dbd_outage),
-    ("churn", churn::churn),
-    ("bad-daemon-dies", bad_states::daemon_dies),
-    ("bad-port-taken", bad_states::port_taken),
-    ("bad-mariadb", bad_states::mariadb_fails),
-    ("bad-leftover", bad_states::leftover),
-    // The macOS process plugins (profile `macos-native` only, see `runs_under`).
-    ("accounting-accuracy", macos_native::accounting_accuracy),
-    ("memory-oom-kill", macos_native::memory_oom_kill),
-    ("reparented-setsid", macos_native::reparented_setsid),
-    ("double-fork-escape", macos_native::double_fork_escape),
-    ("background-class", macos_native::background_class),
-    ("binding-not-enforced", macos_native::binding_not_enforced),
-];
+/// What a scenario needs of the cluster; unmet, it is skipped with the reason printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// Written for a cluster of one node (node states, its slurmd, its GPU).
+    OneNode,
+    /// At least this many nodes.
+    Nodes(usize),
+    /// Nodes of at least two builds (`--mix`).
+    Mix,
+    /// One node and the `macos-native` profile's plugins (patches 0040-0044).
+    MacosNative,
+    /// One node tracked by process group: `setsid-escape` shows proctrack/pgid's limit,
+    /// which `macos-native`'s proctrack/darwin does not have (`reparented-setsid` checks that).
+    PgidTracking,
+}
 
-/// Scenarios that need the `macos-native` profile's plugins.
-pub const MACOS_NATIVE_ONLY: &[&str] = &[
-    "accounting-accuracy",
-    "memory-oom-kill",
-    "reparented-setsid",
-    "double-fork-escape",
-    "background-class",
-    "binding-not-enforced",
+impl Needs {
+    /// Why the cluster does not meet this, if it does not.
+    pub fn unmet(self, cluster: &Cluster) -> Option<String> {
+        let n = cluster.nodes().len();
+        let builds: std::collections::BTreeSet<&std::path::Path> =
+            cluster.nodes().iter().map(|x| x.prefix.as_path()).collect();
+        match self {
+            Needs::OneNode if n != 1 => Some(format!(
+                "written for one node, the cluster has {n} (run it with --nodes 1)"
+            )),
+            Needs::Nodes(k) if n < k => Some(format!(
+                "needs {k} nodes, the cluster has {n} (run it with --nodes {k})"
+            )),
+            Needs::Mix if builds.len() < 2 => Some(
+                "needs nodes of two builds (run it with --mix native=P1,darwin=P2)".to_string(),
+            ),
+            Needs::MacosNative | Needs::PgidTracking if n != 1 => Some(format!(
+                "written for one node, the cluster has {n} (run it with --nodes 1)"
+            )),
+            Needs::MacosNative if cluster.profile() != Profile::MacosNative => Some(format!(
+                "needs the macOS process plugins, the cluster's profile is `{}` (run it with \
+                 --profile macos-native on a darwin-personality build)",
+                cluster.profile().name()
+            )),
+            Needs::PgidTracking if cluster.profile() == Profile::MacosNative => Some(
+                "shows proctrack/pgid's limit; profile `macos-native` tracks by ancestry \
+                 (its scenario is reparented-setsid)"
+                    .to_string(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// One scenario: its name (`--only` matches a prefix), what it needs, what it runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Scenario {
+    pub name: &'static str,
+    pub needs: Needs,
+    pub run: Run,
+}
+
+const fn one(name: &'static str, run: Run) -> Scenario {
+    Scenario {
+        name,
+        needs: Needs::OneNode,
+        run,
+    }
+}
+
+const fn with(name: &'static str, needs: Needs, run: Run) -> Scenario {
+    Scenario { name, needs, run }
+}
+
+/// Every scenario, in run order.
+pub const ALL: &[Scenario] = &[
+    one("batch-exit-codes", batch::exit_codes),
+    one("srun", steps::srun),
+    one("srun-multi-task", steps::multi_task),
+    one("salloc-srun", steps::salloc),
+    one("srun-pty", pty::srun_pty),
+    one("environment", environment::propagation),
+    one("user-identity", environment::identity),
+    one("signal", processes::signal),
+    one("cancel-process-tree", processes::cancel_tree),
+    with("setsid-escape", Needs::PgidTracking, processes::setsid_escape),
+    one("launch-failures", steps::launch_failures),
+    one("memory-allocation", memory::allocation),
+    one("time-limit", processes::time_limit),
+    one("gres-serialise", gres::serialise),
+    one("gres-release", gres::release),
+    one("gres-accounting", gres::accounting),
+    one("prolog-epilog", hooks::prolog_epilog),
+    one("prolog-failure", hooks::prolog_failure),
+    one("epilog-failure", hooks::epilog_failure),
+    one("slurmd-restart-idle", restarts::slurmd_idle),
+    one("slurmd-restart-running", restarts::slurmd_running),
+    one("slurmctld-restart", restarts::slurmctld),
+    one("sack-replace", sack::replacement_keeps_socket),
+    one("slurmdbd-outage", accounting::dbd_outage),
+    one("churn", churn::churn),
+    with("nodes-span", Needs::Nodes(2), nodes::span),
+    with("nodes-one-down", Needs::Nodes(2), nodes::one_down),
+    with(
+        "nodes-never-registers",
+        Needs::Nodes(2),
+        nodes::never_registers,
+    ),
+    with("mix-span", Needs::Mix, mix::span),
+    with("mix-clients", Needs::Mix, mix::clients),
+    // The macOS process plugins (profile `macos-native` only).
+    with("accounting-accuracy", Needs::MacosNative, macos_native::accounting_accuracy),
+    with("memory-oom-kill", Needs::MacosNative, macos_native::memory_oom_kill),
+    with("reparented-setsid", Needs::MacosNative, macos_native::reparented_setsid),
+    with("double-fork-escape", Needs::MacosNative, macos_native::double_fork_escape),
+    with("background-class", Needs::MacosNative, macos_native::background_class),
+    with("binding-not-enforced", Needs::MacosNative, macos_native::binding_not_enforced),
+    one("bad-daemon-dies", bad_states::daemon_dies),
+    one("bad-port-taken", bad_states::port_taken),
+    one("bad-mariadb", bad_states::mariadb_fails),
+    one("bad-leftover", bad_states::leftover),
 ];
 
 /// What CI runs under `macos-native` (the darwin personality): its own scenarios plus the
@@ -96,24 +166,16 @@ pub const MACOS_NATIVE_CI: &[&str] = &[
     "binding-not-enforced",
 ];
 
-/// Whether scenario `name` applies to a cluster of `profile`: the `macos-native` ones need
-/// its plugins; `setsid-escape` shows proctrack/pgid's limit, which `macos-native`'s
-/// proctrack/darwin does not have (`reparented-setsid` checks that instead).
-pub fn runs_under(name: &str, profile: Profile) -> bool {
-    let native = profile == Profile::MacosNative;
-    if MACOS_NATIVE_ONLY.contains(&name) {
-        return native;
-    }
-    !(native && name == "setsid-escape")
-}
-
 /// One scenario's result.
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub name: &'static str,
     pub passed: bool,
-    /// Passed as far as the build allows, with a documented gap (printed as GAP).
+    /// Passed as far as the build allows, with a documented gap (printed as GAP), or not
+    /// run because the cluster does not have what it needs (SKIP); the reason.
     pub gap: Option<String>,
+    /// Not run: the reason.
+    pub skipped: Option<String>,
     pub seconds: f64,
 }
 
@@ -125,23 +187,19 @@ pub fn selected(name: &str, only: &[String]) -> bool {
 /// Run the selected scenarios in order.
 pub fn run_all(sh: &Shell, cluster: &mut Cluster, only: &[String]) -> Vec<Outcome> {
     let mut results = Vec::new();
-    let profile = cluster.state.profile;
-    let elsewhere: Vec<&str> = ALL
-        .iter()
-        .map(|(n, _)| *n)
-        .filter(|n| selected(n, only) && !runs_under(n, profile))
-        .collect();
-    if !elsewhere.is_empty() {
-        println!(
-            "not for profile `{}` (they need another profile's plugins): {}",
-            profile.name(),
-            elsewhere.join(", ")
-        );
-    }
-    for &(name, run) in ALL
-        .iter()
-        .filter(|(n, _)| selected(n, only) && runs_under(n, profile))
-    {
+    for sc in ALL.iter().filter(|s| selected(s.name, only)) {
+        let name = sc.name;
+        if let Some(why) = sc.needs.unmet(cluster) {
+            println!("SKIP {name}: {why}");
+            results.push(Outcome {
+                name,
+                passed: true,
+                gap: None,
+                skipped: Some(why),
+                seconds: 0.0,
+            });
+            continue;
+        }
         let marks = LogMarks::take(cluster);
         let t = Instant::now();
         let mut gap = None;
@@ -149,7 +207,7 @@ pub fn run_all(sh: &Shell, cluster: &mut Cluster, only: &[String]) -> Vec<Outcom
             .check_daemons()
             .and_then(|()| Ctx::new(sh, cluster, name))
             .and_then(|mut ctx| {
-                let r = run(&mut ctx);
+                let r = (sc.run)(&mut ctx);
                 gap = ctx.gap.take();
                 r
             });
@@ -167,24 +225,38 @@ pub fn run_all(sh: &Shell, cluster: &mut Cluster, only: &[String]) -> Vec<Outcom
             name,
             passed: result.is_ok(),
             gap,
+            skipped: None,
             seconds,
         });
     }
     results
 }
 
-/// After a failure: restart dead daemons, cancel every job, clear the hook flags, resume the
-/// node. Best effort, each problem printed.
+/// After a failure: restart dead daemons (a paused one is resumed first), cancel every job,
+/// clear the hook flags, resume every node that is not idle. Best effort, each problem
+/// printed.
 fn recover(sh: &Shell, cluster: &mut Cluster) {
-    for d in DAEMONS {
-        if cluster
-            .daemon(d)
-            .is_some_and(|r| r.liveness() != Liveness::Running)
-        {
-            println!("  recover: restarting {d}");
-            if let Err(e) = cluster.start(sh, d, false) {
-                println!("  recover: {d}: {e}");
+    cluster.ready_timeout = super::handle::READY_TIMEOUT;
+    let mut dead_nodes = Vec::new();
+    for d in cluster.daemons() {
+        cluster.resume(d).ok();
+        if cluster.record(d).is_none() || cluster.is_running(d) {
+            continue;
+        }
+        match d.node() {
+            Some(i) => dead_nodes.push(i),
+            None => {
+                println!("  recover: restarting {d}");
+                if let Err(e) = cluster.start(sh, d) {
+                    println!("  recover: {d}: {e}");
+                }
             }
+        }
+    }
+    if !dead_nodes.is_empty() {
+        println!("  recover: restarting the slurmd of node(s) {dead_nodes:?} (0-based)");
+        if let Err(e) = cluster.start_nodes(sh, &dead_nodes) {
+            println!("  recover: {e}");
         }
     }
     let layout = cluster.layout();
@@ -201,15 +273,17 @@ fn recover(sh: &Shell, cluster: &mut Cluster) {
     if let Err(e) = ctx.cancel_all() {
         println!("  recover: cancel: {e}");
     }
-    let state = ctx.node_state().map(|(s, _)| s).unwrap_or_default();
-    if state != "IDLE" {
-        println!("  recover: node {NODE} is {state}; resuming it");
-        let resume = format!("NodeName={NODE}");
-        ctx.run("scontrol", &["update", &resume, "State=RESUME"])
-            .ok();
-        if let Err(e) = ctx.wait_node_idle(Duration::from_secs(30)) {
-            println!("  recover: {e}");
+    for n in ctx.cluster.nodes() {
+        let state = ctx.state_of(&n.name).map(|(s, _)| s).unwrap_or_default();
+        if state != "IDLE" {
+            println!("  recover: node {} is {state}; resuming it", n.name);
+            let resume = format!("NodeName={}", n.name);
+            ctx.run("scontrol", &["update", &resume, "State=RESUME"])
+                .ok();
         }
+    }
+    if let Err(e) = ctx.wait_node_idle(Duration::from_secs(30)) {
+        println!("  recover: {e}");
     }
 }
 
@@ -278,22 +352,29 @@ mod tests {
     }
 
     #[test]
-    fn runs_under__macos_native_scenarios_need_the_profile() {
-        for n in MACOS_NATIVE_ONLY {
-            assert!(ALL.iter().any(|(a, _)| a == n), "{n} is not a scenario");
-            assert!(runs_under(n, Profile::MacosNative) && !runs_under(n, Profile::Default));
-        }
+    fn macos_native_ci__names_scenarios_of_one_node() {
         for n in MACOS_NATIVE_CI {
-            assert!(ALL.iter().any(|(a, _)| a == n), "{n} is not a scenario");
-            assert!(runs_under(n, Profile::MacosNative), "{n}");
+            let sc = ALL.iter().find(|s| s.name == *n);
+            assert!(sc.is_some(), "{n} is not a scenario");
+            assert!(
+                sc.is_some_and(|s| s.needs != Needs::PgidTracking),
+                "{n} cannot run under macos-native"
+            );
         }
-        assert!(!runs_under("setsid-escape", Profile::MacosNative));
-        assert!(runs_under("setsid-escape", Profile::Default));
+        let native: Vec<&str> = ALL
+            .iter()
+            .filter(|s| s.needs == Needs::MacosNative)
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(native.len(), 6, "{native:?}");
+        for n in native {
+            assert!(MACOS_NATIVE_CI.contains(&n), "CI misses {n}");
+        }
     }
 
     #[test]
     fn all__names_unique() {
-        let mut names: Vec<&str> = ALL.iter().map(|(n, _)| *n).collect();
+        let mut names: Vec<&str> = ALL.iter().map(|s| s.name).collect();
         names.sort();
         let n = names.len();
         names.dedup();

@@ -1,15 +1,16 @@
 //! Daemon restarts: slurmd idle and with a job running (the job survives and completes),
 //! slurmctld (running and held jobs survive, new jobs run).
 
+use super::super::daemon::Daemon;
 use super::client::{Ctx, JOB_TIMEOUT, q};
 use crate::error::{Error, Result};
 use crate::util::signal::process_exists;
 
 /// slurmd stopped and started again while idle: the node comes back and runs a step.
 pub fn slurmd_idle(ctx: &mut Ctx<'_>) -> Result<String> {
-    let old = ctx.cluster.daemon("slurmd").map(|d| d.pid);
-    ctx.cluster.restart(ctx.sh, "slurmd")?;
-    let new = ctx.cluster.daemon("slurmd").map(|d| d.pid);
+    let old = ctx.cluster.record(Daemon::Slurmd(0)).map(|d| d.pid);
+    ctx.cluster.restart(ctx.sh, Daemon::Slurmd(0))?;
+    let new = ctx.cluster.record(Daemon::Slurmd(0)).map(|d| d.pid);
     ctx.srun_expect(&["-N1", "/bin/echo", "after-restart"], "after-restart")?;
     Ok(format!("slurmd {old:?} → {new:?}; srun ran"))
 }
@@ -25,7 +26,7 @@ pub fn slurmd_running(ctx: &mut Ctx<'_>) -> Result<String> {
     let id = ctx.sbatch("survivor", &["-n1"], &body)?;
     ctx.wait_state(id, &["RUNNING"], JOB_TIMEOUT)?;
     let pids = ctx.wait_pids(&pid, 1)?;
-    ctx.cluster.restart(ctx.sh, "slurmd")?;
+    ctx.cluster.restart(ctx.sh, Daemon::Slurmd(0))?;
     if !process_exists(pids[0]) {
         return Err(Error::Scenario(format!(
             "job {id}: its shell {} died with slurmd",
@@ -57,7 +58,7 @@ pub fn slurmctld(ctx: &mut Ctx<'_>) -> Result<String> {
     let running = ctx.sbatch("ctld-running", &["-n1"], &body)?;
     ctx.wait_state(running, &["RUNNING"], JOB_TIMEOUT)?;
     let held = ctx.sbatch("ctld-held", &["-n1", "--hold"], "true\n")?;
-    ctx.cluster.restart(ctx.sh, "slurmctld")?;
+    ctx.cluster.restart(ctx.sh, Daemon::Slurmctld)?;
     let (s1, s2) = (ctx.job_state(running)?, ctx.job_state(held)?);
     if s1 != "RUNNING" || s2 != "PENDING" {
         return Err(Error::Scenario(format!(

@@ -1,6 +1,6 @@
 //! The SACK socket survives a replacement slurmd (POC-DEFECTS D12, patch 0031, every OS).
 //!
-//! A new slurmd binds the SACK socket path (`/run/slurm/sack.socket`, the cluster's `run/`)
+//! A new slurmd binds the SACK socket path (`/run/slurm/sack.socket`, the node's `run/`)
 //! in `auth_g_init()` before it tells the old slurmd to stop; the old one's conmgr then
 //! unlinked the path on its way out, and every client on the node failed with "failed to
 //! connect to any sack sockets". Here a second slurmd is started while the first still
@@ -15,6 +15,7 @@
 //! with and without patch 0031 (seen on the pristine native build), and guards against a
 //! regression of the behaviour rather than reproducing D12.
 
+use super::super::daemon::Daemon;
 use super::client::Ctx;
 use crate::error::{Error, Result};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -23,11 +24,15 @@ use std::time::{Duration, Instant};
 const OLD_EXIT_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub fn replacement_keeps_socket(ctx: &mut Ctx<'_>) -> Result<String> {
-    let sock = ctx.cluster.layout().run().join("slurm/sack.socket");
+    let node = ctx.first_node();
+    let sock = ctx
+        .cluster
+        .layout()
+        .node_run(&node)
+        .join("slurm/sack.socket");
     let ino = |what: &str| -> Result<u64> {
-        let m = std::fs::symlink_metadata(&sock).map_err(|e| {
-            Error::Scenario(format!("{what}: SACK socket {}: {e}", sock.display()))
-        })?;
+        let m = std::fs::symlink_metadata(&sock)
+            .map_err(|e| Error::Scenario(format!("{what}: SACK socket {}: {e}", sock.display())))?;
         if !m.file_type().is_socket() {
             return Err(Error::Scenario(format!(
                 "{what}: {} is not a socket",
@@ -39,13 +44,13 @@ pub fn replacement_keeps_socket(ctx: &mut Ctx<'_>) -> Result<String> {
     let before = ino("before")?;
     let old = ctx
         .cluster
-        .daemon("slurmd")
+        .record(Daemon::Slurmd(0))
         .cloned()
         .ok_or_else(|| Error::Scenario("slurmd is not recorded".into()))?;
     // the old slurmd still holds the port: start without the free-port check; the new
     // one stops the old one itself (its pid file) and is ready when it has the port
-    ctx.cluster.start_checked(ctx.sh, "slurmd", false, false)?;
-    let new_pid = ctx.cluster.daemon("slurmd").map(|d| d.pid);
+    ctx.cluster.start_unchecked(ctx.sh, Daemon::Slurmd(0))?;
+    let new_pid = ctx.cluster.record(Daemon::Slurmd(0)).map(|d| d.pid);
     let t = Instant::now();
     while old.liveness() == super::super::procs::Liveness::Running {
         if t.elapsed() > OLD_EXIT_TIMEOUT {

@@ -26,22 +26,36 @@ pub fn new_session(cmd: &mut Command) {
 }
 
 /// The child enters a new mount namespace (`unshare(CLONE_NEWNS)`), makes every mount in it
-/// private and bind-mounts `run_dir` onto `/run`. Linux only; elsewhere the child fails with
-/// `ENOSYS`.
-pub fn private_run(cmd: &mut Command, run_dir: std::ffi::CString) {
-    // SAFETY: the hook runs in the forked child before exec; unshare(2) and mount(2) are
-    // async-signal-safe, and their arguments are C strings made before the fork (`run_dir`
-    // is moved into the hook; nix passes a `&CStr` through without copying).
+/// private and bind-mounts `run_dir` onto `/run`; with `hostname` it also enters a new UTS
+/// namespace (`CLONE_NEWUTS`) and takes that host name (a node of a cluster on one machine).
+/// Linux only; elsewhere the child fails with `ENOSYS`.
+pub fn private_run(
+    cmd: &mut Command,
+    run_dir: std::ffi::CString,
+    hostname: Option<std::ffi::CString>,
+) {
+    // SAFETY: the hook runs in the forked child before exec; unshare(2), mount(2) and
+    // sethostname(2) are async-signal-safe, and their arguments are C strings made before the
+    // fork (moved into the hook; nix passes a `&CStr` and an `OsStr` through without copying).
     unsafe {
-        cmd.pre_exec(move || enter_private_run(&run_dir));
+        cmd.pre_exec(move || enter_private_run(&run_dir, hostname.as_deref()));
     }
 }
 
 #[cfg(target_os = "linux")]
-fn enter_private_run(run_dir: &CStr) -> std::io::Result<()> {
+fn enter_private_run(run_dir: &CStr, hostname: Option<&CStr>) -> std::io::Result<()> {
     use nix::mount::{MsFlags, mount};
+    use nix::sched::CloneFlags;
+    use std::os::unix::ffi::OsStrExt;
     const NONE: Option<&CStr> = None;
-    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)?;
+    let flags = match hostname {
+        Some(_) => CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWUTS,
+        None => CloneFlags::CLONE_NEWNS,
+    };
+    nix::sched::unshare(flags)?;
+    if let Some(name) = hostname {
+        nix::unistd::sethostname(std::ffi::OsStr::from_bytes(name.to_bytes()))?;
+    }
     mount(
         NONE,
         c"/",
@@ -54,7 +68,7 @@ fn enter_private_run(run_dir: &CStr) -> std::io::Result<()> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn enter_private_run(_run_dir: &CStr) -> std::io::Result<()> {
+fn enter_private_run(_run_dir: &CStr, _hostname: Option<&CStr>) -> std::io::Result<()> {
     Err(std::io::Error::from_raw_os_error(libc::ENOSYS))
 }
 
