@@ -1,6 +1,6 @@
 //! The `macos-native` profile's scenarios (patches/*/0040-0044: `jobacct_gather/darwin`,
 //! `proctrack/darwin`, `task/darwin`, `OverMemoryKill` with a poll every second). They run
-//! only under that profile (see [`super::runs_under`]).
+//! only under that profile (`Needs::MacosNative`; otherwise skipped with the reason).
 //!
 //! * `accounting-accuracy`: a job whose tree burns 2 s of CPU, touches 300 MiB and writes
 //!   64 MiB (fsynced, to the disk-backed scenario directory) in two processes, one of them
