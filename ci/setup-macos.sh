@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what building and testing need on a macOS (Apple Silicon) machine with Homebrew
-# and rustup, as ci/macos-arm64.yml runs it (lane 5, "Real macOS"; see the README). NOT RUN by
+# and rustup, as ci/macos-arm64.yml runs it (lane 5, "Real macOS"; see docs/MACOS-TARGETS.md). NOT RUN by
 # this project: no Mac is reachable from its machines; written by reading.
 #
 # - Homebrew formulae: the autotools that `cargo xtask build-slurm` regenerates Slurm's build

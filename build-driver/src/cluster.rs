@@ -334,13 +334,13 @@ pub fn multi_node_smoke(sh: &Shell, native: &Path, darwin: &Path) -> Result<()> 
 
 /// The short soak CI runs: 300 jobs, 2 faults, a fixed seed (a failure repeats with it).
 /// slurmd's flatness decides; slurmctld's series is printed, not judged: its RSS rises for
-/// minutes after every start, on the native build as on the darwin one (README, "Soak"), so
+/// minutes after every start, on the native build as on the darwin one (docs/CLUSTER.md, "Soak"), so
 /// a two-minute run cannot tell a leak from that rise; the local 10,000-job run judges it.
 pub fn short_soak(sh: &Shell, prefix: &Path) -> Result<()> {
     soak::run(sh, short_soak_args(prefix)?)
 }
 
-/// The short soak's arguments, through the command line (so they stay what the README says).
+/// The short soak's arguments, through the command line (so they stay what docs/CLUSTER.md says).
 fn short_soak_args(prefix: &Path) -> Result<crate::cli::SoakArgs> {
     use clap::Parser;
     let line = [

@@ -58,7 +58,7 @@
 //! `-ljson-c`, `-lhwloc` alone, as Slurm's configure tests and plugins do (kept as
 //! `deps/<triple>/smoke-*`; not run: no Mac here).
 //!
-//! On macOS: see the README ("Third-party libraries for macOS"): Homebrew's json-c and
+//! On macOS: see docs/MACOS-TARGETS.md ("Third-party libraries for macOS"): Homebrew's json-c and
 //! hwloc are usable as they are (`--with-json=$(brew --prefix json-c)`), libjwt must be
 //! this 1.x build because Homebrew's libjwt 3 is refused by Slurm's configure.
 

@@ -7,7 +7,35 @@
 pub mod make_check;
 
 use crate::error::{Error, Result};
+use serde::Deserialize;
 use std::path::{Path, PathBuf};
+
+/// A file of `[[accepted]]` entries of kind `A` (the audit's and the lint's): each kind
+/// checks its entries in its [`Recorded::parse`].
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, bound(deserialize = "A: Deserialize<'de>"))]
+pub struct AcceptedList<A> {
+    #[serde(default = "Vec::new")]
+    pub accepted: Vec<A>,
+}
+
+impl<A> Default for AcceptedList<A> {
+    fn default() -> Self {
+        AcceptedList {
+            accepted: Vec::new(),
+        }
+    }
+}
+
+impl<A> AcceptedList<A>
+where
+    Self: Recorded,
+{
+    /// Read the file; a missing file means nothing is accepted (and says so).
+    pub fn load(path: &Path) -> Result<Self> {
+        load(path)
+    }
+}
 
 /// `ci/expectations/<name>` below `root`.
 pub fn file(root: &Path, name: &str) -> PathBuf {

@@ -419,6 +419,9 @@ mod af_wire_tests;
 mod darwin_proc_tests;
 
 #[cfg(test)]
+mod doc_table_tests;
+
+#[cfg(test)]
 #[allow(non_snake_case)]
 mod tests {
     use super::*;

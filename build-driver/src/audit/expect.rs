@@ -13,7 +13,7 @@
 
 use super::report::{Finding, Report};
 use crate::error::{Error, Result};
-use crate::expectations::{Recorded, load};
+use crate::expectations::Recorded;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -23,12 +23,8 @@ pub fn path(root: &Path, line: &str, lane: &str) -> PathBuf {
     crate::expectations::file(root, &format!("audit-{line}-{lane}.toml"))
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Expectations {
-    #[serde(default)]
-    pub accepted: Vec<Accepted>,
-}
+/// The accepted findings of one file.
+pub type Expectations = crate::expectations::AcceptedList<Accepted>;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -46,11 +42,6 @@ type Key = (String, String);
 type Value = (BTreeSet<String>, BTreeSet<String>);
 
 impl Expectations {
-    /// Read the file; a missing file means nothing is accepted (and says so).
-    pub fn load(path: &Path) -> Result<Expectations> {
-        load(path)
-    }
-
     fn pairs(&self) -> BTreeMap<Key, (Value, &str)> {
         let mut out = BTreeMap::new();
         for a in &self.accepted {

@@ -3,7 +3,7 @@
 //! accounting), chosen with `--profile NAME` wherever the harness starts a cluster.
 //!
 //! [`TABLE`] is the one place these lines live: `config.rs` renders them into `slurm.conf`,
-//! `cargo xtask cluster profiles` prints the table, and a test checks that the README's copy
+//! `cargo xtask cluster profiles` prints the table, and a test checks that docs/CLUSTER.md's copy
 //! is the same text. Everything else in `slurm.conf` (ports, paths, auth/slurm, accounting
 //! through slurmdbd, prolog/epilog, the harness's short `KillWait`) is the same in every
 //! profile.
@@ -242,7 +242,7 @@ fn shown(s: &Setting) -> String {
     }
 }
 
-/// The table as Markdown (what `cargo xtask cluster profiles` prints and the README holds).
+/// The table as Markdown (what `cargo xtask cluster profiles` prints and docs/CLUSTER.md holds).
 pub fn markdown() -> String {
     let mut out = String::from("| profile | `slurm.conf` lines | what it is |\n|---|---|---|\n");
     for spec in TABLE {
@@ -264,11 +264,11 @@ mod tests {
     use super::*;
     use clap::ValueEnum;
 
-    /// The README's markers around its copy of the table.
+    /// docs/CLUSTER.md's markers around its copy of the table.
     const README_BEGIN: &str = "<!-- cluster-profiles:begin (cargo xtask cluster profiles) -->";
     const README_END: &str = "<!-- cluster-profiles:end -->";
 
-    /// The README's copy of the table (between the markers), if it has one.
+    /// docs/CLUSTER.md's copy of the table (between the markers), if it has one.
     fn readme_copy(readme: &str) -> Option<&str> {
         let start = readme.find(README_BEGIN)? + README_BEGIN.len();
         let len = readme[start..].find(README_END)?;
@@ -391,16 +391,16 @@ mod tests {
     }
 
     #[test]
-    fn readme__holds_the_same_table() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    fn cluster_doc__holds_the_same_table() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/CLUSTER.md");
         let readme = std::fs::read_to_string(&path).unwrap();
         let copy = readme_copy(&readme).unwrap_or_else(|| {
-            panic!("README.md has no profile table between `{README_BEGIN}` and `{README_END}`")
+            panic!("docs/CLUSTER.md has no profile table between `{README_BEGIN}` and `{README_END}`")
         });
         assert_eq!(
             copy,
             markdown(),
-            "README.md's profile table differs from the driver's: paste `cargo xtask cluster profiles` between the markers"
+            "docs/CLUSTER.md's profile table differs from the driver's: paste `cargo xtask cluster profiles` between the markers"
         );
     }
 

@@ -20,6 +20,15 @@ pub fn scan(f: &Scanned, out: &mut Vec<Finding>) {
     for (open, close) in function_bodies(t) {
         let body = &t[open..close.min(t.len())];
         let mut unpacked: Vec<String> = Vec::new();
+        let mut found = |line, subject: String, message: String| {
+            out.push(Finding {
+                file: f.rel.clone(),
+                line,
+                class: Class::AfWire,
+                subject,
+                message,
+            })
+        };
         for k in 0..body.len() {
             let Some(id) = body[k].ident() else { continue };
             let call = body.get(k + 1).is_some_and(|x| x.is("("));
@@ -36,33 +45,36 @@ pub fn scan(f: &Scanned, out: &mut Vec<Finding>) {
                 let Some(first) = args.first() else { continue };
                 let a = &body[first.clone()];
                 let nested = a.windows(2).any(|w| w[0].ident().is_some() && w[1].is("("));
-                if let Some(fam) = a.last().and_then(|x| x.ident()).filter(|x| FAMILY.contains(x)) {
+                if let Some(fam) = a
+                    .last()
+                    .and_then(|x| x.ident())
+                    .filter(|x| FAMILY.contains(x))
+                {
                     if !nested {
-                        out.push(Finding {
-                            file: f.rel.clone(),
-                            line: body[k].line,
-                            class: Class::AfWire,
-                            subject: format!("{id}({fam})"),
-                            message: format!(
+                        found(
+                            body[k].line,
+                            format!("{id}({fam})"),
+                            format!(
                                 "{id}() packs the native {fam}: AF_INET6 is 10 on Linux, 30 on macOS"
                             ),
-                        });
+                        );
                     }
                 }
             } else if FAMILY.contains(&id)
                 && body.get(k + 1).is_some_and(|x| x.is("="))
-                && body.get(k + 2).and_then(|x| x.ident()).is_some_and(|v| unpacked.iter().any(|u| u == v))
+                && body
+                    .get(k + 2)
+                    .and_then(|x| x.ident())
+                    .is_some_and(|v| unpacked.iter().any(|u| u == v))
                 && body.get(k + 3).is_some_and(|x| x.is(";"))
             {
-                out.push(Finding {
-                    file: f.rel.clone(),
-                    line: body[k].line,
-                    class: Class::AfWire,
-                    subject: format!("{id} = unpacked"),
-                    message: format!(
+                found(
+                    body[k].line,
+                    format!("{id} = unpacked"),
+                    format!(
                         "{id} is set to the family value read from the message as it is: a Linux peer's AF_INET6 (10) is not macOS's (30)"
                     ),
-                });
+                );
             }
         }
     }

@@ -13,18 +13,12 @@
 //! ```
 
 use super::{Class, Finding};
-use crate::error::Result;
 use crate::expectations::Recorded;
 use serde::Deserialize;
 use std::collections::BTreeSet;
-use std::path::Path;
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Expectations {
-    #[serde(default)]
-    pub accepted: Vec<Accepted>,
-}
+/// The accepted findings of one file.
+pub type Expectations = crate::expectations::AcceptedList<Accepted>;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,13 +36,6 @@ pub struct Diff {
     pub unexpected: Vec<Finding>,
     /// Accepted entries nothing matched (`class file subject`).
     pub stale: Vec<String>,
-}
-
-impl Expectations {
-    /// Read the file; a missing file means nothing is accepted (and says so).
-    pub fn load(path: &Path) -> Result<Expectations> {
-        crate::expectations::load(path)
-    }
 }
 
 impl Recorded for Expectations {
@@ -75,13 +62,15 @@ impl Recorded for Expectations {
             }
             for subject in &a.subjects {
                 if !seen.insert((a.class.clone(), a.file.clone(), subject.clone())) {
-                    return Err(format!("{} {} `{subject}` is listed twice", a.class, a.file));
+                    return Err(format!(
+                        "{} {} `{subject}` is listed twice",
+                        a.class, a.file
+                    ));
                 }
             }
         }
         Ok(e)
     }
-
 }
 
 impl Expectations {
@@ -103,7 +92,8 @@ impl Expectations {
         for a in &self.accepted {
             for subject in &a.subjects {
                 if !used.contains(&(a.class.as_str(), a.file.as_str(), subject.as_str())) {
-                    diff.stale.push(format!("{} {} `{subject}`", a.class, a.file));
+                    diff.stale
+                        .push(format!("{} {} `{subject}`", a.class, a.file));
                 }
             }
         }

@@ -1,0 +1,94 @@
+//! The series stay documented: every patch of every line starts with the three lines the
+//! project promises (why, which OS, whether it can go upstream), and `docs/PATCHES.md`'s
+//! table has one row per patch number of every series, no row for a number no series has.
+
+#![allow(non_snake_case)]
+use super::series;
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+
+/// The lines with a series: every directory of `patches/` holding a `series` file.
+fn lines(root: &Path) -> Vec<String> {
+    let mut out: Vec<String> = fs::read_dir(root.join("patches"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("series").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every patch of every line's series.
+fn all_patches(root: &Path) -> Vec<std::path::PathBuf> {
+    lines(root)
+        .iter()
+        .flat_map(|line| series(root, line).unwrap())
+        .collect()
+}
+
+/// "0026" of ".../0026-slurmstepd-....patch".
+fn number(p: &Path) -> String {
+    let name = p.file_name().unwrap().to_string_lossy();
+    name.split('-').next().unwrap().to_string()
+}
+
+/// Patch numbers in the table's first column: rows starting with "| `NNNN` |".
+fn table_numbers(doc: &str) -> BTreeSet<String> {
+    doc.lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split_once("` |"))
+        .map(|(n, _)| n.to_string())
+        .filter(|n| n.len() == 4 && n.bytes().all(|b| b.is_ascii_digit()))
+        .collect()
+}
+
+/// Header fields missing before the diffstat's `---` line.
+fn missing_header_fields(text: &str) -> Vec<&'static str> {
+    let head = text.split("\n---\n").next().unwrap_or("");
+    ["Why:", "OS affected:", "Upstreamable:"]
+        .into_iter()
+        .filter(|f| !head.lines().any(|l| l.starts_with(f)))
+        .collect()
+}
+
+#[test]
+fn doc_table__lists_exactly_the_patches_of_every_series() {
+    let root = crate::project_root();
+    let numbers: BTreeSet<String> = all_patches(&root).iter().map(|p| number(p)).collect();
+    let doc = fs::read_to_string(root.join("docs/PATCHES.md")).unwrap();
+    let rows = table_numbers(&doc);
+    let undocumented: Vec<_> = numbers.difference(&rows).collect();
+    let stale: Vec<_> = rows.difference(&numbers).collect();
+    assert!(
+        undocumented.is_empty() && stale.is_empty(),
+        "docs/PATCHES.md's table: add a row for {undocumented:?}; remove the rows of {stale:?} (no series has them)"
+    );
+}
+
+#[test]
+fn doc_table__every_patch_header_says_why_which_os_and_upstreamable() {
+    let root = crate::project_root();
+    let bad: Vec<String> = all_patches(&root)
+        .iter()
+        .filter_map(|p| {
+            let missing = missing_header_fields(&fs::read_to_string(p).unwrap());
+            (!missing.is_empty()).then(|| format!("{}: no {}", p.display(), missing.join(", ")))
+        })
+        .collect();
+    assert!(bad.is_empty(), "patch headers:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn doc_table__parser_sees_rows_and_missing_fields() {
+    let doc = "| patch | x |\n|---|---|\n| `0001` | C1 |\n| `0026` | D8 |\n| `abc` | no |\n";
+    assert_eq!(
+        table_numbers(doc),
+        BTreeSet::from(["0001".to_string(), "0026".to_string()])
+    );
+    assert_eq!(
+        missing_header_fields("Subject: x\n\nWhy: y\n\nUpstreamable: no\n---\n OS affected: z"),
+        vec!["OS affected:"]
+    );
+}
