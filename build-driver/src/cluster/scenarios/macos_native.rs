@@ -184,7 +184,7 @@ pub fn accounting_accuracy(ctx: &mut Ctx<'_>) -> Result<String> {
             "AveCPU,MaxRSS,TRESUsageOutTot",
         ],
     )?;
-    std::fs::write(ctx.path("done"), "").map_err(|e| Error::io(&ctx.path("done"), e))?;
+    std::fs::write(ctx.path("done"), "").map_err(|e| Error::io(ctx.path("done"), e))?;
     let live = live.lines().next().unwrap_or("").to_string();
     let f: Vec<&str> = live.split('|').collect();
     let [cpu, rss, out] = f.as_slice() else {
