@@ -122,25 +122,7 @@ fn soak(
     });
     let fired = fired?;
     let subs = subs?;
-    let elapsed = start.elapsed();
-    println!(
-        "soak: {} jobs ({} sacct records expected) submitted and drained in {:.0?} = {:.2} jobs/s; {} failed attempts retried; {} srun ended non-zero",
-        plan.jobs.len(),
-        subs.expected.len(),
-        elapsed,
-        subs.expected.len() as f64 / elapsed.as_secs_f64(),
-        subs.retries,
-        subs.srun_failed
-    );
-    for f in &fired {
-        println!(
-            "  fault at t={:.0}s after job {}: {}; back in {:.1?}",
-            f.t,
-            f.at_job,
-            f.fault.describe(),
-            f.took
-        );
-    }
+    print_run(plan, &subs, &fired, start.elapsed());
     let findings = account(cluster, &subs.expected)?;
     let left = leftovers(cluster)?;
     let series = samples.into_inner().unwrap_or_default();
@@ -162,6 +144,33 @@ fn soak(
         Ok(())
     } else {
         Err(Error::Scenario(format!("soak: {}", problems.join("; "))))
+    }
+}
+
+/// What ran: the jobs, their rate, the retries, and each fault with its recovery time.
+fn print_run(
+    plan: &plan::Plan,
+    subs: &submit::Submitted,
+    fired: &[faults::Fired],
+    elapsed: Duration,
+) {
+    println!(
+        "soak: {} jobs ({} sacct records expected) submitted and drained in {:.0?} = {:.2} jobs/s; {} failed attempts retried; {} srun ended non-zero",
+        plan.jobs.len(),
+        subs.expected.len(),
+        elapsed,
+        subs.expected.len() as f64 / elapsed.as_secs_f64(),
+        subs.retries,
+        subs.srun_failed
+    );
+    for f in fired {
+        println!(
+            "  fault at t={:.0}s after job {}: {}; back in {:.1?}",
+            f.t,
+            f.at_job,
+            f.fault.describe(),
+            f.took
+        );
     }
 }
 
