@@ -13,6 +13,7 @@
 //!    entry that no longer matches fails too (the file must stay true). Then live clusters
 //!    (slurmctld, slurmd, slurmdbd + a private MariaDB on loopback): the smoke scenarios on
 //!    the native install, every scenario of `cargo xtask cluster test` on the darwin install,
+//!    the `macos-native` profile's scenarios (the macOS process plugins) on the darwin install,
 //!    the multi-node scenarios on a 3-node cluster of both builds (native head), a short soak
 //!    with faults on the darwin install (`cluster soak --jobs 300 --faults`, fixed seed), and
 //!    Slurm's own Python suite (the subset in `ci/peer-subset.txt`) on both, whose per-test
@@ -259,6 +260,15 @@ fn cluster_lanes(
         crate::cluster::scenarios(sh, &b.prefix)
             .map(|()| "every scenario passed or is a listed gap".to_string())
     });
+    report.step_after(
+        "cluster scenarios: darwin install, profile macos-native",
+        darwin,
+        |b| {
+            crate::cluster::macos_native_scenarios(sh, &b.prefix).map(|()| {
+                "the macOS process plugins: accounting, OverMemoryKill, tracking".to_string()
+            })
+        },
+    );
     match (patched, darwin) {
         (Some(native), Some(dar)) => {
             report.step(

@@ -297,6 +297,15 @@ pub fn scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
     test(sh, &ci_options(prefix, &[])?)
 }
 
+/// The `macos-native` profile's CI scenarios (the macOS process plugins of patches
+/// 0040-0044) on a built darwin-personality prefix, in the same named cluster as
+/// [`scenarios`] (one after the other, never together).
+pub fn macos_native_scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
+    let mut opts = ci_options(prefix, scenarios::MACOS_NATIVE_CI)?;
+    opts.up.profile = profile::Profile::MacosNative;
+    test(sh, &opts)
+}
+
 /// The multi-node scenarios CI runs: a cluster of 3 nodes, the first two of the native build
 /// (with slurmctld and slurmdbd), the third of the darwin personality.
 pub fn multi_node_smoke(sh: &Shell, native: &Path, darwin: &Path) -> Result<()> {

@@ -415,6 +415,8 @@ pub fn regenerate(sh: &Shell, tree: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod af_wire_tests;
+#[cfg(test)]
+mod darwin_proc_tests;
 
 #[cfg(test)]
 mod doc_table_tests;

@@ -556,6 +556,15 @@ typedef uint64_t eventfd_t;
 #pragma redefine_extname CFStringCreateWithCString slurm_shim_CFStringCreateWithCString
 #pragma redefine_extname CFStringGetCString slurm_shim_CFStringGetCString
 #pragma redefine_extname CFNumberGetValue slurm_shim_CFNumberGetValue
+#pragma redefine_extname proc_listpids slurm_shim_proc_listpids
+#pragma redefine_extname proc_listallpids slurm_shim_proc_listallpids
+#pragma redefine_extname proc_listpgrppids slurm_shim_proc_listpgrppids
+#pragma redefine_extname proc_listchildpids slurm_shim_proc_listchildpids
+#pragma redefine_extname proc_pid_rusage slurm_shim_proc_pid_rusage
+#pragma redefine_extname proc_signal_with_audittoken slurm_shim_proc_signal_with_audittoken
+#pragma redefine_extname mach_timebase_info slurm_shim_mach_timebase_info
+#pragma redefine_extname mach_absolute_time slurm_shim_mach_absolute_time
+#pragma redefine_extname setpriority slurm_shim_setpriority
 
 /* Slurm's sources preprocessed as on macOS: its __APPLE__ branches run here, its
  * __linux__ branches do not; the macOS APIs they call are declared by the stand-ins in

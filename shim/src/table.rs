@@ -190,6 +190,19 @@ table! {
     corefoundation::slurm_shim_CFStringCreateWithCString => Emulate,
     corefoundation::slurm_shim_CFStringGetCString => Emulate,
     corefoundation::slurm_shim_CFNumberGetValue => Emulate,
+    // macOS process APIs of the darwin plugins (jobacct_gather/darwin, proctrack/darwin,
+    // task/darwin: patches 0040-0049), from Linux seams (shim/src/emulate/{proc_listpids,
+    // proc_rusage,proc_signal,timebase,darwin_bg}.rs; proc_pidinfo's process flavors are in
+    // proc_bsdinfo.rs behind the row above).
+    proc_listpids::slurm_shim_proc_listpids => Emulate,
+    proc_listpids::slurm_shim_proc_listallpids => Emulate,
+    proc_listpids::slurm_shim_proc_listpgrppids => Emulate,
+    proc_listpids::slurm_shim_proc_listchildpids => Emulate,
+    proc_rusage::slurm_shim_proc_pid_rusage => Emulate,
+    proc_signal::slurm_shim_proc_signal_with_audittoken => Emulate,
+    timebase::slurm_shim_mach_timebase_info => Emulate,
+    timebase::slurm_shim_mach_absolute_time => Emulate,
+    darwin_bg::slurm_shim_setpriority => Emulate,
 }
 
 #[cfg(test)]

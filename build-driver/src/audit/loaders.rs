@@ -28,6 +28,10 @@
 //! (callers of each loader compared per tag). The audit picks the line from the prefix's
 //! `include/slurm/slurm_version.h`. A plugin of a type not listed here is reported as
 //! unknown (and fails the audit) until the table is extended.
+//!
+//! The macOS process plugins (patches/*/0040-0044: `jobacct_gather_darwin`,
+//! `proctrack_darwin`, `task_darwin`, built for macOS and the darwin personality) are of
+//! existing types and are audited with those types' loaders (a test below pins them).
 
 /// Programs that call `slurm_init()` (24.11.5: grep -rlw slurm_init src/*/*.c; 26.05 adds
 /// swait) and therefore
@@ -515,6 +519,21 @@ mod tests {
         assert_eq!(gpu.name, "gpu");
         for line in [Line::L24_11, Line::L26_11] {
             assert_eq!(programs(gpu, line), ["slurmd", "slurmstepd"], "{line:?}");
+        }
+    }
+
+    #[test]
+    fn programs__the_darwin_plugins_have_their_types_loaders() {
+        for line in [Line::L24_11, Line::L26_11] {
+            let p = |f| programs(plugin_type(f).unwrap(), line);
+            assert_eq!(
+                p("jobacct_gather_darwin.dylib"),
+                p("jobacct_gather_linux.so")
+            );
+            assert_eq!(p("proctrack_darwin.dylib"), ["slurmd", "slurmstepd"]);
+            let task = p("task_darwin.so");
+            assert!(task.contains(&"slurmd") && task.contains(&"slurmstepd"), "{task:?}");
+            assert!(p("jobacct_gather_darwin.so").contains(&"slurmstepd"));
         }
     }
 

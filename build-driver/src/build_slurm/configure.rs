@@ -78,7 +78,15 @@ pub const DARWIN_SWITCHES: &[&str] = &["--without-bpf"];
 /// personality the shim answers those calls from libslurmfull, so "none required" (the
 /// macro's word for "links without extra flags") builds the plugin with no framework flags.
 /// Harmless for a tree without the patch (nothing reads the variable).
-pub const DARWIN_CACHE_ANSWERS: &[(&str, &str)] = &[("x_ac_cv_apple_gpu_libs", "none required")];
+///
+/// `slurm_cv_darwin_plugins` (patches/*/0040) `yes`: builds the macOS process plugins
+/// (jobacct_gather/darwin, proctrack/darwin, task/darwin), whose macOS calls the shim answers
+/// here. A macOS target says yes by itself (`host_os` darwin); a native Linux build says no,
+/// so its plugin set is upstream's.
+pub const DARWIN_CACHE_ANSWERS: &[(&str, &str)] = &[
+    ("x_ac_cv_apple_gpu_libs", "none required"),
+    ("slurm_cv_darwin_plugins", "yes"),
+];
 
 /// `config.h` answers without a cache variable: `(macro, macOS value)`; `None` = undefined.
 /// `HAVE_PROGRAM_INVOCATION_NAME` is set by a link test that ignores presets (slurm.m4).
@@ -329,8 +337,8 @@ fn apple_configure_cppflags(spec: &ConfigureSpec) -> Option<String> {
 
 /// The arguments after `<src>/configure`. Native: `--prefix`, `CC` and, when cross-compiling,
 /// `--build`/`--host`; nothing else, so a native build is configured exactly like plain
-/// upstream. Darwin: the same, plus `CPPFLAGS` with the shim header, [`DARWIN_SWITCHES`] and
-/// every [`DARWIN_CACHE_VARS`] as `var=no`.
+/// upstream. Darwin: the same, plus `CPPFLAGS` with the shim header, [`DARWIN_SWITCHES`],
+/// every [`DARWIN_CACHE_VARS`] as `var=no` and every [`DARWIN_CACHE_ANSWERS`] as given.
 pub fn configure_args(spec: &ConfigureSpec) -> Vec<String> {
     let mut args = vec![format!("--prefix={}", spec.prefix.display())];
     if let Some(d) = &spec.sysconfdir {
@@ -553,6 +561,10 @@ mod tests {
             "gpu/apple is built in the darwin personality: {args:?}"
         );
         assert!(
+            args.contains(&"slurm_cv_darwin_plugins=yes".to_string()),
+            "the darwin plugins are built: {args:?}"
+        );
+        assert!(
             !args.iter().any(|a| a.starts_with("--host")),
             "native host: no --host"
         );
@@ -626,7 +638,7 @@ mod tests {
             apple_make_cppflags(&spec(Personality::Darwin, linux(), linux(), "/p")),
             None
         );
-        assert!(!args.iter().any(|a| a.ends_with("=no")));
+        assert!(!args.iter().any(|a| a.ends_with("=no") || a.ends_with("=yes")));
         // Optional features off, the dependencies off without a prefix, cache answers.
         for a in [
             "--disable-pam",

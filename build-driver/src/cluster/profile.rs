@@ -27,6 +27,11 @@
 //!   no `RealMemory` (Slurm's default, 1 MB) and no `DefMemPerCPU`. Memory is still
 //!   consumable: a job without `--mem` is given the node's whole 1 MB, so jobs run one at a
 //!   time per node whatever their cores, and a job asking for memory is refused.
+//! - `macos-native`: `default` plus the macOS process plugins of patches/*/0040-0044
+//!   (`jobacct_gather/darwin`, `proctrack/darwin`, `task/darwin`), memory enforced by polling
+//!   (`JobAcctGatherParams=OverMemoryKill`, a poll every second: `JobAcctGatherFrequency=task=1`).
+//!   Only a darwin-personality (or macOS) build has these plugins; the scenarios of
+//!   `scenarios/macos_native.rs` run under it.
 
 use super::config::NodeHw;
 use std::fmt::Write as _;
@@ -52,6 +57,9 @@ pub enum Profile {
     Poc,
     /// The harness's earlier configuration: no RealMemory, no DefMemPerCPU.
     Cpu,
+    /// `default` plus the macOS process plugins and OverMemoryKill.
+    #[serde(rename = "macos-native")]
+    MacosNative,
 }
 
 /// Where a value comes from.
@@ -149,6 +157,22 @@ pub const TABLE: &[Spec] = &[
         ],
         purpose: "the harness's earlier configuration: no `RealMemory` (Slurm's default 1 MB), no `DefMemPerCPU`: a job without `--mem` takes the node's whole 1 MB, so jobs run one per node; a job asking for memory is refused",
     },
+    Spec {
+        profile: Profile::MacosNative,
+        settings: &[
+            global("SelectType", "select/cons_tres"),
+            global("SelectTypeParameters", "CR_Core_Memory"),
+            MEM_PER_CPU,
+            global("ProctrackType", "proctrack/darwin"),
+            global("TaskPlugin", "task/darwin"),
+            global("JobAcctGatherType", "jobacct_gather/darwin"),
+            global("JobAcctGatherParams", "OverMemoryKill"),
+            global("JobAcctGatherFrequency", "task=1"),
+            global("AccountingStorageTRES", "gres/gpu"),
+            REAL_MEMORY,
+        ],
+        purpose: "`default` plus the macOS process plugins (patches 0040-0044; darwin personality or macOS builds only): processes tracked by ancestry and unique id, accounting through `proc_pid_rusage`, memory enforced by a poll every second, the background class on request (the `macos-native` scenarios' profile)",
+    },
 ];
 
 impl Profile {
@@ -157,6 +181,7 @@ impl Profile {
             Profile::Default => "default",
             Profile::Poc => "poc",
             Profile::Cpu => "cpu",
+            Profile::MacosNative => "macos-native",
         }
     }
 
@@ -323,6 +348,38 @@ mod tests {
         assert!(Profile::Cpu.node_params(&h).is_empty());
         let lines = Profile::Cpu.global_lines(&[&h]);
         assert!(!lines.iter().any(|l| l.contains("Mem")), "{lines:?}");
+    }
+
+    #[test]
+    fn macos_native__default_plus_the_darwin_plugins_and_overmemorykill() {
+        let h = hw(8, 24105);
+        let mine = Profile::MacosNative.global_lines(&[&h]);
+        for l in [
+            "ProctrackType=proctrack/darwin",
+            "TaskPlugin=task/darwin",
+            "JobAcctGatherType=jobacct_gather/darwin",
+            "JobAcctGatherParams=OverMemoryKill",
+            "JobAcctGatherFrequency=task=1",
+        ] {
+            assert!(mine.iter().any(|x| x == l), "{l} missing: {mine:?}");
+        }
+        // Everything else is `default`'s.
+        let plugin = |l: &String| {
+            ["ProctrackType=", "TaskPlugin=", "JobAcctGather"]
+                .iter()
+                .any(|k| l.starts_with(k))
+        };
+        let rest: Vec<&String> = mine.iter().filter(|l| !plugin(l)).collect();
+        let default = Profile::Default.global_lines(&[&h]);
+        let default_rest: Vec<&String> = default.iter().filter(|l| !plugin(l)).collect();
+        assert_eq!(rest, default_rest);
+        assert_eq!(Profile::MacosNative.node_params(&h), ["RealMemory=24105"]);
+        assert_eq!(
+            Profile::MacosNative
+                .to_possible_value()
+                .map(|v| v.get_name().to_string()),
+            Some("macos-native".to_string())
+        );
     }
 
     #[test]

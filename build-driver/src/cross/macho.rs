@@ -69,6 +69,10 @@ const PROGRAMS: &[&str] = &[
 const PLUGINS: &[&str] = &[
     "proctrack_pgid",
     "gpu_apple",
+    // The macOS process plugins (patches 0040-0044; built on a darwin host).
+    "proctrack_darwin",
+    "jobacct_gather_darwin",
+    "task_darwin",
     "select_cons_tres",
     "gres_gpu",
     "accounting_storage_slurmdbd",
@@ -240,6 +244,13 @@ mod tests {
             !a.iter()
                 .any(|p| p.contains("certgen") || p.contains("auth_slurm"))
         );
+        for p in [
+            "lib/slurm/proctrack_darwin.so",
+            "lib/slurm/jobacct_gather_darwin.so",
+            "lib/slurm/task_darwin.so",
+        ] {
+            assert!(a.contains(&p.to_string()), "{p}");
+        }
         let b = names(required(Line::L26_11, true));
         for p in [
             "lib/slurm/topology_flat.so",

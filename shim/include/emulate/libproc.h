@@ -1,38 +1,30 @@
-/* Darwin personality: stand-in for macOS's <libproc.h> (and the parts of
- * <sys/proc_info.h> it needs), with the SDK's names and values: proc_pidpath(),
- * proc_pidinfo() with PROC_PIDLISTFDS (1) and struct proc_fdinfo { int32_t proc_fd;
- * uint32_t proc_fdtype; }, PROX_FDTYPE_* (VNODE 1, SOCKET 2, PSHM 3, PSEM 4, KQUEUE 5,
- * PIPE 6, FSEVENTS 7, NETPOLICY 9, CHANNEL 10, NEXUS 11), PROC_PIDPATHINFO_SIZE (1024) and
- * PROC_PIDPATHINFO_MAXSIZE (4096). The shim answers from /proc (shim/src/emulate/libproc.rs). */
+/* Darwin personality: stand-in for macOS's <libproc.h>, with the SDK's names and values.
+ * As the SDK's, it includes <sys/proc_info.h> (flavors, structures, PROX_FDTYPE_*),
+ * <sys/resource.h> (struct rusage_info_v4, rusage_info_t) and <mach/message.h>
+ * (audit_token_t), and declares: proc_listpids(), proc_listallpids(),
+ * proc_listpgrppids(), proc_listchildpids(), proc_pidinfo(), proc_pidpath(),
+ * proc_pid_rusage() and proc_signal_with_audittoken(); PROC_PIDPATHINFO_SIZE (1024) and
+ * PROC_PIDPATHINFO_MAXSIZE (4096). The shim answers from /proc (shim/src/emulate/
+ * libproc.rs, proc_bsdinfo.rs, proc_listpids.rs, proc_rusage.rs, proc_signal.rs). */
 #ifndef SLURM_SHIM_EMULATE_LIBPROC_H
 #define SLURM_SHIM_EMULATE_LIBPROC_H
 
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/resource.h>
+#include <mach/message.h>
+#include <sys/proc_info.h>
 
-#define PROC_PIDLISTFDS 1
 #define PROC_PIDPATHINFO_SIZE 1024
 #define PROC_PIDPATHINFO_MAXSIZE 4096
 
-#define PROX_FDTYPE_ATALK 0
-#define PROX_FDTYPE_VNODE 1
-#define PROX_FDTYPE_SOCKET 2
-#define PROX_FDTYPE_PSHM 3
-#define PROX_FDTYPE_PSEM 4
-#define PROX_FDTYPE_KQUEUE 5
-#define PROX_FDTYPE_PIPE 6
-#define PROX_FDTYPE_FSEVENTS 7
-#define PROX_FDTYPE_NETPOLICY 9
-#define PROX_FDTYPE_CHANNEL 10
-#define PROX_FDTYPE_NEXUS 11
-
-struct proc_fdinfo {
-	int32_t proc_fd;
-	uint32_t proc_fdtype;
-};
-#define PROC_PIDLISTFD_SIZE (sizeof(struct proc_fdinfo))
-
-int proc_pidpath(int pid, void *buffer, uint32_t buffersize);
+int proc_listpids(uint32_t type, uint32_t typeinfo, void *buffer, int buffersize);
+int proc_listallpids(void *buffer, int buffersize);
+int proc_listpgrppids(pid_t pgrpid, void *buffer, int buffersize);
+int proc_listchildpids(pid_t ppid, void *buffer, int buffersize);
 int proc_pidinfo(int pid, int flavor, uint64_t arg, void *buffer, int buffersize);
+int proc_pidpath(int pid, void *buffer, uint32_t buffersize);
+int proc_pid_rusage(int pid, int flavor, rusage_info_t *buffer);
+int proc_signal_with_audittoken(audit_token_t *audittoken, int sig);
 
 #endif

@@ -12,21 +12,25 @@
 //!   { int32_t proc_fd; uint32_t proc_fdtype; }`; returns the bytes written; with a NULL
 //!   buffer the bytes needed (proc_info.c `proc_pidfdlist` adds room for 20 more
 //!   descriptors). The way to close every descriptor without `/proc/self/fd` or
-//!   `close_range` (PoC D13's fix). Other flavors give `ENOTSUP` here.
+//!   `close_range` (PoC D13's fix).
+//! * `proc_pidinfo`'s process flavors (`PROC_PIDTBSDINFO`, `PROC_PIDTASKINFO`,
+//!   `PROC_PIDT_SHORTBSDINFO`, `PROC_PIDUNIQIDENTIFIERINFO`, `PROC_PIDT_BSDINFOWITHUNIQID`)
+//!   are [`super::proc_bsdinfo`]'s: a buffer smaller than the flavor's structure is
+//!   `ENOMEM`, a NULL one `EFAULT`. Other flavors give `ENOTSUP` here.
 //!
 //! Linux mechanism: `/proc/<pid>/exe`, `/proc/<pid>/fd` ([`super::procfs`]); descriptor
 //! types from `stat` of `/proc/<pid>/fd/<n>` (`S_ISSOCK` socket, `S_ISFIFO` pipe, an
 //! `anon_inode:[eventpoll]` link kqueue, else vnode).
 //!
 //! Failures return 0 with `errno` set, as libproc does. Portability problems not fixed: the
-//! other flavors (`PROC_PIDTBSDINFO`, `PROC_PIDFDSOCKETINFO`, ...) are `ENOTSUP`; a
+//! flavors not listed (`PROC_PIDTHREADINFO`, `PROC_PIDREGIONINFO`, ...) are `ENOTSUP`; a
 //! descriptor's type is one of vnode, socket, pipe or kqueue.
 #![allow(clippy::missing_safety_doc)]
 
 use libc::{c_int, c_void};
 use std::os::unix::ffi::OsStrExt;
 
-use super::{procfs, report};
+use super::{proc_bsdinfo, procfs, report};
 use crate::errno::{self, Errno};
 
 /// `PROC_PIDLISTFDS`.
@@ -121,15 +125,57 @@ pub unsafe extern "C" fn slurm_shim_proc_pidpath(
     bytes.len() as c_int
 }
 
-/// `proc_pidinfo(3)` (macOS): `PROC_PIDLISTFDS` only.
+/// `proc_pidinfo(3)` (macOS) for one of [`proc_bsdinfo`]'s fixed-size flavors.
+///
+/// # Safety
+/// `buffer` must be NULL or writable for `size` bytes.
+unsafe fn pidinfo_fixed(
+    pid: c_int,
+    flavor: c_int,
+    arg: u64,
+    buffer: *mut c_void,
+    size: c_int,
+    need: usize,
+) -> c_int {
+    report::applied(
+        "proc_pidinfo(BSD/task/unique-id flavors) (macOS libproc) answered from /proc/<pid> (darwin personality)",
+    );
+    if usize::try_from(size).unwrap_or(0) < need {
+        errno::set(libc::ENOMEM);
+        return 0;
+    }
+    if buffer.is_null() {
+        errno::set(libc::EFAULT);
+        return 0;
+    }
+    match errno::preserve(|| proc_bsdinfo::answer(pid, flavor, arg)) {
+        Ok(bytes) => {
+            // SAFETY: `buffer` is writable for `size >= need == bytes.len()` bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), buffer.cast::<u8>(), bytes.len())
+            };
+            bytes.len() as c_int
+        }
+        Err(Errno(e)) => {
+            errno::set(e);
+            0
+        }
+    }
+}
+
+/// `proc_pidinfo(3)` (macOS): `PROC_PIDLISTFDS` and [`proc_bsdinfo`]'s flavors.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_proc_pidinfo(
     pid: c_int,
     flavor: c_int,
-    _arg: u64,
+    arg: u64,
     buffer: *mut c_void,
     size: c_int,
 ) -> c_int {
+    if let Some(need) = proc_bsdinfo::size_of_flavor(flavor) {
+        // SAFETY: the caller's buffer, as proc_pidinfo(3) requires it.
+        return unsafe { pidinfo_fixed(pid, flavor, arg, buffer, size, need) };
+    }
     if flavor != PROC_PIDLISTFDS {
         errno::set(libc::ENOTSUP);
         return 0;

@@ -22,13 +22,13 @@ pub mod pthread_rwlock;
 pub mod pthread_sig;
 
 // Runtime semantics (issue 10 item 1): rlimits, descriptors, paths, groups.
-pub mod machine;
-pub mod rlimit;
-pub mod scope;
 pub mod dlsym;
 pub mod hidden_paths;
 pub mod inet_addr_len;
+pub mod machine;
 pub mod mlockall;
+pub mod rlimit;
+pub mod scope;
 pub mod setgroups;
 pub mod sysconf;
 pub mod unix_socket;
@@ -45,3 +45,11 @@ pub mod sysctl;
 pub mod corefoundation;
 pub mod iokit;
 pub mod mac_hardware;
+// macOS process accounting, tracking and scheduling APIs of the darwin plugins
+// (jobacct_gather/darwin, proctrack/darwin, task/darwin; issue 13).
+pub mod darwin_bg;
+pub mod proc_bsdinfo;
+pub mod proc_listpids;
+pub mod proc_rusage;
+pub mod proc_signal;
+pub mod timebase;

@@ -4,6 +4,15 @@
 //! The shim reads the real `/proc` with glibc's calls (not the re-targeted ones Slurm's code
 //! gets, see [`super::hidden_paths`]).
 //!
+//! The accounting models (`proc_pid_rusage`, `proc_pidinfo`'s BSD and task flavors,
+//! `proc_listpids`) read `/proc/<pid>/stat`, `status`, `statm` and `io` through
+//! [`read_into`]: one `open`/`read`/`close` into a stack buffer, no allocation, because an
+//! accounting poll of a large job makes thousands of them.
+//!
+//! A process's identity on Linux is its pid plus its start time (clock ticks after boot,
+//! `/proc/<pid>/stat` field 22): [`unique_id`] and [`pid_version`] derive macOS's
+//! `p_uniqueid`/`p_idversion` stand-ins from it.
+//!
 //! Portability problems not fixed: a process that exits between listing and reading is
 //! skipped; a command name with `)` in it is parsed from the last `)`.
 
@@ -30,6 +39,30 @@ pub struct ProcStat {
     pub nice: i32,
     /// Start time, clock ticks after boot.
     pub start_ticks: u64,
+    /// Session id.
+    pub session: i32,
+    /// Minor and major page faults.
+    pub minflt: u64,
+    /// Major page faults.
+    pub majflt: u64,
+    /// User and system CPU time, clock ticks.
+    pub utime: u64,
+    /// System CPU time, clock ticks.
+    pub stime: u64,
+    /// CPU time of waited-for children, clock ticks.
+    pub cutime: u64,
+    /// System CPU time of waited-for children, clock ticks.
+    pub cstime: u64,
+    /// Kernel priority value.
+    pub priority: i64,
+    /// Number of threads.
+    pub num_threads: u64,
+    /// Virtual size, bytes.
+    pub vsize: u64,
+    /// Resident set size, pages.
+    pub rss_pages: u64,
+    /// Scheduling policy (`SCHED_*`; field 41).
+    pub policy: u32,
     /// Real, effective, saved user ids.
     pub uids: [u32; 3],
     /// Real, effective, saved group ids.
@@ -51,12 +84,260 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
         state: f(3)?.bytes().next()?,
         ppid: f(4)?.parse().ok()?,
         pgrp: f(5)?.parse().ok()?,
+        session: f(6)?.parse().ok()?,
         tty_nr: f(7)?.parse().ok()?,
         tpgid: f(8)?.parse().ok()?,
+        minflt: f(10)?.parse().ok()?,
+        majflt: f(12)?.parse().ok()?,
+        utime: f(14)?.parse().ok()?,
+        stime: f(15)?.parse().ok()?,
+        cutime: f(16)?.parse().ok()?,
+        cstime: f(17)?.parse().ok()?,
+        priority: f(18)?.parse().ok()?,
         nice: f(19)?.parse().ok()?,
+        num_threads: f(20)?.parse().ok()?,
         start_ticks: f(22)?.parse().ok()?,
+        vsize: f(23)?.parse().ok()?,
+        rss_pages: f(24)?.parse::<i64>().ok()?.max(0) as u64,
+        // Field 41 exists since Linux 2.5.19; older kernels leave it 0 (SCHED_OTHER).
+        policy: f(41).and_then(|v| v.parse().ok()).unwrap_or(0),
         ..Default::default()
     })
+}
+
+/// What `/proc/<pid>/status` says about memory, ids and the parent (the fields the macOS
+/// models need; sizes in bytes).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcStatus {
+    /// Real, effective, saved user ids.
+    pub uids: [u32; 3],
+    /// Real, effective, saved group ids.
+    pub gids: [u32; 3],
+    /// Parent process id.
+    pub ppid: i32,
+    /// Process group id as this procfs sees it (first `NSpgid` value), if the kernel says.
+    pub pgid: Option<i32>,
+    /// Session id as this procfs sees it (first `NSsid` value), if the kernel says.
+    pub sid: Option<i32>,
+    /// Linux state letter.
+    pub state: u8,
+    /// Command name.
+    pub name: Vec<u8>,
+    /// `VmRSS`.
+    pub vm_rss: u64,
+    /// `RssAnon`.
+    pub rss_anon: u64,
+    /// `VmSwap`.
+    pub vm_swap: u64,
+    /// `VmHWM`: peak resident set size.
+    pub vm_hwm: u64,
+    /// `VmSize`.
+    pub vm_size: u64,
+    /// Voluntary plus involuntary context switches.
+    pub ctxt_switches: u64,
+}
+
+/// Parses the text of `/proc/<pid>/status` (a zombie has no `Vm*` lines: they stay 0).
+pub fn parse_status(text: &str) -> ProcStatus {
+    let mut s = ProcStatus::default();
+    let kib = |v: &str| {
+        v.split_whitespace()
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .map_or(0, |n| n.saturating_mul(1024))
+    };
+    let ids = |v: &str| {
+        let mut it = v.split_whitespace().filter_map(|x| x.parse::<u32>().ok());
+        [
+            it.next().unwrap_or(0),
+            it.next().unwrap_or(0),
+            it.next().unwrap_or(0),
+        ]
+    };
+    let first = |v: &str| {
+        v.split_whitespace()
+            .next()
+            .and_then(|x| x.parse::<i32>().ok())
+    };
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        match key {
+            "Name" => s.name = value.trim().as_bytes().to_vec(),
+            "State" => s.state = value.trim().bytes().next().unwrap_or(b'?'),
+            "PPid" => s.ppid = first(value).unwrap_or(0),
+            "NSpgid" => s.pgid = first(value),
+            "NSsid" => s.sid = first(value),
+            "Uid" => s.uids = ids(value),
+            "Gid" => s.gids = ids(value),
+            "VmRSS" => s.vm_rss = kib(value),
+            "RssAnon" => s.rss_anon = kib(value),
+            "VmSwap" => s.vm_swap = kib(value),
+            "VmHWM" => s.vm_hwm = kib(value),
+            "VmSize" => s.vm_size = kib(value),
+            "voluntary_ctxt_switches" | "nonvoluntary_ctxt_switches" => {
+                s.ctxt_switches += first(value).map_or(0, |n| n.max(0) as u64)
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+/// What `/proc/<pid>/io` says (bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcIo {
+    /// Characters read by `read(2)` and friends (`rchar`), page cache included.
+    pub rchar: u64,
+    /// Characters written (`wchar`), page cache included.
+    pub wchar: u64,
+    /// Bytes this process caused to be fetched from storage (`read_bytes`).
+    pub read_bytes: u64,
+    /// Bytes this process caused to be sent to storage (`write_bytes`, counted when a page
+    /// is dirtied).
+    pub write_bytes: u64,
+    /// Dirtied bytes that never reached storage (truncated files, `cancelled_write_bytes`).
+    pub cancelled_write_bytes: u64,
+}
+
+/// Parses the text of `/proc/<pid>/io`.
+pub fn parse_io(text: &str) -> ProcIo {
+    let mut io = ProcIo::default();
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let v = value.trim().parse::<u64>().unwrap_or(0);
+        match key {
+            "rchar" => io.rchar = v,
+            "wchar" => io.wchar = v,
+            "read_bytes" => io.read_bytes = v,
+            "write_bytes" => io.write_bytes = v,
+            "cancelled_write_bytes" => io.cancelled_write_bytes = v,
+            _ => {}
+        }
+    }
+    io
+}
+
+/// Reads the small `/proc` file `path` into `buf` with one `open`/`read`/`close` (glibc's,
+/// not the re-targeted ones) and returns its text, or `None` if it cannot be read (the
+/// process is gone, or the file is not readable). Longer files are cut at the buffer's size.
+pub fn read_into<'b>(path: &std::ffi::CStr, buf: &'b mut [u8]) -> Option<&'b str> {
+    // SAFETY: `path` is NUL-terminated; the descriptor is closed below.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    let mut len = 0;
+    while len < buf.len() {
+        // SAFETY: `buf[len..]` is writable for `buf.len() - len` bytes.
+        let n = unsafe {
+            libc::read(
+                fd,
+                buf[len..].as_mut_ptr().cast::<libc::c_void>(),
+                buf.len() - len,
+            )
+        };
+        if n < 0 && crate::errno::get() == libc::EINTR {
+            continue;
+        }
+        if n <= 0 {
+            break;
+        }
+        len += n as usize;
+    }
+    // SAFETY: `fd` was opened above and is closed once.
+    unsafe { libc::close(fd) };
+    if len == 0 {
+        return None;
+    }
+    std::str::from_utf8(&buf[..len]).ok()
+}
+
+/// `/proc/<pid>/<file>` as a C string.
+pub fn proc_path(pid: i32, file: &str) -> Option<std::ffi::CString> {
+    std::ffi::CString::new(format!("/proc/{pid}/{file}")).ok()
+}
+
+/// `/proc/<pid>/stat`, parsed, read without allocating the text.
+pub fn stat_of(pid: i32) -> Option<ProcStat> {
+    if pid <= 0 {
+        return None;
+    }
+    let mut buf = [0u8; 1024];
+    parse_stat(read_into(&proc_path(pid, "stat")?, &mut buf)?)
+}
+
+/// `/proc/<pid>/status`, parsed.
+pub fn status_of(pid: i32) -> Option<ProcStatus> {
+    if pid <= 0 {
+        return None;
+    }
+    let mut buf = [0u8; 4096];
+    Some(parse_status(read_into(
+        &proc_path(pid, "status")?,
+        &mut buf,
+    )?))
+}
+
+/// `/proc/<pid>/io`, parsed (`None` when not readable: another user's process without
+/// `CAP_SYS_PTRACE`, or gone).
+pub fn io_of(pid: i32) -> Option<ProcIo> {
+    if pid <= 0 {
+        return None;
+    }
+    let mut buf = [0u8; 512];
+    Some(parse_io(read_into(&proc_path(pid, "io")?, &mut buf)?))
+}
+
+/// `/proc/<pid>/statm`: (virtual size, resident size, file-backed and shared resident size)
+/// in bytes.
+pub fn statm_of(pid: i32) -> Option<(u64, u64, u64)> {
+    if pid <= 0 {
+        return None;
+    }
+    let mut buf = [0u8; 256];
+    let text = read_into(&proc_path(pid, "statm")?, &mut buf)?;
+    let mut it = text
+        .split_whitespace()
+        .filter_map(|v| v.parse::<u64>().ok());
+    let (size, resident, shared) = (it.next()?, it.next()?, it.next()?);
+    let page = page_size();
+    Some((size * page, resident * page, shared * page))
+}
+
+/// The machine's page size in bytes.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64
+}
+
+/// Clock ticks per second of `/proc`'s times (`_SC_CLK_TCK`).
+pub fn clock_ticks() -> u64 {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64
+}
+
+/// Nanoseconds in `ticks` clock ticks.
+pub fn ticks_to_ns(ticks: u64) -> u64 {
+    let hz = clock_ticks();
+    ((ticks as u128) * 1_000_000_000 / hz as u128).min(u64::MAX as u128) as u64
+}
+
+/// The stand-in for macOS's `p_uniqueid` (a 64-bit id the kernel never reuses): the start
+/// time in clock ticks after boot above the pid's 22 bits (`pid_max` is at most 2^22). Two
+/// processes get the same value only if the same pid is handed out twice within one clock
+/// tick, which needs the whole pid space to wrap in 10 ms.
+pub fn unique_id(pid: i32, start_ticks: u64) -> u64 {
+    (start_ticks << 22) | (pid as u64 & 0x3f_ffff)
+}
+
+/// The stand-in for macOS's `p_idversion` (the pid's generation): the start time in clock
+/// ticks, 31 bits.
+pub fn pid_version(start_ticks: u64) -> i32 {
+    (start_ticks & 0x7fff_ffff) as i32
 }
 
 /// The ids of a `Uid:`/`Gid:` line of `/proc/<pid>/status`.

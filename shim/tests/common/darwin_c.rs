@@ -46,9 +46,20 @@ pub fn staticlib() -> PathBuf {
 /// Compiles `source` in darwin-personality mode (plus `extra` compiler arguments), links it
 /// to the shim and runs it with `env` (an empty value removes that variable).
 pub fn run(name: &str, source: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+    let exe = build(name, source, extra);
+    exec(name, &exe, &[], env)
+}
+
+fn scratch(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("darwin-c")
-        .join(name);
+        .join(name)
+}
+
+/// Compiles `source` in darwin-personality mode (plus `extra` compiler arguments) and links
+/// it to the shim; returns the executable.
+pub fn build(name: &str, source: &str, extra: &[&str]) -> PathBuf {
+    let dir = scratch(name);
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let src = dir.join(format!("{name}.c"));
     std::fs::write(&src, source).expect("write C source");
@@ -74,9 +85,16 @@ pub fn run(name: &str, source: &str, extra: &[&str], env: &[(&str, &str)]) -> Ru
         "compiling {name}.c failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let log = dir.join("emulation.log");
+    exe
+}
+
+/// Runs a program [`build`] made, with `args` and `env` (an empty value removes that
+/// variable), collecting the emulation log it writes.
+pub fn exec(name: &str, exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let log = scratch(name).join("emulation.log");
     let _ = std::fs::remove_file(&log);
-    let mut cmd = Command::new(&exe);
+    let mut cmd = Command::new(exe);
+    cmd.args(args);
     // Hermetic: only the switches a test names (CI may export SLURM_SHIM_EMULATION_OFF for
     // its live clusters).
     cmd.env_remove("SLURM_SHIM_EMULATION_OFF");

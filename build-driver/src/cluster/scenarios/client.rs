@@ -90,6 +90,22 @@ impl<'a> Ctx<'a> {
         self.sbatch_with(&mut c, stem, args, &script)
     }
 
+    /// [`Ctx::sbatch`] with variables added to sbatch's own environment, which the job
+    /// inherits (`--export=ALL,VAR=value` would also make slurmd load the user's login
+    /// environment: sbatch sets `SLURM_GET_USER_ENV` for any `--export` but ALL/NIL).
+    pub fn sbatch_env(
+        &mut self,
+        stem: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        body: &str,
+    ) -> Result<u32> {
+        let script = self.script(stem, body)?;
+        let mut c = self.tool("sbatch");
+        c.envs(env.iter().copied());
+        self.sbatch_with(&mut c, stem, args, &script)
+    }
+
     /// `sbatch` as another user.
     pub fn sbatch_as(&mut self, user: &str, stem: &str, args: &[&str], body: &str) -> Result<u32> {
         let script = self.script(stem, body)?;

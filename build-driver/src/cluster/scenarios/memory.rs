@@ -47,7 +47,7 @@ pub fn allocation(ctx: &mut Ctx<'_>) -> Result<String> {
     // A job without --mem: what it is given. Without DefMemPerCPU Slurm gives it the node's
     // whole memory (RealMemory; Slurm's default is 1 MB).
     let (expected, share) = match profile {
-        Profile::Default => (real / cpus, true),
+        Profile::Default | Profile::MacosNative => (real / cpus, true),
         Profile::Poc => (real, false),
         Profile::Cpu => (1, false),
     };
@@ -64,7 +64,7 @@ pub fn allocation(ctx: &mut Ctx<'_>) -> Result<String> {
     }
     let plain = pair(ctx, "plain", &[], share)?;
     let asked = match profile {
-        Profile::Default | Profile::Poc => {
+        Profile::Default | Profile::Poc | Profile::MacosNative => {
             let mem = format!("--mem={}", real * 6 / 10);
             pair(ctx, "sixty", &[&mem], false)?
         }

@@ -13,6 +13,7 @@ pub(super) mod client;
 mod environment;
 mod gres;
 mod hooks;
+mod macos_native;
 mod memory;
 mod mix;
 mod node_metrics;
@@ -24,6 +25,7 @@ mod sack;
 mod steps;
 
 use super::handle::Cluster;
+use super::profile::Profile;
 use crate::error::Result;
 use client::Ctx;
 use std::path::PathBuf;
@@ -41,6 +43,11 @@ pub enum Needs {
     Nodes(usize),
     /// Nodes of at least two builds (`--mix`).
     Mix,
+    /// One node and the `macos-native` profile's plugins (patches 0040-0044).
+    MacosNative,
+    /// One node tracked by process group: `setsid-escape` shows proctrack/pgid's limit,
+    /// which `macos-native`'s proctrack/darwin does not have (`reparented-setsid` checks that).
+    PgidTracking,
 }
 
 impl Needs {
@@ -58,6 +65,19 @@ impl Needs {
             )),
             Needs::Mix if builds.len() < 2 => Some(
                 "needs nodes of two builds (run it with --mix native=P1,darwin=P2)".to_string(),
+            ),
+            Needs::MacosNative | Needs::PgidTracking if n != 1 => Some(format!(
+                "written for one node, the cluster has {n} (run it with --nodes 1)"
+            )),
+            Needs::MacosNative if cluster.profile() != Profile::MacosNative => Some(format!(
+                "needs the macOS process plugins, the cluster's profile is `{}` (run it with \
+                 --profile macos-native on a darwin-personality build)",
+                cluster.profile().name()
+            )),
+            Needs::PgidTracking if cluster.profile() == Profile::MacosNative => Some(
+                "shows proctrack/pgid's limit; profile `macos-native` tracks by ancestry \
+                 (its scenario is reparented-setsid)"
+                    .to_string(),
             ),
             _ => None,
         }
@@ -95,7 +115,7 @@ pub const ALL: &[Scenario] = &[
     one("user-identity", environment::identity),
     one("signal", processes::signal),
     one("cancel-process-tree", processes::cancel_tree),
-    one("setsid-escape", processes::setsid_escape),
+    with("setsid-escape", Needs::PgidTracking, processes::setsid_escape),
     one("launch-failures", steps::launch_failures),
     one("memory-allocation", memory::allocation),
     one("time-limit", processes::time_limit),
@@ -122,10 +142,32 @@ pub const ALL: &[Scenario] = &[
     ),
     with("mix-span", Needs::Mix, mix::span),
     with("mix-clients", Needs::Mix, mix::clients),
+    // The macOS process plugins (profile `macos-native` only).
+    with("accounting-accuracy", Needs::MacosNative, macos_native::accounting_accuracy),
+    with("memory-oom-kill", Needs::MacosNative, macos_native::memory_oom_kill),
+    with("reparented-setsid", Needs::MacosNative, macos_native::reparented_setsid),
+    with("double-fork-escape", Needs::MacosNative, macos_native::double_fork_escape),
+    with("background-class", Needs::MacosNative, macos_native::background_class),
+    with("binding-not-enforced", Needs::MacosNative, macos_native::binding_not_enforced),
     one("bad-daemon-dies", bad_states::daemon_dies),
     one("bad-port-taken", bad_states::port_taken),
     one("bad-mariadb", bad_states::mariadb_fails),
     one("bad-leftover", bad_states::leftover),
+];
+
+/// What CI runs under `macos-native` (the darwin personality): its own scenarios plus the
+/// process-tree ones of every profile, with proctrack/darwin doing the tracking.
+pub const MACOS_NATIVE_CI: &[&str] = &[
+    "srun",
+    "cancel-process-tree",
+    "memory-allocation",
+    "time-limit",
+    "accounting-accuracy",
+    "memory-oom-kill",
+    "reparented-setsid",
+    "double-fork-escape",
+    "background-class",
+    "binding-not-enforced",
 ];
 
 /// One scenario's result.
@@ -311,6 +353,27 @@ mod tests {
         assert!(selected("gres-release", &[]));
         assert!(selected("gres-release", &["gres".into()]));
         assert!(!selected("churn", &["gres".into(), "srun".into()]));
+    }
+
+    #[test]
+    fn macos_native_ci__names_scenarios_of_one_node() {
+        for n in MACOS_NATIVE_CI {
+            let sc = ALL.iter().find(|s| s.name == *n);
+            assert!(sc.is_some(), "{n} is not a scenario");
+            assert!(
+                sc.is_some_and(|s| s.needs != Needs::PgidTracking),
+                "{n} cannot run under macos-native"
+            );
+        }
+        let native: Vec<&str> = ALL
+            .iter()
+            .filter(|s| s.needs == Needs::MacosNative)
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(native.len(), 6, "{native:?}");
+        for n in native {
+            assert!(MACOS_NATIVE_CI.contains(&n), "CI misses {n}");
+        }
     }
 
     #[test]
