@@ -414,7 +414,8 @@ pub fn processes_in_namespace(ns: u64, run_dirs: &[std::path::PathBuf]) -> Vec<P
     let ours = members
         .iter()
         .find_map(|&pid| std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).ok())
-        .is_some_and(|info| run_dirs.iter().any(|d| run_mount_is(&info, d)));
+        .is_some_and(|info| run_dirs.iter().any(|d| run_mount_is(&info, d)))
+        || members.iter().any(|&pid| run_dirs.iter().any(|d| root_run_is(pid, d)));
     if !ours {
         return Vec::new();
     }
@@ -430,6 +431,23 @@ pub fn processes_in_namespace(ns: u64, run_dirs: &[std::path::PathBuf]) -> Vec<P
             })
         })
         .collect()
+}
+
+/// Whether `/run` as process `pid` sees it (`/proc/<pid>/root/run`, resolved in its mount
+/// namespace) is the directory `run_dir` (same device and inode). The mountinfo check below
+/// cannot see this from a reader in a chroot: the kernel lists only the mounts reachable
+/// from the reader's root, and a new namespace's copies are not (found by the fresh-machine
+/// CI in a chroot).
+#[cfg(target_os = "linux")]
+fn root_run_is(pid: u32, run_dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(seen), Ok(ours)) = (
+        std::fs::metadata(format!("/proc/{pid}/root/run")),
+        std::fs::metadata(run_dir),
+    ) else {
+        return false;
+    };
+    seen.dev() == ours.dev() && seen.ino() == ours.ino()
 }
 
 /// Whether `mountinfo` (the text of `/proc/<pid>/mountinfo`) mounts `run_dir` on `/run`: the
@@ -455,6 +473,12 @@ pub fn run_mount_is(mountinfo: &str, run_dir: &Path) -> bool {
             let root = root.trim_start_matches('/');
             d == dev && !root.is_empty() && run_dir.ends_with(root)
         })
+}
+
+/// `/proc` is Linux's: elsewhere nothing is ours.
+#[cfg(not(target_os = "linux"))]
+fn root_run_is(_pid: u32, _run_dir: &Path) -> bool {
+    false
 }
 
 /// Mount namespaces (and `/proc/<pid>/mountinfo`) are Linux's: elsewhere nothing is ours.
