@@ -374,24 +374,35 @@ pub fn configure_args(spec: &ConfigureSpec) -> Vec<String> {
     args
 }
 
+/// The line before each macOS value of [`CONFIG_H_ANSWERS`] in `config.h`.
+pub const APPLE_GUARD: &str = "#if defined(__APPLE__) /* darwin personality (make time) */";
+
 /// Rewrites `config.h` text with [`CONFIG_H_ANSWERS`]; errors if a macro is not there at all
-/// (a Slurm version that no longer has it must be looked at, not silently passed).
+/// (a Slurm version that no longer has it must be looked at, not silently passed). A macOS
+/// value is guarded by `__APPLE__`, which the personality's header defines at make time.
 pub fn apply_config_h_answers(text: &str) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut seen = vec![false; CONFIG_H_ANSWERS.len()];
+    let mut guarded = false;
     for line in text.lines() {
         let mut replaced = None;
         for (i, (name, value)) in CONFIG_H_ANSWERS.iter().enumerate() {
             if macro_line_name(line) == Some(name) {
                 seen[i] = true;
                 replaced = Some(match value {
-                    Some(v) => format!("#define {name} {v}"),
+                    // Already inside the guard (a second run): the line as it is.
+                    Some(v) if guarded => format!("#define {name} {v}"),
+                    // Only where the personality's header says macOS (make time): a plain
+                    // compile against this build (Slurm's Python suite compiles programs
+                    // with gcc and this config.h) keeps Linux's answer.
+                    Some(v) => format!("{APPLE_GUARD}\n#define {name} {v}\n#endif"),
                     None => format!("/* #undef {name} */ /* darwin personality */"),
                 });
             }
         }
         out.push_str(replaced.as_deref().unwrap_or(line));
         out.push('\n');
+        guarded = line == APPLE_GUARD;
     }
     let missing: Vec<&str> = CONFIG_H_ANSWERS
         .iter()
@@ -760,7 +771,9 @@ mod tests {
         let out = apply_config_h_answers(CONFIG_H).unwrap();
         assert!(out.contains("/* #undef HAVE_PROGRAM_INVOCATION_NAME */"));
         assert!(!out.contains("#define HAVE_PROGRAM_INVOCATION_NAME"));
-        assert!(out.contains("#define HAVE_SYSCTLBYNAME 1\n"));
+        assert!(out.contains(
+            "#if defined(__APPLE__) /* darwin personality (make time) */\n#define HAVE_SYSCTLBYNAME 1\n#endif\n"
+        ));
         assert!(
             out.contains("#define USE_ALIAS 1\n"),
             "USE_ALIAS stays (Mach-O only)"

@@ -339,7 +339,7 @@ impl Plan {
         }
         if self.personality == Personality::Darwin {
             // The config.h rewrite is part of what the build is (a changed answer rebuilds).
-            inputs.add("config.h answers", format!("{:?}", configure::CONFIG_H_ANSWERS));
+            inputs.add("config.h answers", format!("{:?} {}", configure::CONFIG_H_ANSWERS, configure::APPLE_GUARD));
         }
         Ok(inputs)
     }
