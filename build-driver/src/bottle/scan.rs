@@ -6,7 +6,7 @@
 use crate::util::host_paths::PathMap;
 
 /// The byte strings to look for: each directory, as written. `$HOME` itself is not one
-/// (root's home is also an example path in Slurm's own man pages, `/root/path`); the
+/// (root's home directory also appears in an example path of Slurm's own man pages); the
 /// hidden directories below it are (`.cargo`, `.rustup` come as their own maps, plus
 /// `.pyenv`, where zig is installed, `.cache` and `.local`).
 pub fn needles(maps: &[PathMap]) -> Vec<Vec<u8>> {

@@ -415,7 +415,9 @@ pub fn processes_in_namespace(ns: u64, run_dirs: &[std::path::PathBuf]) -> Vec<P
         .iter()
         .find_map(|&pid| std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).ok())
         .is_some_and(|info| run_dirs.iter().any(|d| run_mount_is(&info, d)))
-        || members.iter().any(|&pid| run_dirs.iter().any(|d| root_run_is(pid, d)));
+        || members
+            .iter()
+            .any(|&pid| run_dirs.iter().any(|d| root_run_is(pid, d)));
     if !ours {
         return Vec::new();
     }
@@ -433,8 +435,9 @@ pub fn processes_in_namespace(ns: u64, run_dirs: &[std::path::PathBuf]) -> Vec<P
         .collect()
 }
 
-/// Whether `/run` as process `pid` sees it (`/proc/<pid>/root/run`, resolved in its mount
-/// namespace) is the directory `run_dir` (same device and inode). The mountinfo check below
+/// Whether `/run` as process `pid` sees it (`run` under the `root` link of its `/proc`
+/// entry, resolved in its mount namespace) is the directory `run_dir` (same device and
+/// inode). The mountinfo check below
 /// cannot see this from a reader in a chroot: the kernel lists only the mounts reachable
 /// from the reader's root, and a new namespace's copies are not (found by the fresh-machine
 /// CI in a chroot).
@@ -442,7 +445,12 @@ pub fn processes_in_namespace(ns: u64, run_dirs: &[std::path::PathBuf]) -> Vec<P
 fn root_run_is(pid: u32, run_dir: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let (Ok(seen), Ok(ours)) = (
-        std::fs::metadata(format!("/proc/{pid}/root/run")),
+        std::fs::metadata(
+            Path::new("/proc")
+                .join(pid.to_string())
+                .join("root")
+                .join("run"),
+        ),
         std::fs::metadata(run_dir),
     ) else {
         return false;
