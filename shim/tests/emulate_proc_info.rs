@@ -104,22 +104,7 @@ fn proc_info__stand_in_layout_and_constants_are_the_macos_sdks() {
         src.push_str(&format!("_Static_assert({name} == {value}, \"{name}\");\n"));
     }
     src.push_str("int slurm_shim_layout_probe;\n");
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("darwin-c/proc-info-sdk");
-    std::fs::create_dir_all(&dir).expect("dir");
-    let c = dir.join("probe.c");
-    std::fs::write(&c, src).expect("write");
-    let out = Command::new("python3")
-        .args(["-m", "ziglang", "cc", "-target", "aarch64-macos", "-c"])
-        .arg(&c)
-        .arg("-o")
-        .arg(dir.join("probe.o"))
-        .output()
-        .expect("zig cc");
-    assert!(
-        out.status.success(),
-        "the stand-ins differ from the SDK: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::darwin_c::compile_against_sdk("proc-info-sdk", &src, "the stand-ins");
 }
 
 /// A child that burns CPU, touches memory and writes a file with fsync, measured by its

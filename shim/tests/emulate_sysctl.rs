@@ -125,22 +125,7 @@ fn sysctl__stand_in_layout_is_the_macos_sdk_layout() {
          int slurm_shim_layout_probe;\n",
         want[0], want[1], want[2], want[3], want[4], want[5], want[6]
     );
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("darwin-c/kinfo-sdk");
-    std::fs::create_dir_all(&dir).expect("dir");
-    let c = dir.join("probe.c");
-    std::fs::write(&c, src).expect("write");
-    let out = Command::new("python3")
-        .args(["-m", "ziglang", "cc", "-target", "aarch64-macos", "-c"])
-        .arg(&c)
-        .arg("-o")
-        .arg(dir.join("probe.o"))
-        .output()
-        .expect("zig cc");
-    assert!(
-        out.status.success(),
-        "the stand-in differs from the SDK: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::darwin_c::compile_against_sdk("kinfo-sdk", &src, "the stand-in");
 }
 
 /// patch 0013's group listing and `_wait_extern_pid`'s parent lookup, reduced.

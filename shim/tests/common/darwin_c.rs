@@ -115,3 +115,25 @@ pub fn exec(name: &str, exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Run 
         log: std::fs::read_to_string(&log).unwrap_or_default(),
     }
 }
+
+/// Compiles `src` for `aarch64-macos` with zig against the SDK headers zig bundles (no
+/// stand-in on the path), as the layout checks do: a failed `_Static_assert` means a
+/// stand-in differs from the SDK. Panics with the compiler's message naming `what`.
+pub fn compile_against_sdk(dir_name: &str, src: &str, what: &str) {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("darwin-c").join(dir_name);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let c = dir.join("probe.c");
+    std::fs::write(&c, src).expect("write");
+    let out = Command::new("python3")
+        .args(["-m", "ziglang", "cc", "-target", "aarch64-macos", "-c"])
+        .arg(&c)
+        .arg("-o")
+        .arg(dir.join("probe.o"))
+        .output()
+        .expect("zig cc");
+    assert!(
+        out.status.success(),
+        "{what} differ from the SDK: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
