@@ -189,9 +189,7 @@ impl Cluster {
                 let probe = self.ready_timeout.min(std::time::Duration::from_secs(10));
                 let result = self.wait_ready(d, pid, when, || {
                     let state = self.node_state_within(i, probe)?;
-                    let up = state
-                        .as_deref()
-                        .is_some_and(|s| s == "idle" || s == "mixed" || s == "allocated");
+                    let up = state.as_deref().is_some_and(registered_state);
                     last = state;
                     Ok(TcpStream::connect((addr, port)).is_ok() && up)
                 });
@@ -261,10 +259,38 @@ pub(super) fn check_port_free(daemon: &str, port: u16) -> Result<()> {
     }
 }
 
+/// Whether sinfo's `%T` word for a node says its slurmd registered and the node takes jobs:
+/// `idle`, `mixed` or `allocated`, also with the `-` suffix (PLANNED: the backfill scheduler
+/// holds the node for a pending job, seen after a slurmd restart in a busy soak), never with
+/// `*` (not responding) nor a down, drained or failing word.
+fn registered_state(state: &str) -> bool {
+    let base = state.strip_suffix('-').unwrap_or(state);
+    matches!(base, "idle" | "mixed" | "allocated")
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(non_snake_case)]
     use super::*;
+
+    #[test]
+    fn registered_state__planned_counts_not_responding_does_not() {
+        for s in [
+            "idle",
+            "mixed",
+            "allocated",
+            "mixed-",
+            "idle-",
+            "allocated-",
+        ] {
+            assert!(registered_state(s), "{s} is a registered node");
+        }
+        for s in [
+            "idle*", "mixed*", "down", "down*", "drained", "draining", "unknown", "mixed-*", "",
+        ] {
+            assert!(!registered_state(s), "{s} is not a registered node");
+        }
+    }
 
     #[test]
     fn check_port_free__names_the_daemon_and_port() {
