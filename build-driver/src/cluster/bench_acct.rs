@@ -209,7 +209,7 @@ fn tree_script(stepd: &Path, procs: usize) -> String {
         left -= n;
     }
     format!(
-        "echo $PPID > {}\nfor n in {}; do ( i=1; while [ $i -lt $n ]; do sleep 900 & i=$((i+1)); done; wait ) & done\nwait\n",
+        "#!/bin/sh\necho $PPID > {}\nfor n in {}; do ( i=1; while [ $i -lt $n ]; do sleep 900 & i=$((i+1)); done; wait ) & done\nwait\n",
         stepd.display(),
         groups.join(" ")
     )
@@ -237,11 +237,25 @@ fn poll_job(
     let id = super::jobs::parse_job_id(&id)
         .ok_or_else(|| Error::Scenario(format!("sbatch printed no job id: {id:?}")))?;
     let measured = sample_job(sh, lab, &stepd_file, id, p, args);
-    let (scancel, id) = (lab.tool("scancel"), id.to_string());
-    let cancelled = read_bounded(cmd!(sh, "{scancel} {id}").quiet(), CLIENT_TIMEOUT);
+    let cancelled = cancel_and_wait(sh, lab, id, read_pid(&stepd_file));
     let polls = measured?;
     cancelled?;
     Ok(polls)
+}
+
+/// `scancel` the job and wait until its slurmstepd (and so its tree) is gone.
+fn cancel_and_wait(sh: &Shell, lab: &Lab, id: u32, stepd: Option<u32>) -> Result<()> {
+    let (scancel, id) = (lab.tool("scancel"), id.to_string());
+    read_bounded(cmd!(sh, "{scancel} {id}").quiet(), CLIENT_TIMEOUT)?;
+    let Some(stepd) = stepd else {
+        return Ok(());
+    };
+    poll(
+        "the cancelled job's slurmstepd to exit",
+        Duration::from_secs(60),
+        Duration::from_millis(200),
+        || Ok((!crate::util::signal::process_exists(stepd)).then_some(())),
+    )
 }
 
 fn sample_job(
