@@ -427,6 +427,9 @@ pub enum ClusterAction {
     /// Throughput benchmark: trivial jobs against a native and a darwin-personality cluster,
     /// time to drain and submit-to-start latency, printed as darwin/native ratios.
     Bench(BenchArgs),
+    /// Accounting benchmark: CPU per poll of a job with many processes, jobacct_gather/darwin
+    /// against jobacct_gather/linux, both in one darwin-personality install's slurmstepd.
+    BenchAcct(BenchAcctArgs),
 }
 
 #[derive(Debug, Args)]
@@ -505,6 +508,22 @@ pub struct BenchArgs {
     /// The clusters' profile; the benchmark's own lines (CR_CPU, oversubscription) go on top.
     #[command(flatten)]
     pub profile: ProfileArg,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchAcctArgs {
+    /// The darwin-personality install (it builds both jobacct_gather plugins).
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// Processes in the job's tree (besides its script's shell).
+    #[arg(long, default_value_t = 1000)]
+    pub procs: usize,
+    /// Polls measured per plugin and round (at least 3).
+    #[arg(long, default_value_t = 20)]
+    pub polls: usize,
+    /// Rounds (each runs both plugins, alternating which goes first).
+    #[arg(long, default_value_t = 2)]
+    pub rounds: usize,
 }
 
 #[derive(Debug, Args)]

@@ -26,6 +26,7 @@
 //!   lines written while it ran.
 
 mod bench;
+mod bench_acct;
 mod config;
 pub mod daemon;
 pub mod handle;
@@ -60,6 +61,7 @@ pub fn run(sh: &Shell, root: &Path, args: ClusterArgs) -> Result<()> {
         ClusterAction::Peer(args) => peer::run(sh, root, args),
         ClusterAction::Soak(args) => soak::run(sh, args),
         ClusterAction::Bench(args) => bench::run(sh, root, args),
+        ClusterAction::BenchAcct(args) => bench_acct::run(sh, args),
         ClusterAction::Up {
             shape,
             target,

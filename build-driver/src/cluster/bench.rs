@@ -245,7 +245,7 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-fn loadavg() -> String {
+pub(super) fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "unknown".into())
@@ -255,7 +255,7 @@ fn absolute(p: &Path) -> Result<PathBuf> {
     std::path::absolute(p).map_err(|e| Error::io(p, e))
 }
 
-fn work_dir() -> Result<PathBuf> {
+pub(super) fn work_dir() -> Result<PathBuf> {
     crate::util::fs::new_work_dir("xtask-bench", 0o755)
 }
 
