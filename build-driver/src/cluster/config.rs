@@ -101,6 +101,10 @@ impl Layout {
     pub fn fail_flag(&self, script: &str) -> PathBuf {
         self.jobs().join(format!("{script}-fail"))
     }
+    /// A flag file: while it exists, the prolog (or epilog) hangs (sleeps 5 minutes).
+    pub fn sleep_flag(&self, script: &str) -> PathBuf {
+        self.jobs().join(format!("{script}-sleep"))
+    }
     /// Where the prolog and epilog append `<script> <job id>` lines.
     pub fn hook_log(&self) -> PathBuf {
         self.jobs().join("hooks.log")

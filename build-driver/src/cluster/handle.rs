@@ -25,6 +25,11 @@
 //!   `std::process::Command` with `SLURM_CONF` (and the darwin personality's hardware file,
 //!   `SLURM_SHIM_MAC_HARDWARE`, [`Layout::mac_hardware`]) set; run it with
 //!   `crate::util::process::bounded` (a deadline) or through the scenarios' `Ctx`.
+//! - **A node's own mounts.** [`Cluster::set_node_mounts`] gives node `i`'s namespace files
+//!   or tmpfs of its own ([`NodeMount`]: its `/etc/passwd`, a tiny spool); its slurmd gets
+//!   them at its next start. A tmpfs is private to the process started with it: read a
+//!   daemon's through `/proc/<pid>/root/<path>` ([`Cluster::seen_by`]).
+//!   [`Cluster::set_slurmd_args`] adds arguments to its next start (`-c`).
 //! - **Node state.** [`Cluster::node_state`] (sinfo's word for node `i`), and
 //!   [`Cluster::leftovers`]: processes left in the cluster's namespaces that are no daemon
 //!   (job processes).
@@ -36,6 +41,7 @@
 use super::config::{CLIENT_TIMEOUT, Layout};
 use super::daemon::Daemon;
 use super::nodes::Node;
+pub use super::procs::NodeMount;
 use super::procs::{self, Isolation, Liveness, ProcRecord, Stopped, Usage};
 use super::profile::Profile;
 use super::state::State;
@@ -63,6 +69,8 @@ pub struct Cluster {
     pub(super) node_isolation: Vec<Option<Isolation>>,
     /// How long [`Cluster::start`] waits for a daemon to serve.
     pub ready_timeout: Duration,
+    /// More arguments for each node's slurmd at its next start ([`Cluster::set_slurmd_args`]).
+    pub(super) slurmd_args: Vec<Vec<String>>,
 }
 
 impl Cluster {
@@ -93,6 +101,7 @@ impl Cluster {
         Ok(Cluster {
             state,
             isolation,
+            slurmd_args: vec![Vec::new(); node_isolation.len()],
             node_isolation,
             ready_timeout: READY_TIMEOUT,
         })
@@ -231,6 +240,53 @@ impl Cluster {
         Ok(cmd)
     }
 
+    /// Node `i`'s own mounts from its next slurmd start on (`&[]`: none again); commands
+    /// [`Cluster::wrap_on`] starts on the node get them too. Without node namespaces (not
+    /// root, not Linux) this is an error.
+    pub fn set_node_mounts(&mut self, i: usize, mounts: &[NodeMount]) -> Result<()> {
+        let name = self.state.name.clone();
+        let base = match self.node_isolation.get(i) {
+            Some(Some(iso)) => iso,
+            Some(None) => {
+                return Err(Error::Usage(format!(
+                    "cluster `{name}` runs its nodes without namespaces (needs root on Linux): node mounts are not possible"
+                )));
+            }
+            None => {
+                return Err(Error::Usage(format!(
+                    "cluster `{name}` has no node index {i}"
+                )));
+            }
+        };
+        let iso = base.with_mounts(mounts)?;
+        self.node_isolation[i] = Some(iso);
+        Ok(())
+    }
+
+    /// More arguments for node `i`'s slurmd from its next start on (`-c`: a clean start;
+    /// `&[]`: none again).
+    pub fn set_slurmd_args(&mut self, i: usize, args: &[&str]) -> Result<()> {
+        let name = self.state.name.clone();
+        let slot = self
+            .slurmd_args
+            .get_mut(i)
+            .ok_or_else(|| Error::Usage(format!("cluster `{name}` has no node index {i}")))?;
+        *slot = args.iter().map(|a| a.to_string()).collect();
+        Ok(())
+    }
+
+    /// `path` as the daemon `d` sees it (in its mount namespace: `/proc/<pid>/root/<path>`),
+    /// or `path` itself when `d` shares ours or does not run.
+    pub fn seen_by(&self, d: Daemon, path: &Path) -> PathBuf {
+        match self.record(d) {
+            Some(r) if r.mnt_ns.is_some() => Path::new("/proc")
+                .join(r.pid.to_string())
+                .join("root")
+                .join(path.strip_prefix("/").unwrap_or(path)),
+            _ => path.to_path_buf(),
+        }
+    }
+
     /// The daemon's record (PID and start time), if it was started.
     pub fn record(&self, d: Daemon) -> Option<&ProcRecord> {
         self.state.daemon(&d.name())
@@ -334,6 +390,20 @@ impl Cluster {
             .collect();
         states.dedup();
         Ok((out.status.success() && !states.is_empty()).then(|| states.join("|")))
+    }
+
+    /// [`Cluster::leftovers`] on the nodes only: without what runs in the head daemons'
+    /// namespaces (slurmctld's `slurmscriptd`). What is left once every job ended is a
+    /// process Slurm lost track of.
+    pub fn node_leftovers(&self) -> Vec<ProcRecord> {
+        let head: Vec<u64> = Daemon::HEAD
+            .iter()
+            .filter_map(|&d| self.record(d).and_then(|r| r.mnt_ns))
+            .collect();
+        self.leftovers()
+            .into_iter()
+            .filter(|p| p.mnt_ns.is_none_or(|ns| !head.contains(&ns)))
+            .collect()
     }
 
     /// The processes left in the mount namespaces of recorded daemons that are neither a

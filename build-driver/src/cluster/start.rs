@@ -140,8 +140,9 @@ impl Cluster {
                 let node = self.node_at(i)?;
                 let sbin = node.prefix.join("sbin");
                 let name = &node.name;
+                let extra = self.slurmd_args.get(i).cloned().unwrap_or_default();
                 (
-                    Command::from(cmd!(sh, "{sbin}/slurmd -D -N {name} -f {conf}")),
+                    Command::from(cmd!(sh, "{sbin}/slurmd -D -N {name} -f {conf} {extra...}")),
                     self.node_isolation.get(i).cloned().flatten(),
                 )
             }

@@ -257,7 +257,7 @@ fn ask_in(a: &Ask<'_>, work: &Path) -> Result<Answer> {
     let private = |cmd: &mut Command| {
         if isolate {
             if let Ok(dir) = std::ffi::CString::new(run.as_os_str().as_encoded_bytes()) {
-                crate::util::process::spawn::private_run(cmd, dir, None);
+                crate::util::process::spawn::private_run(cmd, dir, None, Vec::new());
             }
         }
     };

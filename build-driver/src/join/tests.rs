@@ -301,6 +301,7 @@ fn join__planned_dynamic_slurmd_registers_with_its_features() {
         &mut cmd,
         std::ffi::CString::new(run.as_os_str().as_encoded_bytes()).unwrap(),
         Some(c"mac1".into()),
+        Vec::new(),
     );
     let log = c.layout().root.join("mac1-slurmd.out");
     let mut child = crate::util::process::spawn_logged(cmd, &log).unwrap();

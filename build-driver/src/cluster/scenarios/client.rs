@@ -113,6 +113,19 @@ impl<'a> Ctx<'a> {
         self.sbatch_with(&mut c, stem, args, &script)
     }
 
+    /// `sbatch` through a prepared command `c` (a client with a umask or limits of its own),
+    /// as [`Ctx::sbatch`] otherwise.
+    pub fn sbatch_using(
+        &mut self,
+        mut c: Command,
+        stem: &str,
+        args: &[&str],
+        body: &str,
+    ) -> Result<u32> {
+        let script = self.script(stem, body)?;
+        self.sbatch_with(&mut c, stem, args, &script)
+    }
+
     fn sbatch_with(
         &self,
         c: &mut Command,
@@ -282,6 +295,28 @@ impl<'a> Ctx<'a> {
             POLL,
             || Ok(pids.iter().all(|&p| !process_exists(p)).then_some(())),
         )
+    }
+
+    /// Wait until no process is left on the nodes but their slurmd (every job step and task
+    /// has exited); an error lists what is still there.
+    pub fn wait_no_job_processes(&self, timeout: Duration) -> Result<()> {
+        let mut last = Vec::new();
+        poll("the nodes' job processes to exit", timeout, POLL, || {
+            last = self.cluster.node_leftovers();
+            Ok(last.is_empty().then_some(()))
+        })
+        .map_err(|e| {
+            let left: Vec<String> = last
+                .iter()
+                .map(|p| {
+                    let cmd = std::fs::read(format!("/proc/{}/cmdline", p.pid))
+                        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+                        .unwrap_or_default();
+                    format!("{} ({}: {})", p.pid, p.name, cmd.trim())
+                })
+                .collect();
+            Error::Scenario(format!("{e}: still there: {}", left.join(", ")))
+        })
     }
 
     /// The first node's name (`node1`): the node of the one-node scenarios.
