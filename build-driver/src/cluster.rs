@@ -44,6 +44,7 @@ mod render;
 mod scenarios;
 mod start;
 mod state;
+mod upgrade;
 pub mod user;
 
 pub use lifecycle::{UpOptions, default_dir, down, up};
@@ -94,10 +95,12 @@ pub fn run(sh: &Shell, root: &Path, args: ClusterArgs) -> Result<()> {
             only,
             keep,
             profile,
+            upgrade_to,
         } => {
             let (name, dir) = target.resolve("test")?;
             let mut up = shape.up_options(name, dir)?;
             up.profile = profile.profile;
+            up.upgrade_to = upgrade_to;
             test(sh, &TestOptions { up, only, keep })
         }
     }

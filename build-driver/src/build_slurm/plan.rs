@@ -292,6 +292,9 @@ impl Plan {
                 .join("\u{1f}"),
         );
         inputs.add("make", self.make_vars.join("\u{1f}"));
+        if self.target.os == Os::Linux {
+            inputs.add("contribs", super::run::CONTRIBS.join(","));
+        }
         if self.personality == Personality::Darwin {
             // The config.h rewrite is part of what the build is (a changed answer rebuilds).
             inputs.add("config.h answers", format!("{:?}", configure::CONFIG_H_ANSWERS));

@@ -45,6 +45,8 @@ pub struct ProcRecord {
 pub struct Isolation {
     run_dir: CString,
     hostname: Option<CString>,
+    /// Files bind-mounted over others in the namespace: `(ours, target)`.
+    binds: Vec<(CString, CString)>,
 }
 
 impl Isolation {
@@ -54,7 +56,19 @@ impl Isolation {
         Ok(Isolation {
             run_dir,
             hostname: None,
+            binds: Vec::new(),
         })
+    }
+
+    /// Also bind-mount `ours` onto `target` (e.g. an `/etc/hosts` that names a second
+    /// controller's loopback address).
+    pub fn with_bind(mut self, ours: &Path, target: &Path) -> Result<Isolation> {
+        let c = |p: &Path| {
+            CString::new(p.as_os_str().as_bytes())
+                .map_err(|_| Error::file(p, "a NUL byte in the path"))
+        };
+        self.binds.push((c(ours)?, c(target)?));
+        Ok(self)
     }
 
     /// A node's: its own `/run` and host name.
@@ -70,7 +84,12 @@ impl Isolation {
     /// Make `cmd` enter a new mount namespace with our directory on `/run` (and a new UTS
     /// namespace with the node's host name) before it execs.
     pub fn apply(&self, cmd: &mut Command) {
-        crate::util::process::spawn::private_run(cmd, self.run_dir.clone(), self.hostname.clone());
+        crate::util::process::spawn::private_run(
+            cmd,
+            self.run_dir.clone(),
+            self.hostname.clone(),
+            self.binds.clone(),
+        );
     }
 }
 

@@ -97,9 +97,15 @@ impl Cluster {
     fn spawn(&mut self, sh: &Shell, d: Daemon, first: bool) -> Result<u32> {
         let l = self.layout();
         let (mut cmd, iso) = self.daemon_command(sh, d, first)?;
+        let conf = d
+            .node()
+            .and_then(|i| self.slurmd_launch.get(&i))
+            .and_then(|launch| launch.slurm_conf.clone())
+            .unwrap_or_else(|| l.conf());
         // A daemon that aborts dumps its core in its working directory: the cluster's logs,
         // never the caller's directory (a source tree).
-        cmd.env("SLURM_CONF", l.conf()).current_dir(l.logs());
+        cmd.env("SLURM_CONF", conf).current_dir(l.logs());
+        super::config::set_emulation_log(&mut cmd, &l);
         let rec = procs::spawn_detached(&d.name(), cmd, iso.as_ref(), &l.daemon_output(&d.name()))?;
         let pid = rec.pid;
         self.state.record(rec)?;
@@ -136,8 +142,15 @@ impl Cluster {
                 let node = self.node_at(i)?;
                 let sbin = node.prefix.join("sbin");
                 let name = &node.name;
+                let c = match self.slurmd_launch.get(&i) {
+                    Some(launch) => {
+                        let args = &launch.args;
+                        cmd!(sh, "{sbin}/slurmd -D -N {name} {args...}")
+                    }
+                    None => cmd!(sh, "{sbin}/slurmd -D -N {name} -f {conf}"),
+                };
                 (
-                    Command::from(cmd!(sh, "{sbin}/slurmd -D -N {name} -f {conf}")),
+                    Command::from(c),
                     self.node_isolation.get(i).cloned().flatten(),
                 )
             }

@@ -9,17 +9,26 @@ mod bad_states;
 mod batch;
 mod churn;
 mod client;
+mod configless;
+mod dynamic;
 mod environment;
+mod failover;
+mod gpu_node;
 mod gres;
 mod hooks;
+mod ipv6;
 mod memory;
 mod mix;
 mod nodes;
+mod pmi2;
+mod proc_access;
 mod processes;
 mod pty;
+mod reconf;
 mod restarts;
 mod sack;
 mod steps;
+mod upgrade;
 
 use super::handle::Cluster;
 use crate::error::Result;
@@ -39,6 +48,10 @@ pub enum Needs {
     Nodes(usize),
     /// Nodes of at least two builds (`--mix`).
     Mix,
+    /// A newer build to upgrade to (`cluster test --upgrade-to P2`).
+    UpgradeTo,
+    /// At least one node of a darwin-personality build (the shim's emulation log).
+    DarwinNode,
 }
 
 impl Needs {
@@ -56,6 +69,18 @@ impl Needs {
             )),
             Needs::Mix if builds.len() < 2 => Some(
                 "needs nodes of two builds (run it with --mix native=P1,darwin=P2)".to_string(),
+            ),
+            Needs::DarwinNode
+                if !cluster.nodes().iter().any(|x| {
+                    crate::staging::Manifest::read(&x.prefix).is_ok_and(|m| {
+                        m.personality == crate::personality::Personality::Darwin
+                    })
+                }) =>
+            {
+                Some("needs a node of a darwin-personality build (a native build has no shim and logs nothing)".to_string())
+            }
+            Needs::UpgradeTo if cluster.state.upgrade_to.is_none() => Some(
+                "needs a newer build to upgrade to (run it with --prefix P1 --upgrade-to P2, P2 at most three major releases after P1)".to_string(),
             ),
             _ => None,
         }
@@ -118,10 +143,37 @@ pub const ALL: &[Scenario] = &[
     ),
     with("mix-span", Needs::Mix, mix::span),
     with("mix-clients", Needs::Mix, mix::clients),
+    // The proof of concept's test plan (../shared/docs/POC-DEFECTS.md section C), by its
+    // SMD ID; docs/PARITY.md maps every ID.
+    with("smd-204-gres-beside-gpu", Needs::Nodes(1), gpu_node::beside_gpu_job),
+    with("smd-205-gres-fewer-gpus", Needs::Nodes(1), gpu_node::fewer_gpus),
+    with("smd-206-gres-slurmd-restart", Needs::Nodes(1), gpu_node::slurmd_restart),
+    with("smd-401-pmi2-kvs", Needs::Nodes(2), pmi2::across_nodes),
+    with("smd-402-pmi2-mixed-builds", Needs::Mix, pmi2::across_builds),
+    with("smd-404-configless", Needs::Nodes(1), configless::fetches_config),
+    with("smd-405-backup-controller", Needs::Nodes(1), failover::backup_takes_over),
+    with("smd-406-ipv6-loopback", Needs::Nodes(1), ipv6::loopback_end_to_end),
+    with(
+        "smd-408-dynamic-node",
+        Needs::Nodes(1),
+        dynamic::register_delete_register,
+    ),
     one("bad-daemon-dies", bad_states::daemon_dies),
     one("bad-port-taken", bad_states::port_taken),
     one("bad-mariadb", bad_states::mariadb_fails),
     one("bad-leftover", bad_states::leftover),
+    // After every other scenario: what they made Slurm try on a darwin node.
+    with(
+        "smd-306-no-proc-access",
+        Needs::DarwinNode,
+        proc_access::only_accepted_sites,
+    ),
+    // Last: the cluster stays on the newer build.
+    with(
+        "smd-410-upgrade",
+        Needs::UpgradeTo,
+        upgrade::controller_then_nodes,
+    ),
 ];
 
 /// One scenario's result.

@@ -26,24 +26,31 @@ pub fn new_session(cmd: &mut Command) {
 }
 
 /// The child enters a new mount namespace (`unshare(CLONE_NEWNS)`), makes every mount in it
-/// private and bind-mounts `run_dir` onto `/run`; with `hostname` it also enters a new UTS
-/// namespace (`CLONE_NEWUTS`) and takes that host name (a node of a cluster on one machine).
-/// Linux only; elsewhere the child fails with `ENOSYS`.
+/// private and bind-mounts `run_dir` onto `/run`, then each `(ours, target)` of `binds`;
+/// with `hostname` it also enters a new UTS namespace (`CLONE_NEWUTS`) and takes that host
+/// name (a node of a cluster on one machine). Linux only; elsewhere the child fails with
+/// `ENOSYS`.
 pub fn private_run(
     cmd: &mut Command,
     run_dir: std::ffi::CString,
     hostname: Option<std::ffi::CString>,
+    binds: Vec<(std::ffi::CString, std::ffi::CString)>,
 ) {
     // SAFETY: the hook runs in the forked child before exec; unshare(2), mount(2) and
     // sethostname(2) are async-signal-safe, and their arguments are C strings made before the
-    // fork (moved into the hook; nix passes a `&CStr` and an `OsStr` through without copying).
+    // fork (moved into the hook; nix passes a `&CStr` and an `OsStr` through without copying;
+    // iterating the vector reads memory made before the fork and allocates nothing).
     unsafe {
-        cmd.pre_exec(move || enter_private_run(&run_dir, hostname.as_deref()));
+        cmd.pre_exec(move || enter_private_run(&run_dir, hostname.as_deref(), &binds));
     }
 }
 
 #[cfg(target_os = "linux")]
-fn enter_private_run(run_dir: &CStr, hostname: Option<&CStr>) -> std::io::Result<()> {
+fn enter_private_run(
+    run_dir: &CStr,
+    hostname: Option<&CStr>,
+    binds: &[(std::ffi::CString, std::ffi::CString)],
+) -> std::io::Result<()> {
     use nix::mount::{MsFlags, mount};
     use nix::sched::CloneFlags;
     use std::os::unix::ffi::OsStrExt;
@@ -64,11 +71,24 @@ fn enter_private_run(run_dir: &CStr, hostname: Option<&CStr>) -> std::io::Result
         NONE,
     )?;
     mount(Some(run_dir), c"/run", NONE, MsFlags::MS_BIND, NONE)?;
+    for (ours, target) in binds {
+        mount(
+            Some(ours.as_c_str()),
+            target.as_c_str(),
+            NONE,
+            MsFlags::MS_BIND,
+            NONE,
+        )?;
+    }
     Ok(())
 }
 
 #[cfg(not(target_os = "linux"))]
-fn enter_private_run(_run_dir: &CStr, _hostname: Option<&CStr>) -> std::io::Result<()> {
+fn enter_private_run(
+    _run_dir: &CStr,
+    _hostname: Option<&CStr>,
+    _binds: &[(std::ffi::CString, std::ffi::CString)],
+) -> std::io::Result<()> {
     Err(std::io::Error::from_raw_os_error(libc::ENOSYS))
 }
 
