@@ -5,6 +5,7 @@
 //! `crate::audit::expect` (accepted plugin-linkage findings, beside the audit's report).
 
 pub mod make_check;
+pub mod proc_access;
 
 use crate::error::{Error, Result};
 use serde::Deserialize;

@@ -299,9 +299,17 @@ fn cross_sdk_stubs__frameworks_export_what_gpu_apple_calls() {
         let text = fs::read_to_string(root.join("shim/include/emulate").join(h)).unwrap();
         let fw = root
             .join("build-driver/cross-sdk/Frameworks")
-            .join(format!("{}.framework/Headers", h.split('/').next().unwrap()))
+            .join(format!(
+                "{}.framework/Headers",
+                h.split('/').next().unwrap()
+            ))
             .join(h.split('/').nth(1).unwrap());
-        assert_eq!(fs::read_to_string(&fw).unwrap(), text, "{} is the stand-in", fw.display());
+        assert_eq!(
+            fs::read_to_string(&fw).unwrap(),
+            text,
+            "{} is the stand-in",
+            fw.display()
+        );
         declared.extend(
             rows.iter()
                 .filter(|r| text.contains(&format!(" {}(", &r[1..])))

@@ -15,8 +15,15 @@ use super::Layout;
 /// The formula's Slurm source: a release tarball by sha256, or a release tag by revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
-    Tarball { url: String, sha256: String },
-    Git { url: String, tag: String, revision: String },
+    Tarball {
+        url: String,
+        sha256: String,
+    },
+    Git {
+        url: String,
+        tag: String,
+        revision: String,
+    },
 }
 
 impl Source {

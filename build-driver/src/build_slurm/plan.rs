@@ -337,9 +337,19 @@ impl Plan {
         if let Some(d) = &self.dirs.destdir {
             inputs.add("destdir", d.display().to_string());
         }
+        if self.target.os == Os::Linux {
+            inputs.add("contribs", super::run::CONTRIBS.join(","));
+        }
         if self.personality == Personality::Darwin {
             // The config.h rewrite is part of what the build is (a changed answer rebuilds).
-            inputs.add("config.h answers", format!("{:?} {}", configure::CONFIG_H_ANSWERS, configure::APPLE_GUARD));
+            inputs.add(
+                "config.h answers",
+                format!(
+                    "{:?} {}",
+                    configure::CONFIG_H_ANSWERS,
+                    configure::APPLE_GUARD
+                ),
+            );
         }
         Ok(inputs)
     }

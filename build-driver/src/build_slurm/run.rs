@@ -114,6 +114,12 @@ fn make(sh: &Shell, plan: &Plan) -> Result<()> {
     Ok(())
 }
 
+/// The contributed libraries installed with Slurm (`make -C contribs/<dir> install`), on a
+/// Linux target: `libpmi2` (`include/slurm/pmi2.h`, `lib/libpmi2`), the PMI-2 client
+/// library an MPI program links for `srun --mpi=pmi2` (the cluster scenarios' PMI-2
+/// fixture). Not yet for an Apple target (not tried with zig's linker).
+pub const CONTRIBS: &[&str] = &["pmi2"];
+
 fn install(sh: &Shell, plan: &Plan) -> Result<()> {
     let t = Instant::now();
     let mut command = make_command(sh, plan, Some("install"));
@@ -131,6 +137,18 @@ fn install(sh: &Shell, plan: &Plan) -> Result<()> {
         &plan.dirs.log("install"),
         Progress::Spinner,
     )?;
+    if plan.target.os == crate::targets::Os::Linux {
+        for dir in CONTRIBS {
+            let mut c = make_command(sh, plan, Some("install"));
+            c.current_dir(plan.dirs.build.join("contribs").join(dir));
+            run_logged(
+                c,
+                &format!("make install in contribs/{dir}"),
+                &plan.dirs.log(&format!("install-{dir}")),
+                Progress::Spinner,
+            )?;
+        }
+    }
     eprintln!(
         "build-slurm: install done in {:.0}s",
         t.elapsed().as_secs_f64()

@@ -16,7 +16,9 @@
 //!   first recorded daemon that died, with its log tail. Every signal goes through a pidfd
 //!   after the PID's start time matched (procs.rs): never to a reused PID.
 //! - **Logs.** [`Cluster::log`] and [`Cluster::output`] (what the daemon printed before its
-//!   log was open) of any daemon: `log/slurmd-node2.log`, `log/slurmctld.log`, ...
+//!   log was open) of any daemon: `log/slurmd-node2.log`, `log/slurmctld.log`, ...; every
+//!   daemon and client gets the darwin shim's emulation log, `log/shim-emulation.log`
+//!   (config.rs `emulation_log`), unless the caller set `SLURM_SHIM_EMULATION_LOG`.
 //! - **Clients.** [`Cluster::tool`] (a client of the head's build, as root, on the head: its
 //!   `/run` holds slurmctld's SACK socket), [`Cluster::tool_as`] (as another user, through
 //!   `runuser`), [`Cluster::tool_on`] / [`Cluster::tool_on_as`] (the node's own build, in the
@@ -30,6 +32,10 @@
 //!   them at its next start. A tmpfs is private to the process started with it: read a
 //!   daemon's through `/proc/<pid>/root/<path>` ([`Cluster::seen_by`]).
 //!   [`Cluster::set_slurmd_args`] adds arguments to its next start (`-c`).
+//! - **Nodes a scenario adds or starts its own way.** [`Cluster::slurmd_launch`] (a node's
+//!   slurmd with other arguments and `SLURM_CONF`: configless, `-Z`), [`Cluster::add_node`]
+//!   and [`Cluster::remove_node`] (a node not in `slurm.conf`), [`Cluster::forget`] (the
+//!   record of a process a scenario started itself, once stopped).
 //! - **Node state.** [`Cluster::node_state`] (sinfo's word for node `i`), and
 //!   [`Cluster::leftovers`]: processes left in the cluster's namespaces that are no daemon
 //!   (job processes).
@@ -49,6 +55,7 @@ use crate::error::{Error, Result};
 use crate::util::process::bounded::run_bounded;
 use crate::util::process::file_tail;
 use nix::sys::signal::Signal;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -71,6 +78,20 @@ pub struct Cluster {
     pub ready_timeout: Duration,
     /// More arguments for each node's slurmd at its next start ([`Cluster::set_slurmd_args`]).
     pub(super) slurmd_args: Vec<Vec<String>>,
+    /// Nodes whose slurmd a scenario starts otherwise than `up` does (configless, a
+    /// dynamic node), by node index; not recorded in `cluster.toml`.
+    pub slurmd_launch: BTreeMap<usize, SlurmdLaunch>,
+}
+
+/// How a scenario starts a node's slurmd instead of `slurmd -D -N <node> -f <slurm.conf>`
+/// with `SLURM_CONF=<slurm.conf>` ([`Cluster::slurmd_launch`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SlurmdLaunch {
+    /// The arguments after `slurmd -D -N <node>` (instead of `-f <slurm.conf>`).
+    pub args: Vec<String>,
+    /// `SLURM_CONF` in its environment (default: the cluster's slurm.conf). auth/slurm
+    /// finds `slurm.key` beside it.
+    pub slurm_conf: Option<PathBuf>,
 }
 
 impl Cluster {
@@ -104,7 +125,63 @@ impl Cluster {
             slurmd_args: vec![Vec::new(); node_isolation.len()],
             node_isolation,
             ready_timeout: READY_TIMEOUT,
+            slurmd_launch: BTreeMap::new(),
         })
+    }
+
+    /// A node that is not in `slurm.conf` (a dynamic node): recorded with the others, its
+    /// directories made, its namespaces like theirs; returns its index. Its slurmd is
+    /// started by [`Cluster::start`] with a [`SlurmdLaunch`].
+    pub fn add_node(&mut self, node: Node) -> Result<usize> {
+        if self.nodes().iter().any(|n| n.name == node.name) {
+            return Err(Error::Usage(format!(
+                "cluster `{}` already has a node `{}`",
+                self.state.name, node.name
+            )));
+        }
+        let l = self.layout();
+        for d in [l.node_run(&node.name), l.node_spool(&node.name)] {
+            std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
+        }
+        let iso = self
+            .state
+            .node_namespaces
+            .then(|| Isolation::node(&l.node_run(&node.name), &node.hostname))
+            .transpose()?;
+        self.state.nodes.push(node);
+        self.node_isolation.push(iso);
+        self.state.save()?;
+        Ok(self.state.nodes.len() - 1)
+    }
+
+    /// Forget the last node added by [`Cluster::add_node`]; its slurmd must not run.
+    pub fn remove_node(&mut self, i: usize) -> Result<()> {
+        let d = Daemon::Slurmd(i);
+        if i + 1 != self.nodes().len() || self.is_running(d) {
+            return Err(Error::Usage(format!(
+                "node index {i}: only the last node, once its slurmd stopped, can be removed"
+            )));
+        }
+        self.forget(d)?;
+        self.state.nodes.pop();
+        self.node_isolation.pop();
+        self.slurmd_launch.remove(&i);
+        self.state.save()
+    }
+
+    /// Drop a stopped process's record (a daemon a scenario started and stopped itself).
+    pub fn forget(&mut self, d: impl std::fmt::Display) -> Result<()> {
+        let name = d.to_string();
+        if let Some(rec) = self.state.daemon(&name) {
+            if rec.liveness() == Liveness::Running {
+                return Err(Error::Usage(format!(
+                    "{name} (pid {}) still runs: stop it before forgetting it",
+                    rec.pid
+                )));
+            }
+        }
+        self.state.daemons.retain(|r| r.name != name);
+        self.state.save()
     }
 
     pub fn name(&self) -> &str {
@@ -218,6 +295,7 @@ impl Cluster {
     pub fn wrap(&self, mut cmd: Command) -> Command {
         cmd.env("SLURM_CONF", self.layout().conf());
         cmd.env(crate::gres_conf::HARDWARE_VAR, self.layout().mac_hardware());
+        super::config::set_emulation_log(&mut cmd, &self.layout());
         if let Some(iso) = &self.isolation {
             iso.apply(&mut cmd);
         }
@@ -234,6 +312,7 @@ impl Cluster {
         }
         cmd.env("SLURM_CONF", self.layout().conf());
         cmd.env(crate::gres_conf::HARDWARE_VAR, self.layout().mac_hardware());
+        super::config::set_emulation_log(&mut cmd, &self.layout());
         if let Some(Some(iso)) = self.node_isolation.get(i) {
             iso.apply(&mut cmd);
         }

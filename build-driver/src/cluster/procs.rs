@@ -101,6 +101,19 @@ impl Isolation {
         })
     }
 
+    /// Also bind-mount `ours` onto `target` (e.g. an `/etc/hosts` that names a second
+    /// controller's loopback address).
+    pub fn with_bind(mut self, ours: &Path, target: &Path) -> Result<Isolation> {
+        self.extra.push(
+            NodeMount::Bind {
+                source: ours.to_path_buf(),
+                target: target.to_path_buf(),
+            }
+            .to_extra()?,
+        );
+        Ok(self)
+    }
+
     /// A node's: its own `/run` and host name.
     pub fn node(run_dir: &Path, hostname: &str) -> Result<Isolation> {
         let mut iso = Isolation::new(run_dir)?;

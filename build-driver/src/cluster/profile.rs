@@ -395,7 +395,9 @@ mod tests {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/CLUSTER.md");
         let readme = std::fs::read_to_string(&path).unwrap();
         let copy = readme_copy(&readme).unwrap_or_else(|| {
-            panic!("docs/CLUSTER.md has no profile table between `{README_BEGIN}` and `{README_END}`")
+            panic!(
+                "docs/CLUSTER.md has no profile table between `{README_BEGIN}` and `{README_END}`"
+            )
         });
         assert_eq!(
             copy,

@@ -182,8 +182,14 @@ fn install__refuses_foreign_prefix_wrong_build_missing_key_and_leaves_nothing() 
 fn install__without_from_looks_in_target_stage_and_says_how_to_build_it() {
     let d = tempfile::tempdir().unwrap();
     let sh = Shell::new().unwrap();
-    let a = InstallArgs { from: None, ..args(d.path(), d.path(), None) };
+    let a = InstallArgs {
+        from: None,
+        ..args(d.path(), d.path(), None)
+    };
     let e = run(&sh, d.path(), a).unwrap_err().to_string();
-    assert!(e.contains("stage/opt/slurm") && e.contains("--destdir target/stage"), "{e}");
+    assert!(
+        e.contains("stage/opt/slurm") && e.contains("--destdir target/stage"),
+        "{e}"
+    );
     assert!(default_from(Path::new("/r"), Path::new("/opt/slurm")).ends_with("stage/opt/slurm"));
 }

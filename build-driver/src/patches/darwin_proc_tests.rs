@@ -20,7 +20,12 @@ fn root() -> PathBuf {
 
 /// The harness built from `line`'s patch, or `None` (printed why) when tools are missing.
 fn harness(sh: &Shell, line: &str, dir: &Path) -> Option<PathBuf> {
-    if cmd!(sh, "cc --version").quiet().ignore_stdout().run().is_err() {
+    if cmd!(sh, "cc --version")
+        .quiet()
+        .ignore_stdout()
+        .run()
+        .is_err()
+    {
         println!("darwin_proc ({line}) skipped: no C compiler `cc`");
         return None;
     }

@@ -161,7 +161,10 @@ mod tests {
         let link = sdk.join("F.framework/Headers");
         std::os::unix::fs::symlink("../../headers/a", &link).unwrap();
         let one = contents_digest(d.path(), std::slice::from_ref(&sdk)).unwrap();
-        assert_eq!(one, contents_digest(d.path(), std::slice::from_ref(&sdk)).unwrap());
+        assert_eq!(
+            one,
+            contents_digest(d.path(), std::slice::from_ref(&sdk)).unwrap()
+        );
         fs::remove_file(&link).unwrap();
         std::os::unix::fs::symlink("../../headers/b", &link).unwrap();
         assert_ne!(one, contents_digest(d.path(), &[sdk]).unwrap());

@@ -2,7 +2,7 @@
 //! `scontrol reconfigure` ([`reconfigure`]).
 //!
 //! A change writes the lines into the cluster's one `slurm.conf` (a key already set is
-//! replaced, others are appended: render.rs `apply_lines`), reconfigures, and waits until
+//! replaced, others are appended: render.rs `edit_lines`), reconfigures, and waits until
 //! every node's slurmd re-registered. [`ConfChange::restore`] puts the original bytes back and
 //! reconfigures again; dropped without it (a scenario that failed), it does the same and
 //! prints what went wrong, so no later scenario runs with the changed file.
@@ -100,7 +100,7 @@ impl ConfChange {
     pub fn apply(cluster: &Cluster, lines: &[String]) -> Result<ConfChange> {
         let path = cluster.layout().conf();
         let original = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
-        let text = super::super::render::apply_lines(&String::from_utf8_lossy(&original), lines);
+        let text = super::super::render::edit_lines(&String::from_utf8_lossy(&original), lines);
         let mut change = ConfChange {
             cluster: cluster.clone(),
             path,

@@ -420,7 +420,9 @@ pub fn reparented_setsid(ctx: &mut Ctx<'_>) -> Result<String> {
             }
             return Err(Error::Scenario(format!(
                 "job {id}: {e}: the setsid child {escaped}{} survived the cancel (proctrack/darwin should remember it)",
-                adopted.map(|p| format!(", re-parented to {p},")).unwrap_or_default()
+                adopted
+                    .map(|p| format!(", re-parented to {p},"))
+                    .unwrap_or_default()
             )));
         }
         seen.push(format!(
@@ -537,7 +539,11 @@ pub fn background_class(ctx: &mut Ctx<'_>) -> Result<String> {
         }
         seen.push(format!(
             "={value}: task and child {}",
-            if want { "in the background class" } else { "normal" }
+            if want {
+                "in the background class"
+            } else {
+                "normal"
+            }
         ));
     }
     let id = ctx.sbatch_env(
@@ -624,8 +630,11 @@ mod tests {
 
     #[test]
     fn parse_truth__sums_processes() {
-        let t = parse_truth(&["1.010 167772160 33554432".into(), "1.000 167772160 33554432".into()])
-            .unwrap();
+        let t = parse_truth(&[
+            "1.010 167772160 33554432".into(),
+            "1.000 167772160 33554432".into(),
+        ])
+        .unwrap();
         assert!((t.cpu_s - 2.01).abs() < 1e-9);
         assert_eq!((t.maxrss, t.written), (320 << 20, 64 << 20));
         assert_eq!(parse_truth(&["x".into()]), None);

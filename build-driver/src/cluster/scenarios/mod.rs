@@ -18,13 +18,18 @@ mod batch;
 mod churn;
 pub(super) mod client;
 mod conf;
+mod configless;
 mod diskfull;
+mod dynamic;
 mod environment;
+mod failover;
 mod fixtures;
+mod gpu_node;
 mod gres;
 mod health;
 mod hooks;
 mod identities;
+mod ipv6;
 mod limits;
 mod logrotate;
 mod macos_native;
@@ -33,8 +38,11 @@ mod mix;
 mod node_metrics;
 mod node_view;
 mod nodes;
+mod pmi2;
+mod proc_access;
 mod processes;
 mod pty;
+mod reconf;
 mod reconfigure;
 mod recovery;
 mod restarts;
@@ -42,6 +50,7 @@ mod sack;
 mod spank;
 mod steps;
 mod task_hooks;
+mod upgrade;
 mod workdirs;
 
 use super::handle::Cluster;
@@ -68,6 +77,10 @@ pub enum Needs {
     /// One node tracked by process group: `setsid-escape` shows proctrack/pgid's limit,
     /// which `macos-native`'s proctrack/darwin does not have (`reparented-setsid` checks that).
     PgidTracking,
+    /// A newer build to upgrade to (`cluster test --upgrade-to P2`).
+    UpgradeTo,
+    /// At least one node of a darwin-personality build (the shim's emulation log).
+    DarwinNode,
 }
 
 impl Needs {
@@ -98,6 +111,18 @@ impl Needs {
                 "shows proctrack/pgid's limit; profile `macos-native` tracks by ancestry \
                  (its scenario is reparented-setsid)"
                     .to_string(),
+            ),
+            Needs::DarwinNode
+                if !cluster.nodes().iter().any(|x| {
+                    crate::staging::Manifest::read(&x.prefix).is_ok_and(|m| {
+                        m.personality == crate::personality::Personality::Darwin
+                    })
+                }) =>
+            {
+                Some("needs a node of a darwin-personality build (a native build has no shim and logs nothing)".to_string())
+            }
+            Needs::UpgradeTo if cluster.state.upgrade_to.is_none() => Some(
+                "needs a newer build to upgrade to (run it with --prefix P1 --upgrade-to P2, P2 at most three major releases after P1)".to_string(),
             ),
             _ => None,
         }
@@ -149,7 +174,11 @@ pub const ALL: &[Scenario] = &[
     one("user-identity", environment::identity),
     one("signal", processes::signal),
     one("cancel-process-tree", processes::cancel_tree),
-    with("setsid-escape", Needs::PgidTracking, processes::setsid_escape),
+    with(
+        "setsid-escape",
+        Needs::PgidTracking,
+        processes::setsid_escape,
+    ),
     one("launch-failures", steps::launch_failures),
     one("memory-allocation", memory::allocation),
     one("time-limit", processes::time_limit),
@@ -204,16 +233,91 @@ pub const ALL: &[Scenario] = &[
     with("mix-span", Needs::Mix, mix::span),
     with("mix-clients", Needs::Mix, mix::clients),
     // The macOS process plugins (profile `macos-native` only).
-    with("accounting-accuracy", Needs::MacosNative, macos_native::accounting_accuracy),
-    with("memory-oom-kill", Needs::MacosNative, macos_native::memory_oom_kill),
-    with("reparented-setsid", Needs::MacosNative, macos_native::reparented_setsid),
-    with("double-fork-escape", Needs::MacosNative, macos_native::double_fork_escape),
-    with("background-class", Needs::MacosNative, macos_native::background_class),
-    with("binding-not-enforced", Needs::MacosNative, macos_native::binding_not_enforced),
+    with(
+        "accounting-accuracy",
+        Needs::MacosNative,
+        macos_native::accounting_accuracy,
+    ),
+    with(
+        "memory-oom-kill",
+        Needs::MacosNative,
+        macos_native::memory_oom_kill,
+    ),
+    with(
+        "reparented-setsid",
+        Needs::MacosNative,
+        macos_native::reparented_setsid,
+    ),
+    with(
+        "double-fork-escape",
+        Needs::MacosNative,
+        macos_native::double_fork_escape,
+    ),
+    with(
+        "background-class",
+        Needs::MacosNative,
+        macos_native::background_class,
+    ),
+    with(
+        "binding-not-enforced",
+        Needs::MacosNative,
+        macos_native::binding_not_enforced,
+    ),
+    // The proof of concept's test plan (../shared/docs/POC-DEFECTS.md section C), by its
+    // SMD ID; docs/PARITY.md maps every ID.
+    with(
+        "smd-204-gres-beside-gpu",
+        Needs::Nodes(1),
+        gpu_node::beside_gpu_job,
+    ),
+    with(
+        "smd-205-gres-fewer-gpus",
+        Needs::Nodes(1),
+        gpu_node::fewer_gpus,
+    ),
+    with(
+        "smd-206-gres-slurmd-restart",
+        Needs::Nodes(1),
+        gpu_node::slurmd_restart,
+    ),
+    with("smd-401-pmi2-kvs", Needs::Nodes(2), pmi2::across_nodes),
+    with("smd-402-pmi2-mixed-builds", Needs::Mix, pmi2::across_builds),
+    with(
+        "smd-404-configless",
+        Needs::Nodes(1),
+        configless::fetches_config,
+    ),
+    with(
+        "smd-405-backup-controller",
+        Needs::Nodes(1),
+        failover::backup_takes_over,
+    ),
+    with(
+        "smd-406-ipv6-loopback",
+        Needs::Nodes(1),
+        ipv6::loopback_end_to_end,
+    ),
+    with(
+        "smd-408-dynamic-node",
+        Needs::Nodes(1),
+        dynamic::register_delete_register,
+    ),
     one("bad-daemon-dies", bad_states::daemon_dies),
     one("bad-port-taken", bad_states::port_taken),
     one("bad-mariadb", bad_states::mariadb_fails),
     one("bad-leftover", bad_states::leftover),
+    // After every other scenario: what they made Slurm try on a darwin node.
+    with(
+        "smd-306-no-proc-access",
+        Needs::DarwinNode,
+        proc_access::only_accepted_sites,
+    ),
+    // Last: the cluster stays on the newer build.
+    with(
+        "smd-410-upgrade",
+        Needs::UpgradeTo,
+        upgrade::controller_then_nodes,
+    ),
 ];
 
 /// What CI runs under `macos-native` (the darwin personality): its own scenarios plus the
@@ -454,7 +558,11 @@ mod tests {
         let why = local_skip(sc, &[]).unwrap();
         assert!(why.contains("--only") && why.contains(sc.name), "{why}");
         assert_eq!(local_skip(sc, &["smd-".into()]), None);
-        assert!(ALL.iter().filter(|s| s.local.is_none()).all(|s| local_skip(s, &[]).is_none()));
+        assert!(
+            ALL.iter()
+                .filter(|s| s.local.is_none())
+                .all(|s| local_skip(s, &[]).is_none())
+        );
     }
 
     #[test]

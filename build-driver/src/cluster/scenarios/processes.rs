@@ -194,7 +194,11 @@ pub fn orphans(ctx: &mut Ctx<'_>) -> Result<String> {
         "the zombie child to appear",
         Duration::from_secs(10),
         super::client::POLL,
-        || Ok(processes_where(|_, s, pp, _| s == 'Z' && pp == parent).first().copied()),
+        || {
+            Ok(processes_where(|_, s, pp, _| s == 'Z' && pp == parent)
+                .first()
+                .copied())
+        },
     )?;
     let group = state_and_group(plain).map(|(_, g)| g);
     let in_group: Vec<u32> = [plain, ignoring, parent, orphan]

@@ -55,7 +55,8 @@ pub fn private_run(
 ) {
     // SAFETY: the hook runs in the forked child before exec; unshare(2), mount(2) and
     // sethostname(2) are async-signal-safe, and their arguments are C strings made before the
-    // fork (moved into the hook; nix passes a `&CStr` and an `OsStr` through without copying).
+    // fork (moved into the hook; nix passes a `&CStr` and an `OsStr` through without copying;
+    // iterating the vector reads memory made before the fork and allocates nothing).
     unsafe {
         cmd.pre_exec(move || enter_private_run(&run_dir, hostname.as_deref(), &extra));
     }
