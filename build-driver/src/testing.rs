@@ -9,6 +9,14 @@ pub fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
+/// A temporary directory and the path `rel` below it: the usual start of a test that
+/// works on files (the directory lives as long as the first value).
+pub fn scratch(rel: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join(rel);
+    (d, p)
+}
+
 /// Whether every program is on the PATH; if not, prints why the calling test is skipped.
 pub fn have(sh: &Shell, programs: &[&str]) -> bool {
     let missing: Vec<&str> = programs
