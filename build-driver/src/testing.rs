@@ -17,6 +17,15 @@ pub fn scratch(rel: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     (d, p)
 }
 
+/// Compiles a C test harness: `cc -std=gnu11 -Wall -Werror ARGS...`; the test fails if it
+/// does not build.
+pub fn cc(sh: &Shell, args: &[&std::ffi::OsStr]) {
+    cmd!(sh, "cc -std=gnu11 -Wall -Werror {args...}")
+        .quiet()
+        .run()
+        .unwrap();
+}
+
 /// Whether every program is on the PATH; if not, prints why the calling test is skipped.
 pub fn have(sh: &Shell, programs: &[&str]) -> bool {
     let missing: Vec<&str> = programs
