@@ -26,6 +26,13 @@ pub fn cc(sh: &Shell, args: &[&std::ffi::OsStr]) {
         .unwrap();
 }
 
+/// A shell if every program is on the PATH; `None` (the reason printed: the calling test
+/// is skipped) if not.
+pub fn shell_with(programs: &[&str]) -> Option<Shell> {
+    let sh = Shell::new().unwrap();
+    have(&sh, programs).then_some(sh)
+}
+
 /// Whether every program is on the PATH; if not, prints why the calling test is skipped.
 pub fn have(sh: &Shell, programs: &[&str]) -> bool {
     let missing: Vec<&str> = programs

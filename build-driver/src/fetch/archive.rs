@@ -243,6 +243,14 @@ mod tests {
         b.into_inner().unwrap().finish().unwrap();
     }
 
+    /// A layout and `in.tar.gz` beside its trees: a Slurm-like source below `top`.
+    fn slurmish_in_layout(top: &str) -> (tempfile::TempDir, Layout, PathBuf) {
+        let (d, layout) = tmp_layout();
+        let tgz = d.path().join("in.tar.gz");
+        slurmish(&tgz, top);
+        (d, layout, tgz)
+    }
+
     fn slurmish(path: &Path, top: &str) {
         let files: Vec<(String, String)> = vec![
             (format!("{top}/"), String::new()),
@@ -282,9 +290,7 @@ mod tests {
 
     #[test]
     fn unpack_and_install__installs_contents_of_top_dir_and_marker() {
-        let (d, layout) = tmp_layout();
-        let tgz = d.path().join("in.tar.gz");
-        slurmish(&tgz, "slurm-1");
+        let (d, layout, tgz) = slurmish_in_layout("slurm-1");
         let dest = unpack_and_install(&layout, "1.2.3", &tgz, Some("slurm-1"), "sha256 x").unwrap();
         assert_eq!(dest, d.path().join("1.2.3"));
         assert!(dest.join("configure.ac").is_file() && dest.join("src/x.c").is_file());
@@ -300,9 +306,7 @@ mod tests {
 
     #[test]
     fn unpack_and_install__truncated_archive_is_an_error_and_leaves_no_tree() {
-        let (d, layout) = tmp_layout();
-        let tgz = d.path().join("in.tar.gz");
-        slurmish(&tgz, "slurm-1");
+        let (d, layout, tgz) = slurmish_in_layout("slurm-1");
         let bytes = fs::read(&tgz).unwrap();
         for cut in [bytes.len() / 2, bytes.len() - 4] {
             fs::write(&tgz, &bytes[..cut]).unwrap();
@@ -321,9 +325,7 @@ mod tests {
 
     #[test]
     fn unpack_and_install__wrong_top_dir_is_an_error() {
-        let (d, layout) = tmp_layout();
-        let tgz = d.path().join("in.tar.gz");
-        slurmish(&tgz, "other-top");
+        let (d, layout, tgz) = slurmish_in_layout("other-top");
         let e = unpack_and_install(&layout, "v", &tgz, Some("slurm-1"), "i").unwrap_err();
         assert!(
             e.to_string()

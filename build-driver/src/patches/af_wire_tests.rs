@@ -49,7 +49,14 @@ fn build(sh: &Shell, dir: &Path, extracted: &str) -> Builds {
     let apple: [&std::ffi::OsStr; 2] = ["-D__APPLE__".as_ref(), "-DFORCE_AF_INET6=30".as_ref()];
     crate::testing::cc(
         sh,
-        &[apple[0], apple[1], inc.as_ref(), o, mac.as_ref(), harness.as_ref()],
+        &[
+            apple[0],
+            apple[1],
+            inc.as_ref(),
+            o,
+            mac.as_ref(),
+            harness.as_ref(),
+        ],
     );
     Builds { linux, mac }
 }
