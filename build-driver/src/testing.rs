@@ -33,6 +33,16 @@ pub fn shell_with(programs: &[&str]) -> Option<Shell> {
     have(&sh, programs).then_some(sh)
 }
 
+/// Every line of `want` is one of `have`; the message names the one missing.
+pub fn assert_has_lines<S: AsRef<str> + std::fmt::Debug>(have: &[S], want: &[&str]) {
+    for w in want {
+        assert!(
+            have.iter().any(|h| h.as_ref() == *w),
+            "{w} missing: {have:?}"
+        );
+    }
+}
+
 /// Whether every program is on the PATH; if not, prints why the calling test is skipped.
 pub fn have(sh: &Shell, programs: &[&str]) -> bool {
     let missing: Vec<&str> = programs

@@ -65,11 +65,9 @@ fn restart_controller_and_node(ctx: &mut Ctx<'_>) -> Result<()> {
 /// The whole check (see the module documentation).
 pub fn autodetect(ctx: &mut Ctx<'_>) -> Result<String> {
     if !has_gpu_apple(ctx) {
-        ctx.gap = Some(
-            "gpu/apple is built for macOS and the darwin personality only (patch 0050); this prefix has no lib/slurm/gpu_apple.so"
-                .into(),
+        return ctx.not_run(
+            "gpu/apple is built for macOS and the darwin personality only (patch 0050); this prefix has no lib/slurm/gpu_apple.so",
         );
-        return Ok("not run".into());
     }
     let l = ctx.cluster.layout();
     let hw = l.mac_hardware();

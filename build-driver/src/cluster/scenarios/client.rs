@@ -40,6 +40,12 @@ pub struct Acct {
 }
 
 impl<'a> Ctx<'a> {
+    /// The scenario met a documented gap of the build (`why`) and is not run: its result.
+    pub fn not_run(&mut self, why: &str) -> Result<String> {
+        self.gap = Some(why.into());
+        Ok("not run".into())
+    }
+
     pub fn new(sh: &'a Shell, cluster: &'a mut Cluster, name: &str) -> Result<Ctx<'a>> {
         let dir = cluster.layout().jobs().join(name);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
