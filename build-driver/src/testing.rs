@@ -43,6 +43,17 @@ pub fn assert_has_lines<S: AsRef<str> + std::fmt::Debug>(have: &[S], want: &[&st
     }
 }
 
+/// Runs `c`, which must succeed (the message: `what` and its stderr); its output.
+pub fn output_ok(c: &mut std::process::Command, what: &str) -> std::process::Output {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Whether every program is on the PATH; if not, prints why the calling test is skipped.
 pub fn have(sh: &Shell, programs: &[&str]) -> bool {
     let missing: Vec<&str> = programs
