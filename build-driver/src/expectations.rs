@@ -52,6 +52,21 @@ pub trait Recorded: Default + Sized {
     fn parse(text: &str) -> std::result::Result<Self, String>;
 }
 
+/// The file's TOML as `T`, each entry of `entries(&t)` checked by `check` in order; `check`
+/// records what it has seen in the set, to refuse an entry listed twice.
+pub fn parse_checked<T: serde::de::DeserializeOwned, E, K: Ord>(
+    text: &str,
+    entries: impl Fn(&T) -> &[E],
+    mut check: impl FnMut(&E, &mut std::collections::BTreeSet<K>) -> std::result::Result<(), String>,
+) -> std::result::Result<T, String> {
+    let t: T = toml::from_str(text).map_err(|e| e.to_string())?;
+    let mut seen = std::collections::BTreeSet::new();
+    for e in entries(&t) {
+        check(e, &mut seen)?;
+    }
+    Ok(t)
+}
+
 /// Reads an expectations file; a missing file means nothing is expected (and says so).
 pub fn load<T: Recorded>(path: &Path) -> Result<T> {
     let Some(text) = crate::util::fs::read_optional(path)? else {
