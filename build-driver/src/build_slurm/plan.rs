@@ -432,21 +432,26 @@ mod tests {
     fn staging_name__personality_nopatch_and_cross_triple() {
         let linux = lookup("x86_64-unknown-linux-gnu").unwrap();
         let arm = lookup("aarch64-unknown-linux-gnu").unwrap();
-        assert_eq!(
-            staging_name("24.11.5", Personality::Native, false, linux, false),
-            "24.11.5-native"
-        );
-        assert_eq!(
-            staging_name("24.11.5", Personality::Native, true, linux, false),
-            "24.11.5-native-nopatch"
-        );
-        assert_eq!(
-            staging_name("24.11.5", Personality::Darwin, false, linux, false),
-            "24.11.5-darwin"
-        );
-        assert_eq!(
-            staging_name("24.11.5", Personality::Native, false, arm, true),
-            "24.11.5-native-aarch64-unknown-linux-gnu"
-        );
+        for (personality, no_patches, target, cross, want) in [
+            (Personality::Native, false, linux, false, "24.11.5-native"),
+            (
+                Personality::Native,
+                true,
+                linux,
+                false,
+                "24.11.5-native-nopatch",
+            ),
+            (Personality::Darwin, false, linux, false, "24.11.5-darwin"),
+            (
+                Personality::Native,
+                false,
+                arm,
+                true,
+                "24.11.5-native-aarch64-unknown-linux-gnu",
+            ),
+        ] {
+            let got = staging_name("24.11.5", personality, no_patches, target, cross);
+            assert_eq!(got, want, "case {want}");
+        }
     }
 }
