@@ -447,19 +447,13 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// A job's final states (sacct and scontrol spell them alike).
+const TERMINAL: &str =
+    "COMPLETED CANCELLED FAILED TIMEOUT NODE_FAIL PREEMPTED BOOT_FAIL DEADLINE OUT_OF_MEMORY";
+
 pub fn is_terminal(state: &str) -> bool {
-    matches!(
-        state.split_whitespace().next().unwrap_or(""),
-        "COMPLETED"
-            | "CANCELLED"
-            | "FAILED"
-            | "TIMEOUT"
-            | "NODE_FAIL"
-            | "PREEMPTED"
-            | "BOOT_FAIL"
-            | "DEADLINE"
-            | "OUT_OF_MEMORY"
-    )
+    let first = state.split_whitespace().next().unwrap_or("");
+    TERMINAL.split(' ').any(|t| t == first)
 }
 
 pub use super::super::jobs::parse_job_id;
@@ -526,6 +520,17 @@ mod tests {
         assert!(
             is_terminal("COMPLETED") && is_terminal("CANCELLED by 0") && is_terminal("TIMEOUT")
         );
+        for s in [
+            "FAILED",
+            "NODE_FAIL",
+            "PREEMPTED",
+            "BOOT_FAIL",
+            "DEADLINE",
+            "OUT_OF_MEMORY",
+        ] {
+            assert!(is_terminal(s), "{s}");
+        }
+        assert!(!is_terminal("") && !is_terminal("COMPLETE"));
     }
 
     #[test]
