@@ -124,6 +124,12 @@ fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
+/// The contributed libraries installed with Slurm (`make -C contribs/<dir> install`), on a
+/// Linux target: `libpmi2` (`include/slurm/pmi2.h`, `lib/libpmi2`), the PMI-2 client
+/// library an MPI program links for `srun --mpi=pmi2` (the cluster scenarios' PMI-2
+/// fixture). Not yet for an Apple target (not tried with zig's linker).
+pub const CONTRIBS: &[&str] = &["pmi2"];
+
 /// The staging directory name: `<version>-<personality>[-nopatch][-<triple>]` (the triple
 /// only when cross-compiling).
 pub fn staging_name(
@@ -338,7 +344,7 @@ impl Plan {
             inputs.add("destdir", d.display().to_string());
         }
         if self.target.os == Os::Linux {
-            inputs.add("contribs", super::run::CONTRIBS.join(","));
+            inputs.add("contribs", CONTRIBS.join(","));
         }
         if self.personality == Personality::Darwin {
             // The config.h rewrite is part of what the build is (a changed answer rebuilds).

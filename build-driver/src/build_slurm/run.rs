@@ -4,7 +4,7 @@
 
 use super::configure;
 use super::make;
-use super::plan::Plan;
+use super::plan::{CONTRIBS, Plan};
 use crate::error::{Error, Result};
 use crate::patches;
 use crate::util::process::logged::{Progress, run_logged};
@@ -113,12 +113,6 @@ fn make(sh: &Shell, plan: &Plan) -> Result<()> {
     );
     Ok(())
 }
-
-/// The contributed libraries installed with Slurm (`make -C contribs/<dir> install`), on a
-/// Linux target: `libpmi2` (`include/slurm/pmi2.h`, `lib/libpmi2`), the PMI-2 client
-/// library an MPI program links for `srun --mpi=pmi2` (the cluster scenarios' PMI-2
-/// fixture). Not yet for an Apple target (not tried with zig's linker).
-pub const CONTRIBS: &[&str] = &["pmi2"];
 
 fn install(sh: &Shell, plan: &Plan) -> Result<()> {
     let t = Instant::now();
