@@ -445,27 +445,32 @@ mod tests {
         ));
     }
 
+    /// A shell with make and a temporary directory holding `dir` and a `Makefile` of
+    /// `makefile`; `None` (the reason printed: the test is skipped) without make.
+    fn make_project(dir: &str, makefile: &str) -> Option<(Shell, tempfile::TempDir)> {
+        let sh = crate::testing::shell_with(&["make"])?;
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join(dir)).unwrap();
+        std::fs::write(d.path().join("Makefile"), makefile).unwrap();
+        Some((sh, d))
+    }
+
     /// A fake automake tree: `make -k check` writes one passing and one failing `.trs` and
     /// exits non-zero; the results are returned, not an error.
     #[test]
     fn make_check_in__failing_make_still_returns_results() {
-        if !crate::testing::have(&Shell::new().unwrap(), &["make"]) {
-            return;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("testsuite/u")).unwrap();
-        std::fs::write(
-            dir.path().join("Makefile"),
+        let Some((sh, dir)) = make_project(
+            "testsuite/u",
             "check:\n\tprintf ':test-result: PASS\\n' > testsuite/u/a-test.trs\n\
              \tprintf ':test-result: FAIL\\n' > testsuite/u/b-test.trs\n\tfalse\n",
-        )
-        .unwrap();
+        ) else {
+            return;
+        };
         std::fs::write(
             dir.path().join("testsuite/u/stale-test.trs"),
             ":test-result: PASS\n",
         )
         .unwrap();
-        let sh = Shell::new().unwrap();
         let r = make_check_with(&sh, dir.path(), 1, &[]).unwrap();
         assert_eq!(
             r,
@@ -476,17 +481,12 @@ mod tests {
 
     #[test]
     fn make_check_in__unexplained_make_failure_is_recorded() {
-        if !crate::testing::have(&Shell::new().unwrap(), &["make"]) {
-            return;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("testsuite")).unwrap();
-        std::fs::write(
-            dir.path().join("Makefile"),
+        let Some((sh, dir)) = make_project(
+            "testsuite",
             "check:\n\tprintf ':test-result: PASS\\n' > testsuite/a-test.trs\n\tfalse\n",
-        )
-        .unwrap();
-        let sh = Shell::new().unwrap();
+        ) else {
+            return;
+        };
         let r = make_check_with(&sh, dir.path(), 1, &[]).unwrap();
         assert_eq!(
             r,

@@ -415,6 +415,12 @@ pub enum ClusterAction {
         keep: bool,
         #[command(flatten)]
         profile: ProfileArg,
+        /// A newer build (within Slurm's upgrade window: at most three releases later) that
+        /// scenario smd-410 upgrades the running cluster to: slurmdbd and slurmctld first,
+        /// then each slurmd with its spool. The cluster then names no PluginDir (each program
+        /// loads its own build's plugins), as a mix does.
+        #[arg(long, value_name = "PREFIX", conflicts_with = "mix")]
+        upgrade_to: Option<PathBuf>,
     },
     /// Slurm's own Python test suite (testsuite/python, local-config) against a native and a
     /// darwin-personality cluster; fails if any test's outcome differs.

@@ -46,6 +46,7 @@ mod scenarios;
 mod soak;
 mod start;
 mod state;
+mod upgrade;
 pub mod user;
 
 pub use lifecycle::{UpOptions, default_dir, down, up};
@@ -98,10 +99,12 @@ pub fn run(sh: &Shell, root: &Path, args: ClusterArgs) -> Result<()> {
             only,
             keep,
             profile,
+            upgrade_to,
         } => {
             let (name, dir) = target.resolve("test")?;
             let mut up = shape.up_options(name, dir)?;
             up.profile = profile.profile;
+            up.upgrade_to = upgrade_to;
             test(sh, &TestOptions { up, only, keep })
         }
     }
@@ -171,7 +174,10 @@ pub struct TestOptions {
 
 /// Hold the cluster's lock, stop what an earlier run left running in its directory (said
 /// so), and start it: what `test` and `soak` begin with.
-pub fn fresh_up(sh: &Shell, opts: &UpOptions) -> Result<(nix::fcntl::Flock<std::fs::File>, handle::Cluster)> {
+pub fn fresh_up(
+    sh: &Shell,
+    opts: &UpOptions,
+) -> Result<(nix::fcntl::Flock<std::fs::File>, handle::Cluster)> {
     let (name, dir) = (&opts.name, &opts.dir);
     let lock = lock::lock(name, dir)?;
     if let Some(old) = state::State::load(dir)? {

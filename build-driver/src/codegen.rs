@@ -211,23 +211,9 @@ pub fn generate(root: &Path) -> Result<String> {
         "/* Linux, darwin personality: glibc keeps its headers and prototypes; each call\n \
          * links against the shim instead (no system header may be included here). */\n",
     );
-    for e in ENTRIES.iter().filter(|e| e.map == Map::Both) {
-        let _ = writeln!(
-            w,
-            "#pragma redefine_extname {} {}",
-            e.linux_name(),
-            e.symbol
-        );
-    }
+    redefine_extnames(w, Map::Both);
     w.push_str(EMULATE_MACOS_OPEN);
-    for e in ENTRIES.iter().filter(|e| e.map == Map::Emulate) {
-        let _ = writeln!(
-            w,
-            "#pragma redefine_extname {} {}",
-            e.linux_name(),
-            e.symbol
-        );
-    }
+    redefine_extnames(w, Map::Emulate);
     w.push_str(EMULATE_AS_MACOS);
     w.push_str("#endif /* SLURM_SHIM_EMULATE_MACOS */\n");
     w.push_str(
@@ -276,6 +262,19 @@ const PREAMBLE: &str = "\
  * on Linux it is empty unless SLURM_SHIM_EMULATE_DARWIN is defined.
  */
 ";
+
+/// `#pragma redefine_extname` for every row of the table mapped as `map`: its glibc name
+/// links against the shim's symbol.
+fn redefine_extnames(w: &mut String, map: Map) {
+    for e in ENTRIES.iter().filter(|e| e.map == map) {
+        let _ = writeln!(
+            w,
+            "#pragma redefine_extname {} {}",
+            e.linux_name(),
+            e.symbol
+        );
+    }
+}
 
 fn cbindgen_declarations(shim_dir: &Path) -> Result<String> {
     let mut config = cbindgen::Config {

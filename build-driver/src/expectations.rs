@@ -5,6 +5,7 @@
 //! `crate::audit::expect` (accepted plugin-linkage findings, beside the audit's report).
 
 pub mod make_check;
+pub mod proc_access;
 
 use crate::error::{Error, Result};
 use serde::Deserialize;
@@ -49,6 +50,21 @@ pub trait Recorded: Default + Sized {
 
     /// Parses and checks the file's text; `Err` says what is wrong.
     fn parse(text: &str) -> std::result::Result<Self, String>;
+}
+
+/// The file's TOML as `T`, each entry of `entries(&t)` checked by `check` in order; `check`
+/// records what it has seen in the set, to refuse an entry listed twice.
+pub fn parse_checked<T: serde::de::DeserializeOwned, E, K: Ord>(
+    text: &str,
+    entries: impl Fn(&T) -> &[E],
+    mut check: impl FnMut(&E, &mut std::collections::BTreeSet<K>) -> std::result::Result<(), String>,
+) -> std::result::Result<T, String> {
+    let t: T = toml::from_str(text).map_err(|e| e.to_string())?;
+    let mut seen = std::collections::BTreeSet::new();
+    for e in entries(&t) {
+        check(e, &mut seen)?;
+    }
+    Ok(t)
 }
 
 /// Reads an expectations file; a missing file means nothing is expected (and says so).

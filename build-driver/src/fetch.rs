@@ -638,13 +638,18 @@ mod tests {
         assert!(matches!(e, Error::NotASource { .. }), "{e}");
     }
 
+    /// `dir/repo` with a configure.ac: the start of a git source.
+    fn source_repo(dir: &Path) -> PathBuf {
+        let repo = dir.join("repo");
+        crate::testing::write(&repo.join("configure.ac"), "AC_INIT\n");
+        repo
+    }
+
     #[test]
     fn from_source__git_dir_exports_pinned_commit_or_names_missing_one() {
         let sh = Shell::new().unwrap();
         let d = tempfile::tempdir().unwrap();
-        let repo = d.path().join("repo");
-        fs::create_dir_all(&repo).unwrap();
-        fs::write(repo.join("configure.ac"), "AC_INIT\n").unwrap();
+        let repo = source_repo(d.path());
         fs::write(
             repo.join("META"),
             "  Major:\t9\n  Minor:\t1\n  Version:\t9.1.0\n",
@@ -680,10 +685,9 @@ mod tests {
 
     #[test]
     fn fetch_download__tries_urls_in_order_verifies_and_renames_part() {
-        let sh = Shell::new().unwrap();
-        if !crate::testing::have(&sh, &["curl"]) {
+        let Some(sh) = crate::testing::shell_with(&["curl"]) else {
             return;
-        }
+        };
         let d = tempfile::tempdir().unwrap();
         let tgz = d.path().join("t.tar.gz");
         fake_tgz(&tgz, "top-1");
@@ -715,9 +719,7 @@ mod tests {
     fn fetch_download__git_pin_fetches_the_pinned_commit() {
         let sh = Shell::new().unwrap();
         let d = tempfile::tempdir().unwrap();
-        let repo = d.path().join("repo");
-        fs::create_dir_all(&repo).unwrap();
-        fs::write(repo.join("configure.ac"), "AC_INIT\n").unwrap();
+        let repo = source_repo(d.path());
         let commit = crate::testing::git_commit_all(&sh, &repo, "one");
         let url = format!("file://{}", repo.display());
         let p = project(&format!(

@@ -191,22 +191,15 @@ mod tests {
 
     #[test]
     fn from_version_number__known_lines_and_an_error_naming_them() {
-        assert_eq!(
-            Line::from_version_number(0x180b05, "x").unwrap(),
-            Line::L24_11
-        );
-        assert_eq!(
-            Line::from_version_number(0x190b07, "x").unwrap(),
-            Line::L25_11
-        );
-        assert_eq!(
-            Line::from_version_number(0x1a0503, "x").unwrap(),
-            Line::L26_05
-        );
-        assert_eq!(
-            Line::from_version_number(0x1a0b00, "x").unwrap(),
-            Line::L26_11
-        );
+        for (number, line) in [
+            (0x180b05, Line::L24_11),
+            (0x190b07, Line::L25_11),
+            (0x1a0503, Line::L26_05),
+            (0x1a0b00, Line::L26_11),
+        ] {
+            let got = Line::from_version_number(number, "x").unwrap();
+            assert_eq!(got, line, "SLURM_VERSION_NUMBER {number:#x}");
+        }
         let e = Line::from_version_number(0x170b01, "prefix P").unwrap_err();
         let msg = e.to_string();
         assert!(

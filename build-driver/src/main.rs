@@ -16,8 +16,8 @@ mod expectations;
 mod fetch;
 mod gres_conf;
 mod install;
-mod lines;
 mod join;
+mod lines;
 mod lint;
 mod macho;
 #[cfg(test)]

@@ -597,18 +597,19 @@ error: src/x y.c: No such file or directory\nerror: corrupt patch at line 9\n";
         assert_eq!(failed_files(s), vec!["src/a.c", "src/x y.c"]);
     }
 
-    fn have_autotools(sh: &Shell) -> bool {
-        crate::testing::have(sh, &["autoreconf", "automake", "aclocal"])
+    /// A shell with autoreconf, automake and aclocal, a temporary directory and `src` below
+    /// it; `None` (the reason printed: the test is skipped) without the tools.
+    fn autotools_scratch() -> Option<(Shell, tempfile::TempDir, PathBuf)> {
+        let sh = crate::testing::shell_with(&["autoreconf", "automake", "aclocal"])?;
+        let (d, tree) = crate::testing::scratch("src");
+        Some((sh, d, tree))
     }
 
     #[test]
     fn regenerate__creates_configure_and_makefile_in() {
-        let sh = Shell::new().unwrap();
-        if !have_autotools(&sh) {
+        let Some((sh, d, tree)) = autotools_scratch() else {
             return;
-        }
-        let d = tempfile::tempdir().unwrap();
-        let tree = d.path().join("src");
+        };
         crate::testing::automake_tree(&tree, "");
         regenerate(&sh, &tree).unwrap();
         assert!(tree.join("configure").is_file() && tree.join("Makefile.in").is_file());
@@ -617,12 +618,9 @@ error: src/x y.c: No such file or directory\nerror: corrupt patch at line 9\n";
 
     #[test]
     fn regenerate__failure_is_a_build_error_with_log() {
-        let sh = Shell::new().unwrap();
-        if !have_autotools(&sh) {
+        let Some((sh, d, tree)) = autotools_scratch() else {
             return;
-        }
-        let d = tempfile::tempdir().unwrap();
-        let tree = d.path().join("src");
+        };
         write(
             &tree.join("configure.ac"),
             "AC_INIT([t], [1])\nAM_INIT_AUTOMAKE([foreign])\nAC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n",
@@ -654,12 +652,9 @@ error: src/x y.c: No such file or directory\nerror: corrupt patch at line 9\n";
 
     #[test]
     fn regenerate__external_macro_from_shipped_aclocal_m4() {
-        let sh = Shell::new().unwrap();
-        if !have_autotools(&sh) {
+        let Some((sh, d, tree)) = autotools_scratch() else {
             return;
-        }
-        let d = tempfile::tempdir().unwrap();
-        let tree = d.path().join("src");
+        };
         crate::testing::automake_tree(&tree, "AM_PATH_GLIB_2_0([2.0], [g=yes], [g=no])\n");
         // A stand-in definition, as a shipped aclocal.m4 would carry it.
         write(

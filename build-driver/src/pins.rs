@@ -83,7 +83,8 @@ struct RawPin {
     debian: Option<DebianPin>,
 }
 
-fn is_hex(s: &str, len: usize) -> bool {
+/// `s` is `len` lower-case hex digits (a sha256, a git commit id).
+pub fn is_hex(s: &str, len: usize) -> bool {
     s.len() == len
         && s.bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
@@ -109,6 +110,85 @@ pub fn parse_toml<'p, T: serde::de::DeserializeOwned>(
     Ok((raw, bad))
 }
 
+/// The error a pins file's problem becomes (see [`parse_toml`]).
+pub type Bad<'a> = &'a dyn Fn(String) -> Error;
+
+/// A version name and its line must both be usable as directory names.
+fn check_names(version: &str, line: &str, bad: Bad) -> Result<()> {
+    let is_dir_name = |s: &str| !s.is_empty() && !s.contains(['/', '\\']) && !s.starts_with('.');
+    if !is_dir_name(version) {
+        return Err(bad(format!(
+            "`{version}` is not usable as a directory name"
+        )));
+    }
+    if !is_dir_name(line) {
+        return Err(bad(format!(
+            "pin `{version}`: line `{line}` is not a directory name"
+        )));
+    }
+    Ok(())
+}
+
+/// A `kind = "tarball"` pin: a sha256 (`""` while unverified), a top directory, urls.
+fn tarball_source(version: &str, r: &RawPin, bad: Bad) -> Result<PinSource> {
+    if r.repo.is_some() || r.commit.is_some() {
+        return Err(bad(format!(
+            "pin `{version}`: a tarball pin has no repo/commit"
+        )));
+    }
+    let sha256 = match r.sha256.as_deref() {
+        None => {
+            return Err(bad(format!(
+                "pin `{version}`: missing sha256 (write sha256 = \"\" while it is not verified)"
+            )));
+        }
+        Some("") => None,
+        Some(h) if is_hex(h, 64) => Some(h.to_string()),
+        Some(h) => {
+            return Err(bad(format!(
+                "pin `{version}`: sha256 `{h}` is not 64 lower-case hex digits"
+            )));
+        }
+    };
+    let top_dir = r
+        .top_dir
+        .clone()
+        .filter(|t| !t.is_empty() && !t.contains('/'))
+        .ok_or_else(|| {
+            bad(format!(
+                "pin `{version}`: a tarball pin needs top_dir (the archive's top directory)"
+            ))
+        })?;
+    Ok(PinSource::Tarball {
+        sha256,
+        top_dir,
+        urls: r.urls.clone(),
+    })
+}
+
+/// A `kind = "git"` pin: a repository and a full commit id, nothing else.
+fn git_source(version: &str, r: &RawPin, bad: Bad) -> Result<PinSource> {
+    if r.sha256.is_some() || r.top_dir.is_some() || !r.urls.is_empty() || r.debian.is_some() {
+        return Err(bad(format!(
+            "pin `{version}`: a git pin has only repo and commit (no sha256/top_dir/urls/debian)"
+        )));
+    }
+    let repo = r
+        .repo
+        .clone()
+        .ok_or_else(|| bad(format!("pin `{version}`: a git pin needs repo")))?;
+    let commit = r
+        .commit
+        .clone()
+        .ok_or_else(|| bad(format!("pin `{version}`: a git pin needs commit")))?;
+    if !is_hex(&commit, 40) {
+        return Err(bad(format!(
+            "pin `{version}`: commit `{commit}` is not a full 40-hex commit id"
+        )));
+    }
+    Ok(PinSource::Git { repo, commit })
+}
+
 impl Pins {
     /// Reads `slurm-src/pins.toml` below `root`.
     pub fn load(root: &Path) -> Result<Pins> {
@@ -121,70 +201,10 @@ impl Pins {
         let (raw, bad): (RawFile, _) = parse_toml(path, text)?;
         let mut pins = BTreeMap::new();
         for (version, r) in raw.pin {
-            if version.is_empty() || version.contains(['/', '\\']) || version.starts_with('.') {
-                return Err(bad(format!(
-                    "`{version}` is not usable as a directory name"
-                )));
-            }
-            if r.line.is_empty() || r.line.contains(['/', '\\']) || r.line.starts_with('.') {
-                return Err(bad(format!(
-                    "pin `{version}`: line `{}` is not a directory name",
-                    r.line
-                )));
-            }
+            check_names(&version, &r.line, &bad)?;
             let source = match r.kind.as_str() {
-                "tarball" => {
-                    if r.repo.is_some() || r.commit.is_some() {
-                        return Err(bad(format!(
-                            "pin `{version}`: a tarball pin has no repo/commit"
-                        )));
-                    }
-                    let sha256 = match r.sha256.as_deref() {
-                        None => {
-                            return Err(bad(format!(
-                                "pin `{version}`: missing sha256 (write sha256 = \"\" while it is not verified)"
-                            )));
-                        }
-                        Some("") => None,
-                        Some(h) if is_hex(h, 64) => Some(h.to_string()),
-                        Some(h) => {
-                            return Err(bad(format!(
-                                "pin `{version}`: sha256 `{h}` is not 64 lower-case hex digits"
-                            )));
-                        }
-                    };
-                    let top_dir = r.top_dir.filter(|t| !t.is_empty() && !t.contains('/')).ok_or_else(|| {
-                        bad(format!("pin `{version}`: a tarball pin needs top_dir (the archive's top directory)"))
-                    })?;
-                    PinSource::Tarball {
-                        sha256,
-                        top_dir,
-                        urls: r.urls,
-                    }
-                }
-                "git" => {
-                    if r.sha256.is_some()
-                        || r.top_dir.is_some()
-                        || !r.urls.is_empty()
-                        || r.debian.is_some()
-                    {
-                        return Err(bad(format!(
-                            "pin `{version}`: a git pin has only repo and commit (no sha256/top_dir/urls/debian)"
-                        )));
-                    }
-                    let repo = r
-                        .repo
-                        .ok_or_else(|| bad(format!("pin `{version}`: a git pin needs repo")))?;
-                    let commit = r
-                        .commit
-                        .ok_or_else(|| bad(format!("pin `{version}`: a git pin needs commit")))?;
-                    if !is_hex(&commit, 40) {
-                        return Err(bad(format!(
-                            "pin `{version}`: commit `{commit}` is not a full 40-hex commit id"
-                        )));
-                    }
-                    PinSource::Git { repo, commit }
-                }
+                "tarball" => tarball_source(&version, &r, &bad)?,
+                "git" => git_source(&version, &r, &bad)?,
                 other => {
                     return Err(bad(format!(
                         "pin `{version}`: kind `{other}` is not `tarball` or `git`"

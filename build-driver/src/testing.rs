@@ -9,6 +9,51 @@ pub fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
+/// A temporary directory and the path `rel` below it: the usual start of a test that
+/// works on files (the directory lives as long as the first value).
+pub fn scratch(rel: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join(rel);
+    (d, p)
+}
+
+/// Compiles a C test harness: `cc -std=gnu11 -Wall -Werror ARGS...`; the test fails if it
+/// does not build.
+pub fn cc(sh: &Shell, args: &[&std::ffi::OsStr]) {
+    cmd!(sh, "cc -std=gnu11 -Wall -Werror {args...}")
+        .quiet()
+        .run()
+        .unwrap();
+}
+
+/// A shell if every program is on the PATH; `None` (the reason printed: the calling test
+/// is skipped) if not.
+pub fn shell_with(programs: &[&str]) -> Option<Shell> {
+    let sh = Shell::new().unwrap();
+    have(&sh, programs).then_some(sh)
+}
+
+/// Every line of `want` is one of `have`; the message names the one missing.
+pub fn assert_has_lines<S: AsRef<str> + std::fmt::Debug>(have: &[S], want: &[&str]) {
+    for w in want {
+        assert!(
+            have.iter().any(|h| h.as_ref() == *w),
+            "{w} missing: {have:?}"
+        );
+    }
+}
+
+/// Runs `c`, which must succeed (the message: `what` and its stderr); its output.
+pub fn output_ok(c: &mut std::process::Command, what: &str) -> std::process::Output {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Whether every program is on the PATH; if not, prints why the calling test is skipped.
 pub fn have(sh: &Shell, programs: &[&str]) -> bool {
     let missing: Vec<&str> = programs

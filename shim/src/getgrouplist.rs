@@ -118,7 +118,9 @@ pub unsafe extern "C" fn slurm_shim_getgrouplist(
 ) -> c_int {
     // Darwin personality: name the call site (group_cache.c's and mcs/group's macOS branches).
     #[cfg(target_os = "linux")]
-    crate::emulate::report::applied("getgrouplist() on macOS is the shim's (Darwin's never reports the size)");
+    crate::emulate::report::applied(
+        "getgrouplist() on macOS is the shim's (Darwin's never reports the size)",
+    );
     if user.is_null() || ngroups.is_null() {
         return errno::to_c(Err(Errno(libc::EFAULT)));
     }

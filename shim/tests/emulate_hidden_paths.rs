@@ -78,6 +78,14 @@ fn open__darwin_translation_unit_finds_no_proc_run_or_sys() {
         run.log
     );
     assert!(run.log.contains("statfs of a path"), "{}", run.log);
+    // Each refused path is named (the PoC-plan scenario smd-306 lists them).
+    for path in [
+        "[/proc/self/fd]",
+        "[/sys/fs/cgroup/]",
+        "[/run/slurm/conf/slurm.conf]",
+    ] {
+        assert!(run.log.contains(path), "{path} not named in:\n{}", run.log);
+    }
 }
 
 #[test]

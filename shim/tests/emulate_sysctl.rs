@@ -210,7 +210,12 @@ int main(void)
 
 #[test]
 fn sysctlbyname__default_mac_is_m4_pro_with_ten_performance_and_four_efficiency_cores() {
-    let run = common::darwin_c::run("sysctl-cpu-default", CPU, &[], &[("SLURM_SHIM_MAC_HARDWARE", "")]);
+    let run = common::darwin_c::run(
+        "sysctl-cpu-default",
+        CPU,
+        &[],
+        &[("SLURM_SHIM_MAC_HARDWARE", "")],
+    );
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "Apple M4 Pro|2|10/10|4/4|Performance\n");
 }
@@ -245,5 +250,9 @@ fn sysctlbyname__the_hardware_file_sets_the_cpu_and_one_level_hides_perflevel1()
         &[("SLURM_SHIM_MAC_HARDWARE", hw.to_str().expect("utf-8"))],
     );
     assert_eq!(run.code, Some(1), "a broken file fails the query: {run:?}");
-    assert!(run.log.contains("cannot be read or parsed -> EIO"), "{}", run.log);
+    assert!(
+        run.log.contains("cannot be read or parsed -> EIO"),
+        "{}",
+        run.log
+    );
 }

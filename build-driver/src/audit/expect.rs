@@ -60,26 +60,30 @@ impl Recorded for Expectations {
     const UNLISTED: &'static str = "finding";
 
     fn parse(text: &str) -> std::result::Result<Expectations, String> {
-        let e: Expectations = toml::from_str(text).map_err(|e| e.to_string())?;
-        let mut seen = BTreeSet::new();
-        for a in &e.accepted {
-            if a.reason.trim().is_empty() {
-                return Err(format!("entry for `{}` has an empty reason", a.plugin));
-            }
-            if a.programs.is_empty() || (a.symbols.is_empty() && a.libraries.is_empty()) {
-                return Err(format!(
-                    "entry for `{}` needs programs and symbols (or libraries)",
-                    a.plugin
-                ));
-            }
-            for p in &a.programs {
-                if !seen.insert((a.plugin.clone(), p.clone())) {
-                    return Err(format!("`{}` in `{p}` is listed twice", a.plugin));
-                }
-            }
-        }
-        Ok(e)
+        crate::expectations::parse_checked(text, |e: &Expectations| &e.accepted, check_entry)
     }
+}
+
+/// One entry: complete, with a reason, and nothing in it listed before.
+fn check_entry(
+    a: &Accepted,
+    seen: &mut BTreeSet<(String, String)>,
+) -> std::result::Result<(), String> {
+    if a.reason.trim().is_empty() {
+        return Err(format!("entry for `{}` has an empty reason", a.plugin));
+    }
+    if a.programs.is_empty() || (a.symbols.is_empty() && a.libraries.is_empty()) {
+        return Err(format!(
+            "entry for `{}` needs programs and symbols (or libraries)",
+            a.plugin
+        ));
+    }
+    for p in &a.programs {
+        if !seen.insert((a.plugin.clone(), p.clone())) {
+            return Err(format!("`{}` in `{p}` is listed twice", a.plugin));
+        }
+    }
+    Ok(())
 }
 
 fn found_pairs(findings: &[Finding]) -> BTreeMap<Key, Value> {

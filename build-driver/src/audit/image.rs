@@ -229,12 +229,11 @@ fn macho_image(path: &Path, data: &[u8]) -> object::Result<Image> {
             i.weak = weak;
         }
     }
-    let executable = file.macho_header().filetype(endian) == macho::MH_EXECUTE;
     Ok(Image {
         path: path.to_path_buf(),
         format: Format::MachO,
         arch: file.architecture(),
-        executable,
+        executable: file.macho_header().filetype(endian) == macho::MH_EXECUTE,
         imports,
         exports,
         needed,

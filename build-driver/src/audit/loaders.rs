@@ -532,7 +532,10 @@ mod tests {
             );
             assert_eq!(p("proctrack_darwin.dylib"), ["slurmd", "slurmstepd"]);
             let task = p("task_darwin.so");
-            assert!(task.contains(&"slurmd") && task.contains(&"slurmstepd"), "{task:?}");
+            assert!(
+                task.contains(&"slurmd") && task.contains(&"slurmstepd"),
+                "{task:?}"
+            );
             assert!(p("jobacct_gather_darwin.so").contains(&"slurmstepd"));
         }
     }

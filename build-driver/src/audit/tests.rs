@@ -78,6 +78,15 @@ fn compile(sh: &Shell, t: &Toolchain, src_dir: &Path, src: &str, out: &Path, ext
 }
 
 /// PREFIX/sbin/{slurmctld,slurmd}, PREFIX/lib/slurm/{libslurmfull,prep_demo.so}.
+/// A shell and the demo prefix built with `t` in a new temporary directory (which lives as
+/// long as the second value).
+fn shell_and_prefix(t: &Toolchain) -> (Shell, tempfile::TempDir, PathBuf) {
+    let sh = Shell::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = build_prefix(&sh, t, dir.path());
+    (sh, dir, prefix)
+}
+
 fn build_prefix(sh: &Shell, t: &Toolchain, dir: &Path) -> PathBuf {
     let prefix = dir.join("prefix");
     let src = dir.join("src");
@@ -170,9 +179,7 @@ fn check_failure_class(sh: &Shell, prefix: &Path, format: Format) {
 #[cfg(target_os = "linux")]
 #[test]
 fn audit__elf_reports_slurmctld_only_symbol_for_slurmd_only() {
-    let sh = Shell::new().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let prefix = build_prefix(&sh, &elf(), dir.path());
+    let (sh, _dir, prefix) = shell_and_prefix(&elf());
     check_failure_class(&sh, &prefix, Format::Elf);
 }
 
@@ -184,18 +191,14 @@ fn audit__macho_reports_slurmctld_only_symbol_for_slurmd_only() {
         );
         return;
     };
-    let sh = Shell::new().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let prefix = build_prefix(&sh, &t, dir.path());
+    let (sh, _dir, prefix) = shell_and_prefix(&t);
     check_failure_class(&sh, &prefix, Format::MachO);
 }
 
 #[cfg(target_os = "linux")]
 #[test]
 fn audit__unknown_type_is_reported() {
-    let sh = Shell::new().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let prefix = build_prefix(&sh, &elf(), dir.path());
+    let (sh, _dir, prefix) = shell_and_prefix(&elf());
     fs::copy(
         prefix.join("lib/slurm/prep_demo.so"),
         prefix.join("lib/slurm/widget_demo.so"),
@@ -299,9 +302,17 @@ fn cross_sdk_stubs__frameworks_export_what_gpu_apple_calls() {
         let text = fs::read_to_string(root.join("shim/include/emulate").join(h)).unwrap();
         let fw = root
             .join("build-driver/cross-sdk/Frameworks")
-            .join(format!("{}.framework/Headers", h.split('/').next().unwrap()))
+            .join(format!(
+                "{}.framework/Headers",
+                h.split('/').next().unwrap()
+            ))
             .join(h.split('/').nth(1).unwrap());
-        assert_eq!(fs::read_to_string(&fw).unwrap(), text, "{} is the stand-in", fw.display());
+        assert_eq!(
+            fs::read_to_string(&fw).unwrap(),
+            text,
+            "{} is the stand-in",
+            fw.display()
+        );
         declared.extend(
             rows.iter()
                 .filter(|r| text.contains(&format!(" {}(", &r[1..])))

@@ -15,8 +15,15 @@ use super::Layout;
 /// The formula's Slurm source: a release tarball by sha256, or a release tag by revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
-    Tarball { url: String, sha256: String },
-    Git { url: String, tag: String, revision: String },
+    Tarball {
+        url: String,
+        sha256: String,
+    },
+    Git {
+        url: String,
+        tag: String,
+        revision: String,
+    },
 }
 
 impl Source {
@@ -77,6 +84,17 @@ pub fn class_name(formula: &str) -> String {
 
 /// The formula's text.
 pub fn render(s: &Spec) -> String {
+    [
+        header(s),
+        install(s.layout),
+        service_and_caveats(&s.layout.formula),
+        TEST.to_string(),
+    ]
+    .concat()
+}
+
+/// From the comment line to `depends_on`, the resource: what is built, from what.
+fn header(s: &Spec) -> String {
     let l = s.layout;
     let f = &l.formula;
     let bottle = if s.bottles.is_empty() {
@@ -122,7 +140,20 @@ class {class} < Formula
     url "{git}", revision: "{commit}"
   end
 
-  def install
+"##,
+        class = class_name(f),
+        url = s.source.url_stanza(),
+        version = l.version,
+        sha256 = s.source.sha256_line(),
+        git = s.project_git,
+        commit = s.project_commit,
+    )
+}
+
+/// `def install`: the driver's fetch, deps and build-slurm into the Cellar prefix.
+fn install(l: &Layout) -> String {
+    format!(
+        r##"  def install
     resource("slurm-on-mac").stage(buildpath/"slurm-on-mac")
     cd "slurm-on-mac" do
       system "cargo", "xtask", "fetch", "--version", version.to_s, "--source", cached_download
@@ -142,7 +173,15 @@ class {class} < Formula
     (var/"spool/slurmd").mkpath
   end
 
-  service do
+"##,
+        triple = l.target.rust,
+    )
+}
+
+/// `service do` (our own plist) and the caveats: how the Mac joins a cluster.
+fn service_and_caveats(formula: &str) -> String {
+    format!(
+        r##"  service do
     name macos: "{label}"
     require_root true
   end
@@ -166,25 +205,20 @@ class {class} < Formula
     EOS
   end
 
-  test do
+"##,
+        label = crate::service::plist::Daemon::Slurmd.label(),
+    )
+}
+
+/// `test do`: `slurmd -C` detects this machine's CPUs and memory.
+const TEST: &str = r##"  test do
     # slurmd -C detects this machine's CPUs and memory and prints its node line.
-    output = shell_output("#{{sbin}}/slurmd -C")
+    output = shell_output("#{sbin}/slurmd -C")
     assert_match(/NodeName=\S+ CPUs=\d+ /, output)
     assert_match(/RealMemory=\d+/, output)
   end
 end
-"##,
-        class = class_name(f),
-        url = s.source.url_stanza(),
-        version = l.version,
-        sha256 = s.source.sha256_line(),
-        git = s.project_git,
-        commit = s.project_commit,
-        triple = l.target.rust,
-        label = crate::service::plist::Daemon::Slurmd.label(),
-        formula = f,
-    )
-}
+"##;
 
 #[cfg(test)]
 #[allow(non_snake_case)]

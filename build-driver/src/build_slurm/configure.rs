@@ -649,7 +649,11 @@ mod tests {
             apple_make_cppflags(&spec(Personality::Darwin, linux(), linux(), "/p")),
             None
         );
-        assert!(!args.iter().any(|a| a.ends_with("=no") || a.ends_with("=yes")));
+        assert!(
+            !args
+                .iter()
+                .any(|a| a.ends_with("=no") || a.ends_with("=yes"))
+        );
         // Optional features off, the dependencies off without a prefix, cache answers.
         for a in [
             "--disable-pam",

@@ -38,11 +38,9 @@ mod tests {
 
     #[test]
     fn estimate__previous_log_wins_over_c_file_count() {
-        let d = tempfile::tempdir().unwrap();
-        let src = d.path().join("src");
-        std::fs::create_dir_all(src.join("src/common")).unwrap();
+        let (d, src) = crate::testing::scratch("src");
         for f in ["a.c", "b.c", "c.h"] {
-            std::fs::write(src.join("src/common").join(f), "").unwrap();
+            crate::testing::write(&src.join("src/common").join(f), "");
         }
         let log = d.path().join("make.log");
         assert_eq!(estimate(&log, &src), 2);

@@ -124,6 +124,12 @@ fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
+/// The contributed libraries installed with Slurm (`make -C contribs/<dir> install`), on a
+/// Linux target: `libpmi2` (`include/slurm/pmi2.h`, `lib/libpmi2`), the PMI-2 client
+/// library an MPI program links for `srun --mpi=pmi2` (the cluster scenarios' PMI-2
+/// fixture). Not yet for an Apple target (not tried with zig's linker).
+pub const CONTRIBS: &[&str] = &["pmi2"];
+
 /// The staging directory name: `<version>-<personality>[-nopatch][-<triple>]` (the triple
 /// only when cross-compiling).
 pub fn staging_name(
@@ -337,9 +343,19 @@ impl Plan {
         if let Some(d) = &self.dirs.destdir {
             inputs.add("destdir", d.display().to_string());
         }
+        if self.target.os == Os::Linux {
+            inputs.add("contribs", CONTRIBS.join(","));
+        }
         if self.personality == Personality::Darwin {
             // The config.h rewrite is part of what the build is (a changed answer rebuilds).
-            inputs.add("config.h answers", format!("{:?} {}", configure::CONFIG_H_ANSWERS, configure::APPLE_GUARD));
+            inputs.add(
+                "config.h answers",
+                format!(
+                    "{:?} {}",
+                    configure::CONFIG_H_ANSWERS,
+                    configure::APPLE_GUARD
+                ),
+            );
         }
         Ok(inputs)
     }
@@ -422,21 +438,26 @@ mod tests {
     fn staging_name__personality_nopatch_and_cross_triple() {
         let linux = lookup("x86_64-unknown-linux-gnu").unwrap();
         let arm = lookup("aarch64-unknown-linux-gnu").unwrap();
-        assert_eq!(
-            staging_name("24.11.5", Personality::Native, false, linux, false),
-            "24.11.5-native"
-        );
-        assert_eq!(
-            staging_name("24.11.5", Personality::Native, true, linux, false),
-            "24.11.5-native-nopatch"
-        );
-        assert_eq!(
-            staging_name("24.11.5", Personality::Darwin, false, linux, false),
-            "24.11.5-darwin"
-        );
-        assert_eq!(
-            staging_name("24.11.5", Personality::Native, false, arm, true),
-            "24.11.5-native-aarch64-unknown-linux-gnu"
-        );
+        for (personality, no_patches, target, cross, want) in [
+            (Personality::Native, false, linux, false, "24.11.5-native"),
+            (
+                Personality::Native,
+                true,
+                linux,
+                false,
+                "24.11.5-native-nopatch",
+            ),
+            (Personality::Darwin, false, linux, false, "24.11.5-darwin"),
+            (
+                Personality::Native,
+                false,
+                arm,
+                true,
+                "24.11.5-native-aarch64-unknown-linux-gnu",
+            ),
+        ] {
+            let got = staging_name("24.11.5", personality, no_patches, target, cross);
+            assert_eq!(got, want, "case {want}");
+        }
     }
 }

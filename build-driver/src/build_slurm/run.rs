@@ -4,7 +4,7 @@
 
 use super::configure;
 use super::make;
-use super::plan::Plan;
+use super::plan::{CONTRIBS, Plan};
 use crate::error::{Error, Result};
 use crate::patches;
 use crate::util::process::logged::{Progress, run_logged};
@@ -131,6 +131,18 @@ fn install(sh: &Shell, plan: &Plan) -> Result<()> {
         &plan.dirs.log("install"),
         Progress::Spinner,
     )?;
+    if plan.target.os == crate::targets::Os::Linux {
+        for dir in CONTRIBS {
+            let mut c = make_command(sh, plan, Some("install"));
+            c.current_dir(plan.dirs.build.join("contribs").join(dir));
+            run_logged(
+                c,
+                &format!("make install in contribs/{dir}"),
+                &plan.dirs.log(&format!("install-{dir}")),
+                Progress::Spinner,
+            )?;
+        }
+    }
     eprintln!(
         "build-slurm: install done in {:.0}s",
         t.elapsed().as_secs_f64()

@@ -27,7 +27,9 @@ pub fn free_line(path: &Path) -> String {
 /// Remove a build's folder (source copy, build tree, prefix, stamp); a later run rebuilds it
 /// (ccache makes that a few minutes). Failure to remove is reported, never fatal.
 pub fn free_build(b: &BuildOutput) {
-    let Some(folder) = b.prefix.parent() else { return };
+    let Some(folder) = b.prefix.parent() else {
+        return;
+    };
     let parent = folder.parent().unwrap_or(folder).to_path_buf();
     let before = free_bytes(&parent);
     match std::fs::remove_dir_all(folder) {

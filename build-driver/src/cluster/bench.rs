@@ -235,6 +235,7 @@ pub fn percentile(v: &mut [f64], p: f64) -> f64 {
     v[rank.clamp(1, v.len()) - 1]
 }
 
+/// The median (the mean of the middle two for an even count); `v` must not be empty.
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();

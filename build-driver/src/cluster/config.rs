@@ -97,9 +97,20 @@ impl Layout {
     pub fn daemon_output(&self, daemon: &str) -> PathBuf {
         self.logs().join(format!("{daemon}.out"))
     }
+    /// The darwin personality's emulation log (the shim's `SLURM_SHIM_EMULATION_LOG`: one
+    /// line per macOS behaviour applied and call site), given to every daemon and client of
+    /// the cluster unless the caller set the variable itself ([`emulation_log`]).
+    pub fn emulation_log(&self) -> PathBuf {
+        self.logs().join("shim-emulation.log")
+    }
+
     /// A flag file: while it exists, the prolog (or epilog) fails.
     pub fn fail_flag(&self, script: &str) -> PathBuf {
         self.jobs().join(format!("{script}-fail"))
+    }
+    /// A flag file: while it exists, the prolog (or epilog) hangs (sleeps 5 minutes).
+    pub fn sleep_flag(&self, script: &str) -> PathBuf {
+        self.jobs().join(format!("{script}-sleep"))
     }
     /// Where the prolog and epilog append `<script> <job id>` lines.
     pub fn hook_log(&self) -> PathBuf {
@@ -131,6 +142,37 @@ impl Layout {
         }
         Ok(())
     }
+}
+
+/// The shim's variable naming its emulation log (shim/src/emulate/report.rs).
+pub const EMULATION_LOG_ENV: &str = "SLURM_SHIM_EMULATION_LOG";
+
+/// Where the cluster's programs write the shim's emulation log: the caller's
+/// `SLURM_SHIM_EMULATION_LOG` if set (inherited), else the cluster's [`Layout::emulation_log`].
+pub fn emulation_log(layout: &Layout) -> PathBuf {
+    std::env::var_os(EMULATION_LOG_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| layout.emulation_log())
+}
+
+/// Give `cmd` the cluster's emulation log unless the caller set one (which it inherits). The
+/// file is made writable by every user first (clients and steps run as the test user).
+pub fn set_emulation_log(cmd: &mut std::process::Command, layout: &Layout) {
+    if std::env::var_os(EMULATION_LOG_ENV).is_some() {
+        return;
+    }
+    let log = layout.emulation_log();
+    if !log.exists() {
+        let made = std::fs::File::create(&log).and_then(|_| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o666))
+        });
+        if made.is_err() {
+            // The log is a diagnostic: without it the shim writes nothing, the run goes on.
+            return;
+        }
+    }
+    cmd.env(EMULATION_LOG_ENV, log);
 }
 
 /// The hardware line `slurmd -C` prints: what slurmd will detect, so the node is not drained

@@ -16,7 +16,9 @@
 //!   first recorded daemon that died, with its log tail. Every signal goes through a pidfd
 //!   after the PID's start time matched (procs.rs): never to a reused PID.
 //! - **Logs.** [`Cluster::log`] and [`Cluster::output`] (what the daemon printed before its
-//!   log was open) of any daemon: `log/slurmd-node2.log`, `log/slurmctld.log`, ...
+//!   log was open) of any daemon: `log/slurmd-node2.log`, `log/slurmctld.log`, ...; every
+//!   daemon and client gets the darwin shim's emulation log, `log/shim-emulation.log`
+//!   (config.rs `emulation_log`), unless the caller set `SLURM_SHIM_EMULATION_LOG`.
 //! - **Clients.** [`Cluster::tool`] (a client of the head's build, as root, on the head: its
 //!   `/run` holds slurmctld's SACK socket), [`Cluster::tool_as`] (as another user, through
 //!   `runuser`), [`Cluster::tool_on`] / [`Cluster::tool_on_as`] (the node's own build, in the
@@ -25,6 +27,15 @@
 //!   `std::process::Command` with `SLURM_CONF` (and the darwin personality's hardware file,
 //!   `SLURM_SHIM_MAC_HARDWARE`, [`Layout::mac_hardware`]) set; run it with
 //!   `crate::util::process::bounded` (a deadline) or through the scenarios' `Ctx`.
+//! - **A node's own mounts.** [`Cluster::set_node_mounts`] gives node `i`'s namespace files
+//!   or tmpfs of its own ([`NodeMount`]: its `/etc/passwd`, a tiny spool); its slurmd gets
+//!   them at its next start. A tmpfs is private to the process started with it: read a
+//!   daemon's through `/proc/<pid>/root/<path>` ([`Cluster::seen_by`]).
+//!   [`Cluster::set_slurmd_args`] adds arguments to its next start (`-c`).
+//! - **Nodes a scenario adds or starts its own way.** [`Cluster::slurmd_launch`] (a node's
+//!   slurmd with other arguments and `SLURM_CONF`: configless, `-Z`), [`Cluster::add_node`]
+//!   and [`Cluster::remove_node`] (a node not in `slurm.conf`), [`Cluster::forget`] (the
+//!   record of a process a scenario started itself, once stopped).
 //! - **Node state.** [`Cluster::node_state`] (sinfo's word for node `i`), and
 //!   [`Cluster::leftovers`]: processes left in the cluster's namespaces that are no daemon
 //!   (job processes).
@@ -36,6 +47,7 @@
 use super::config::{CLIENT_TIMEOUT, Layout};
 use super::daemon::Daemon;
 use super::nodes::Node;
+pub use super::procs::NodeMount;
 use super::procs::{self, Isolation, Liveness, ProcRecord, Stopped, Usage};
 use super::profile::Profile;
 use super::state::State;
@@ -43,6 +55,7 @@ use crate::error::{Error, Result};
 use crate::util::process::bounded::run_bounded;
 use crate::util::process::file_tail;
 use nix::sys::signal::Signal;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -63,6 +76,22 @@ pub struct Cluster {
     pub(super) node_isolation: Vec<Option<Isolation>>,
     /// How long [`Cluster::start`] waits for a daemon to serve.
     pub ready_timeout: Duration,
+    /// More arguments for each node's slurmd at its next start ([`Cluster::set_slurmd_args`]).
+    pub(super) slurmd_args: Vec<Vec<String>>,
+    /// Nodes whose slurmd a scenario starts otherwise than `up` does (configless, a
+    /// dynamic node), by node index; not recorded in `cluster.toml`.
+    pub slurmd_launch: BTreeMap<usize, SlurmdLaunch>,
+}
+
+/// How a scenario starts a node's slurmd instead of `slurmd -D -N <node> -f <slurm.conf>`
+/// with `SLURM_CONF=<slurm.conf>` ([`Cluster::slurmd_launch`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SlurmdLaunch {
+    /// The arguments after `slurmd -D -N <node>` (instead of `-f <slurm.conf>`).
+    pub args: Vec<String>,
+    /// `SLURM_CONF` in its environment (default: the cluster's slurm.conf). auth/slurm
+    /// finds `slurm.key` beside it.
+    pub slurm_conf: Option<PathBuf>,
 }
 
 impl Cluster {
@@ -93,9 +122,66 @@ impl Cluster {
         Ok(Cluster {
             state,
             isolation,
+            slurmd_args: vec![Vec::new(); node_isolation.len()],
             node_isolation,
             ready_timeout: READY_TIMEOUT,
+            slurmd_launch: BTreeMap::new(),
         })
+    }
+
+    /// A node that is not in `slurm.conf` (a dynamic node): recorded with the others, its
+    /// directories made, its namespaces like theirs; returns its index. Its slurmd is
+    /// started by [`Cluster::start`] with a [`SlurmdLaunch`].
+    pub fn add_node(&mut self, node: Node) -> Result<usize> {
+        if self.nodes().iter().any(|n| n.name == node.name) {
+            return Err(Error::Usage(format!(
+                "cluster `{}` already has a node `{}`",
+                self.state.name, node.name
+            )));
+        }
+        let l = self.layout();
+        for d in [l.node_run(&node.name), l.node_spool(&node.name)] {
+            std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
+        }
+        let iso = self
+            .state
+            .node_namespaces
+            .then(|| Isolation::node(&l.node_run(&node.name), &node.hostname))
+            .transpose()?;
+        self.state.nodes.push(node);
+        self.node_isolation.push(iso);
+        self.state.save()?;
+        Ok(self.state.nodes.len() - 1)
+    }
+
+    /// Forget the last node added by [`Cluster::add_node`]; its slurmd must not run.
+    pub fn remove_node(&mut self, i: usize) -> Result<()> {
+        let d = Daemon::Slurmd(i);
+        if i + 1 != self.nodes().len() || self.is_running(d) {
+            return Err(Error::Usage(format!(
+                "node index {i}: only the last node, once its slurmd stopped, can be removed"
+            )));
+        }
+        self.forget(d)?;
+        self.state.nodes.pop();
+        self.node_isolation.pop();
+        self.slurmd_launch.remove(&i);
+        self.state.save()
+    }
+
+    /// Drop a stopped process's record (a daemon a scenario started and stopped itself).
+    pub fn forget(&mut self, d: impl std::fmt::Display) -> Result<()> {
+        let name = d.to_string();
+        if let Some(rec) = self.state.daemon(&name) {
+            if rec.liveness() == Liveness::Running {
+                return Err(Error::Usage(format!(
+                    "{name} (pid {}) still runs: stop it before forgetting it",
+                    rec.pid
+                )));
+            }
+        }
+        self.state.daemons.retain(|r| r.name != name);
+        self.state.save()
     }
 
     pub fn name(&self) -> &str {
@@ -209,6 +295,7 @@ impl Cluster {
     pub fn wrap(&self, mut cmd: Command) -> Command {
         cmd.env("SLURM_CONF", self.layout().conf());
         cmd.env(crate::gres_conf::HARDWARE_VAR, self.layout().mac_hardware());
+        super::config::set_emulation_log(&mut cmd, &self.layout());
         if let Some(iso) = &self.isolation {
             iso.apply(&mut cmd);
         }
@@ -225,10 +312,58 @@ impl Cluster {
         }
         cmd.env("SLURM_CONF", self.layout().conf());
         cmd.env(crate::gres_conf::HARDWARE_VAR, self.layout().mac_hardware());
+        super::config::set_emulation_log(&mut cmd, &self.layout());
         if let Some(Some(iso)) = self.node_isolation.get(i) {
             iso.apply(&mut cmd);
         }
         Ok(cmd)
+    }
+
+    /// Node `i`'s own mounts from its next slurmd start on (`&[]`: none again); commands
+    /// [`Cluster::wrap_on`] starts on the node get them too. Without node namespaces (not
+    /// root, not Linux) this is an error.
+    pub fn set_node_mounts(&mut self, i: usize, mounts: &[NodeMount]) -> Result<()> {
+        let name = self.state.name.clone();
+        let base = match self.node_isolation.get(i) {
+            Some(Some(iso)) => iso,
+            Some(None) => {
+                return Err(Error::Usage(format!(
+                    "cluster `{name}` runs its nodes without namespaces (needs root on Linux): node mounts are not possible"
+                )));
+            }
+            None => {
+                return Err(Error::Usage(format!(
+                    "cluster `{name}` has no node index {i}"
+                )));
+            }
+        };
+        let iso = base.with_mounts(mounts)?;
+        self.node_isolation[i] = Some(iso);
+        Ok(())
+    }
+
+    /// More arguments for node `i`'s slurmd from its next start on (`-c`: a clean start;
+    /// `&[]`: none again).
+    pub fn set_slurmd_args(&mut self, i: usize, args: &[&str]) -> Result<()> {
+        let name = self.state.name.clone();
+        let slot = self
+            .slurmd_args
+            .get_mut(i)
+            .ok_or_else(|| Error::Usage(format!("cluster `{name}` has no node index {i}")))?;
+        *slot = args.iter().map(|a| a.to_string()).collect();
+        Ok(())
+    }
+
+    /// `path` as the daemon `d` sees it (in its mount namespace: `/proc/<pid>/root/<path>`),
+    /// or `path` itself when `d` shares ours or does not run.
+    pub fn seen_by(&self, d: Daemon, path: &Path) -> PathBuf {
+        match self.record(d) {
+            Some(r) if r.mnt_ns.is_some() => Path::new("/proc")
+                .join(r.pid.to_string())
+                .join("root")
+                .join(path.strip_prefix("/").unwrap_or(path)),
+            _ => path.to_path_buf(),
+        }
     }
 
     /// The daemon's record (PID and start time), if it was started.
@@ -334,6 +469,20 @@ impl Cluster {
             .collect();
         states.dedup();
         Ok((out.status.success() && !states.is_empty()).then(|| states.join("|")))
+    }
+
+    /// [`Cluster::leftovers`] on the nodes only: without what runs in the head daemons'
+    /// namespaces (slurmctld's `slurmscriptd`). What is left once every job ended is a
+    /// process Slurm lost track of.
+    pub fn node_leftovers(&self) -> Vec<ProcRecord> {
+        let head: Vec<u64> = Daemon::HEAD
+            .iter()
+            .filter_map(|&d| self.record(d).and_then(|r| r.mnt_ns))
+            .collect();
+        self.leftovers()
+            .into_iter()
+            .filter(|p| p.mnt_ns.is_none_or(|ns| !head.contains(&ns)))
+            .collect()
     }
 
     /// The processes left in the mount namespaces of recorded daemons that are neither a

@@ -81,6 +81,9 @@ pub struct UpOptions {
     pub isolate: bool,
     /// The scheduling and tracking lines of `slurm.conf` (profile.rs).
     pub profile: Profile,
+    /// The build scenario smd-410 upgrades the cluster to (`cluster test --upgrade-to`):
+    /// staged, checked like a mix's builds; `slurm.conf` then names no PluginDir.
+    pub upgrade_to: Option<PathBuf>,
 }
 
 impl UpOptions {
@@ -97,6 +100,7 @@ impl UpOptions {
             extra_conf: Vec::new(),
             isolate: true,
             profile: Profile::Default,
+            upgrade_to: None,
         }
     }
 }
@@ -172,6 +176,11 @@ pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
     let t = Instant::now();
     let builds = checked_builds(&opts.builds)?;
     let prefix = builds[0].prefix.clone();
+    let upgrade_to = opts
+        .upgrade_to
+        .as_deref()
+        .map(|to| super::upgrade::check_upgrade(&prefix, to))
+        .transpose()?;
     let dir = std::path::absolute(&opts.dir).map_err(|e| Error::io(&opts.dir, e))?;
     clear_leftover(&opts.name, &dir)?;
     let (user, uid) = super::host::current_user()?;
@@ -191,7 +200,7 @@ pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
         hostname: hostname.clone(),
         ports,
         user: user.clone(),
-        plugin_dir: (builds.len() == 1).then(|| prefix.join("lib/slurm")),
+        plugin_dir: (builds.len() == 1 && upgrade_to.is_none()).then(|| prefix.join("lib/slurm")),
         nodes: nodes.clone(),
         profile: opts.profile,
         db_password: config::random_password()?,
@@ -210,6 +219,7 @@ pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
         node_namespaces: node_ns,
         daemons: Vec::new(),
         namespaces: Vec::new(),
+        upgrade_to,
     };
     state.save()?;
     let mut cluster = Cluster::from_state(state)?;

@@ -620,14 +620,15 @@ mod tests {
             build: "/s/build".into(),
         };
         let c = testsuite_conf(&i, Path::new("/c/etc/slurm.conf"));
-        for l in [
-            "SlurmSourceDir=/s/src",
-            "SlurmBuildDir=/s/build",
-            "SlurmInstallDir=/s/prefix",
-            "SlurmConfigDir=/c/etc",
-        ] {
-            assert!(c.lines().any(|x| x == l), "{l} missing in {c}");
-        }
+        crate::testing::assert_has_lines(
+            &c.lines().collect::<Vec<_>>(),
+            &[
+                "SlurmSourceDir=/s/src",
+                "SlurmBuildDir=/s/build",
+                "SlurmInstallDir=/s/prefix",
+                "SlurmConfigDir=/c/etc",
+            ],
+        );
     }
 
     #[test]

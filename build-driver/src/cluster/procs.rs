@@ -15,13 +15,14 @@
 //! through kill(2) right after the start-time check, and there is no isolation.
 
 use crate::error::{Error, Result};
+use crate::util::process::spawn::ExtraMount;
 use nix::sys::signal::Signal;
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -40,21 +41,77 @@ pub struct ProcRecord {
 }
 
 /// Where the cluster's private `/run` comes from (see the module doc), and for a node, its
-/// own host name (a private UTS namespace).
+/// own host name (a private UTS namespace) and any mounts of its own (a scenario's: its user
+/// database, a tiny spool file system).
 #[derive(Debug, Clone)]
 pub struct Isolation {
     run_dir: CString,
     hostname: Option<CString>,
+    extra: Vec<ExtraMount>,
+}
+
+/// A mount a node's namespace gets on top of the cluster's (see [`Isolation::with_mounts`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeMount {
+    /// This file or directory appears at `target` (e.g. the node's own `/etc/passwd`).
+    Bind { source: PathBuf, target: PathBuf },
+    /// A new, empty tmpfs of `size_kb` kB appears on the directory `target`.
+    Tmpfs { target: PathBuf, size_kb: u64 },
+}
+
+fn c_path(p: &Path) -> Result<CString> {
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| Error::file(p, "a NUL byte in the path"))
+}
+
+impl NodeMount {
+    fn to_extra(&self) -> Result<ExtraMount> {
+        Ok(match self {
+            NodeMount::Bind { source, target } => ExtraMount::Bind {
+                source: c_path(source)?,
+                target: c_path(target)?,
+            },
+            NodeMount::Tmpfs { target, size_kb } => ExtraMount::Tmpfs {
+                target: c_path(target)?,
+                options: CString::new(format!("size={size_kb}k,mode=0755"))
+                    .map_err(|_| Error::file(target, "tmpfs options"))?,
+            },
+        })
+    }
 }
 
 impl Isolation {
     pub fn new(run_dir: &Path) -> Result<Isolation> {
-        let run_dir = CString::new(run_dir.as_os_str().as_bytes())
-            .map_err(|_| Error::file(run_dir, "a NUL byte in the path"))?;
         Ok(Isolation {
-            run_dir,
+            run_dir: c_path(run_dir)?,
             hostname: None,
+            extra: Vec::new(),
         })
+    }
+
+    /// The same isolation with `mounts` made after `/run`, in order (replacing earlier
+    /// ones). Each process started with it gets its own namespace, so a tmpfs is its own:
+    /// another process sees a daemon's through `/proc/<pid>/root`.
+    pub fn with_mounts(&self, mounts: &[NodeMount]) -> Result<Isolation> {
+        Ok(Isolation {
+            extra: mounts
+                .iter()
+                .map(NodeMount::to_extra)
+                .collect::<Result<_>>()?,
+            ..self.clone()
+        })
+    }
+
+    /// Also bind-mount `ours` onto `target` (e.g. an `/etc/hosts` that names a second
+    /// controller's loopback address).
+    pub fn with_bind(mut self, ours: &Path, target: &Path) -> Result<Isolation> {
+        self.extra.push(
+            NodeMount::Bind {
+                source: ours.to_path_buf(),
+                target: target.to_path_buf(),
+            }
+            .to_extra()?,
+        );
+        Ok(self)
     }
 
     /// A node's: its own `/run` and host name.
@@ -70,7 +127,12 @@ impl Isolation {
     /// Make `cmd` enter a new mount namespace with our directory on `/run` (and a new UTS
     /// namespace with the node's host name) before it execs.
     pub fn apply(&self, cmd: &mut Command) {
-        crate::util::process::spawn::private_run(cmd, self.run_dir.clone(), self.hostname.clone());
+        crate::util::process::spawn::private_run(
+            cmd,
+            self.run_dir.clone(),
+            self.hostname.clone(),
+            self.extra.clone(),
+        );
     }
 }
 
@@ -162,6 +224,31 @@ fn other_threads(pid: u32) -> usize {
                 .count()
         })
         .unwrap_or(0)
+}
+
+/// A process's state letter, parent and process group (Linux: `/proc/<pid>/stat`), None
+/// once it is gone.
+pub fn state_parent_group(pid: u32) -> Option<(char, u32, u32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let f = parse_stat_after_comm(&text)?;
+    Some((
+        f.first()?.chars().next()?,
+        f.get(1)?.parse().ok()?,
+        f.get(2)?.parse().ok()?,
+    ))
+}
+
+/// Every process (Linux: of `/proc`) for which `keep(pid, state, parent, group)` holds.
+pub fn processes_where(keep: impl Fn(u32, char, u32, u32) -> bool) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|&pid| {
+                    state_parent_group(pid).is_some_and(|(s, pp, g)| keep(pid, s, pp, g))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// `comm` may hold spaces and parentheses: the fields start after the last `)`.

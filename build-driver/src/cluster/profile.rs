@@ -302,15 +302,16 @@ mod tests {
     fn default__memory_is_consumable_and_every_job_gets_some() {
         let h = hw(8, 24105);
         let lines = Profile::Default.global_lines(&[&h]);
-        for l in [
-            "SelectType=select/cons_tres",
-            "SelectTypeParameters=CR_Core_Memory",
-            "DefMemPerCPU=3013",
-            "ProctrackType=proctrack/pgid",
-            "TaskPlugin=task/none",
-        ] {
-            assert!(lines.iter().any(|x| x == l), "{l} missing: {lines:?}");
-        }
+        crate::testing::assert_has_lines(
+            &lines,
+            &[
+                "SelectType=select/cons_tres",
+                "SelectTypeParameters=CR_Core_Memory",
+                "DefMemPerCPU=3013",
+                "ProctrackType=proctrack/pgid",
+                "TaskPlugin=task/none",
+            ],
+        );
         assert_eq!(Profile::Default.node_params(&h), ["RealMemory=24105"]);
     }
 
@@ -325,14 +326,15 @@ mod tests {
     fn poc__the_seed_lines_and_no_memory_default() {
         let h = hw(18, 131072);
         let lines = Profile::Poc.global_lines(&[&h]);
-        for l in [
-            "SelectType=select/cons_tres",
-            "ProctrackType=proctrack/pgid",
-            "JobAcctGatherType=jobacct_gather/none",
-            "AccountingStorageTRES=gres/gpu,gres/gpu:apple",
-        ] {
-            assert!(lines.iter().any(|x| x == l), "{l} missing: {lines:?}");
-        }
+        crate::testing::assert_has_lines(
+            &lines,
+            &[
+                "SelectType=select/cons_tres",
+                "ProctrackType=proctrack/pgid",
+                "JobAcctGatherType=jobacct_gather/none",
+                "AccountingStorageTRES=gres/gpu,gres/gpu:apple",
+            ],
+        );
         assert!(
             !lines
                 .iter()
@@ -354,15 +356,16 @@ mod tests {
     fn macos_native__default_plus_the_darwin_plugins_and_overmemorykill() {
         let h = hw(8, 24105);
         let mine = Profile::MacosNative.global_lines(&[&h]);
-        for l in [
-            "ProctrackType=proctrack/darwin",
-            "TaskPlugin=task/darwin",
-            "JobAcctGatherType=jobacct_gather/darwin",
-            "JobAcctGatherParams=OverMemoryKill",
-            "JobAcctGatherFrequency=task=1",
-        ] {
-            assert!(mine.iter().any(|x| x == l), "{l} missing: {mine:?}");
-        }
+        crate::testing::assert_has_lines(
+            &mine,
+            &[
+                "ProctrackType=proctrack/darwin",
+                "TaskPlugin=task/darwin",
+                "JobAcctGatherType=jobacct_gather/darwin",
+                "JobAcctGatherParams=OverMemoryKill",
+                "JobAcctGatherFrequency=task=1",
+            ],
+        );
         // Everything else is `default`'s.
         let plugin = |l: &String| {
             ["ProctrackType=", "TaskPlugin=", "JobAcctGather"]
@@ -395,7 +398,9 @@ mod tests {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/CLUSTER.md");
         let readme = std::fs::read_to_string(&path).unwrap();
         let copy = readme_copy(&readme).unwrap_or_else(|| {
-            panic!("docs/CLUSTER.md has no profile table between `{README_BEGIN}` and `{README_END}`")
+            panic!(
+                "docs/CLUSTER.md has no profile table between `{README_BEGIN}` and `{README_END}`"
+            )
         });
         assert_eq!(
             copy,

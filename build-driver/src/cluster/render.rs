@@ -5,7 +5,7 @@
 use super::config::{Layout, Ports, write_key};
 use super::nodes::Node;
 use super::profile::Profile;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::util::fs::write_atomic;
 use std::path::PathBuf;
 
@@ -129,17 +129,37 @@ fn node_line(n: &Node, profile: Profile) -> String {
     )
 }
 
-/// `render`, then `extra` lines: one whose key is already set (not `NodeName`/`PartitionName`)
-/// replaces that line, any other is appended.
+/// `render`, then `extra` lines ([`edit_lines`]).
 pub fn render_with(s: &Settings, extra: &[String]) -> String {
-    let mut lines: Vec<String> = render(s).lines().map(str::to_string).collect();
-    let key = |l: &str| l.split_once('=').map(|(k, _)| k.trim().to_string());
+    edit_lines(&render(s), extra)
+}
+
+/// The key of a `Key=Value` line (`None` for comments and blank lines).
+fn line_key(l: &str) -> Option<&str> {
+    let l = l.trim_start();
+    (!l.starts_with('#'))
+        .then(|| l.split_once('='))
+        .flatten()
+        .map(|(k, _)| k.trim())
+}
+
+/// `text` (a `slurm.conf`) with `extra` lines: one whose key is already set (not `NodeName`,
+/// `PartitionName` or `Nodeset`, of which there are several) replaces that line, any other
+/// is appended. Keys compare case-insensitively, as Slurm's parser does.
+pub fn edit_lines(text: &str, extra: &[String]) -> String {
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let many = ["NodeName", "PartitionName", "Nodeset", "SlurmctldHost"];
     for e in extra {
-        let k = key(e);
+        let k = line_key(e).map(str::to_string);
         let replaceable = k
             .as_deref()
-            .is_some_and(|k| k != "NodeName" && k != "PartitionName");
-        match lines.iter_mut().find(|l| replaceable && key(l) == k) {
+            .is_some_and(|k| !many.iter().any(|m| m.eq_ignore_ascii_case(k)));
+        let same = |l: &String| {
+            line_key(l)
+                .zip(k.as_deref())
+                .is_some_and(|(a, b)| a.eq_ignore_ascii_case(b))
+        };
+        match lines.iter_mut().find(|l| replaceable && same(l)) {
             Some(l) => *l = e.clone(),
             None => lines.push(e.clone()),
         }
@@ -147,6 +167,63 @@ pub fn render_with(s: &Settings, extra: &[String]) -> String {
     let mut out = lines.join("\n");
     out.push('\n');
     out
+}
+
+/// `text` without the lines whose key is one of `keys` (case-insensitive; every
+/// `SlurmctldHost=` line for that key, for instance).
+pub fn remove_keys(text: &str, keys: &[&str]) -> String {
+    let mut out: String = text
+        .lines()
+        .filter(|l| !line_key(l).is_some_and(|k| keys.iter().any(|x| x.eq_ignore_ascii_case(k))))
+        .collect::<Vec<_>>()
+        .join("\n");
+    out.push('\n');
+    out
+}
+
+/// `text` with node `node`'s `NodeName=` line given `param` (`Key=Value`): a word with the
+/// same key is replaced, else the word goes before `State=` (or at the end). An error if
+/// the node has no line.
+pub fn set_node_param(text: &str, node: &str, param: &str) -> Result<String> {
+    let key = param
+        .split_once('=')
+        .map(|(k, _)| k)
+        .ok_or_else(|| Error::Usage(format!("node parameter `{param}` is not Key=Value")))?;
+    let head = format!("NodeName={node} ");
+    let mut found = false;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if !l.starts_with(&head) {
+                return l.to_string();
+            }
+            found = true;
+            let mut words: Vec<String> = l.split_whitespace().map(str::to_string).collect();
+            let same = |w: &String| {
+                w.split_once('=')
+                    .is_some_and(|(k, _)| k.eq_ignore_ascii_case(key))
+            };
+            match words.iter().position(same) {
+                Some(i) => words[i] = param.to_string(),
+                None => {
+                    let at = words
+                        .iter()
+                        .position(|w| w.starts_with("State="))
+                        .unwrap_or(words.len());
+                    words.insert(at, param.to_string());
+                }
+            }
+            words.join(" ")
+        })
+        .collect();
+    if !found {
+        return Err(Error::Usage(format!(
+            "slurm.conf has no `NodeName={node}` line to give `{param}`"
+        )));
+    }
+    let mut out = lines.join("\n");
+    out.push('\n');
+    Ok(out)
 }
 
 /// `gres.conf`: one Apple GPU per node. `File=/dev/null` is a placeholder that lets Slurm
@@ -196,15 +273,22 @@ pub fn render_dbd(s: &Settings) -> String {
     out
 }
 
-/// The prolog or epilog: appends `<name> <job id> <uid>` to the hook log, and fails (exit 1)
-/// while the fail flag exists.
+/// The prolog or epilog: appends `<name> <job id> <uid>` to the hook log, fails (exit 1)
+/// while the fail flag exists, and while the sleep flag exists appends `<name>-sleep <job id>
+/// <pid> <process group>` and sleeps for 5 minutes (a hook that runs into
+/// `PrologEpilogTimeout`).
 pub fn render_hook(l: &Layout, name: &str) -> String {
     format!(
-        "#!/bin/sh\n# Generated by `cargo xtask cluster`: records each run; fails while {flag} exists.\n\
+        "#!/bin/sh\n# Generated by `cargo xtask cluster`: records each run; fails while {flag} exists; hangs while {sleep} exists.\n\
          echo \"{name} $SLURM_JOB_ID $SLURM_JOB_UID\" >> '{log}'\n\
          if [ -e '{flag}' ]; then echo \"{name}: failing on purpose\" >&2; exit 1; fi\n\
+         if [ -e '{sleep}' ]; then\n\
+         \x20 echo \"{name}-sleep $SLURM_JOB_ID $$ $(ps -o pgid= -p $$ | tr -d ' ')\" >> '{log}'\n\
+         \x20 sleep 300\n\
+         fi\n\
          exit 0\n",
         flag = l.fail_flag(name).display(),
+        sleep = l.sleep_flag(name).display(),
         log = l.hook_log().display(),
     )
 }
@@ -391,6 +475,52 @@ mod tests {
     }
 
     #[test]
+    fn edit_lines__case_insensitive_keys_and_several_controller_lines() {
+        let text = "# a=b comment\nSlurmctldHost=h(127.0.0.1)\nMinJobAge=30\n";
+        let out = edit_lines(
+            text,
+            &["minjobage=5".into(), "SlurmctldHost=c2(127.0.0.2)".into()],
+        );
+        assert_eq!(
+            out,
+            "# a=b comment\nSlurmctldHost=h(127.0.0.1)\nminjobage=5\nSlurmctldHost=c2(127.0.0.2)\n"
+        );
+    }
+
+    #[test]
+    fn remove_keys__every_line_of_the_key_and_nothing_else() {
+        let text = "SlurmctldHost=a\nSlurmctldHost=b\nSlurmctldPort=1\n#SlurmctldHost=c\n";
+        assert_eq!(
+            remove_keys(text, &["slurmctldhost"]),
+            "SlurmctldPort=1\n#SlurmctldHost=c\n"
+        );
+    }
+
+    #[test]
+    fn set_node_param__replaces_or_inserts_before_state_and_names_a_missing_node() {
+        let text = "NodeName=node1 CPUs=2 Gres=gpu:apple:1 State=UNKNOWN\nNodeName=node10 CPUs=2 State=UNKNOWN\n";
+        let out = set_node_param(text, "node1", "Gres=gpu:apple:2").unwrap();
+        assert!(
+            out.starts_with("NodeName=node1 CPUs=2 Gres=gpu:apple:2 State=UNKNOWN\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("NodeName=node10 CPUs=2 State=UNKNOWN"),
+            "{out}"
+        );
+        let out = set_node_param(&out, "node10", "NodeAddr=::1").unwrap();
+        assert!(
+            out.contains("NodeName=node10 CPUs=2 NodeAddr=::1 State=UNKNOWN"),
+            "{out}"
+        );
+        let e = set_node_param(text, "node3", "CPUs=1")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("NodeName=node3"), "{e}");
+        assert!(set_node_param(text, "node1", "CPUs").is_err());
+    }
+
+    #[test]
     fn render_dbd__mysql_on_loopback_with_the_password() {
         let conf = render_dbd(&settings(Path::new("/t")));
         for line in [
@@ -442,5 +572,7 @@ mod tests {
             std::fs::read_to_string(l.hook_log()).unwrap(),
             "prolog 7 0\nprolog 7 0\n"
         );
+        let text = render_hook(&l, "prolog");
+        assert!(text.contains(&format!("if [ -e '{}' ]", l.sleep_flag("prolog").display())));
     }
 }

@@ -97,13 +97,19 @@ impl Cluster {
     fn spawn(&mut self, sh: &Shell, d: Daemon, first: bool) -> Result<u32> {
         let l = self.layout();
         let (mut cmd, iso) = self.daemon_command(sh, d, first)?;
+        let conf = d
+            .node()
+            .and_then(|i| self.slurmd_launch.get(&i))
+            .and_then(|launch| launch.slurm_conf.clone())
+            .unwrap_or_else(|| l.conf());
         // A daemon that aborts dumps its core in its working directory: the cluster's logs,
         // never the caller's directory (a source tree).
         // The darwin personality's modelled Mac (gpu/apple, node metrics) is the cluster's
         // hardware file for every daemon; native builds never read it.
-        cmd.env("SLURM_CONF", l.conf())
+        cmd.env("SLURM_CONF", conf)
             .env(crate::gres_conf::HARDWARE_VAR, l.mac_hardware())
             .current_dir(l.logs());
+        super::config::set_emulation_log(&mut cmd, &l);
         let rec = procs::spawn_detached(&d.name(), cmd, iso.as_ref(), &l.daemon_output(&d.name()))?;
         let pid = rec.pid;
         self.state.record(rec)?;
@@ -140,8 +146,16 @@ impl Cluster {
                 let node = self.node_at(i)?;
                 let sbin = node.prefix.join("sbin");
                 let name = &node.name;
+                let extra = self.slurmd_args.get(i).cloned().unwrap_or_default();
+                let c = match self.slurmd_launch.get(&i) {
+                    Some(launch) => {
+                        let args = &launch.args;
+                        cmd!(sh, "{sbin}/slurmd -D -N {name} {args...} {extra...}")
+                    }
+                    None => cmd!(sh, "{sbin}/slurmd -D -N {name} -f {conf} {extra...}"),
+                };
                 (
-                    Command::from(cmd!(sh, "{sbin}/slurmd -D -N {name} -f {conf}")),
+                    Command::from(c),
                     self.node_isolation.get(i).cloned().flatten(),
                 )
             }

@@ -39,6 +39,10 @@ pub struct State {
     /// what is left in them after the daemons stopped are job processes.
     #[serde(default)]
     pub namespaces: Vec<u64>,
+    /// The newer build scenario smd-410 upgrades the cluster to (`cluster test
+    /// --upgrade-to`).
+    #[serde(default)]
+    pub upgrade_to: Option<PathBuf>,
 }
 
 impl State {
@@ -144,6 +148,7 @@ mod tests {
             node_namespaces: true,
             daemons: vec![],
             namespaces: vec![],
+            upgrade_to: None,
         }
     }
 

@@ -49,6 +49,76 @@ pub fn ensure_test_user() -> Result<TestUser> {
         .ok_or_else(|| Error::Scenario(format!("{TEST_USER} still does not exist after useradd")))
 }
 
+/// A local group, created (`groupadd`) if absent; returns its gid. Root only.
+pub fn ensure_group(name: &str) -> Result<u32> {
+    let t = Duration::from_secs(30);
+    let sh = Shell::new().map_err(Error::Shell)?;
+    if let Some(gid) = group_gid(name)? {
+        return Ok(gid);
+    }
+    read_bounded(cmd!(sh, "groupadd {name}"), t)
+        .map_err(|e| e.context(format!("cannot create the test group {name} (needs root)")))?;
+    group_gid(name)?
+        .ok_or_else(|| Error::Scenario(format!("group {name} still does not exist after groupadd")))
+}
+
+/// A local user without a password login, with a home directory, whose supplementary groups
+/// are exactly `groups` (created if absent; `usermod -G` if they differ). Root only.
+pub fn ensure_user(name: &str, groups: &[&str]) -> Result<TestUser> {
+    let t = Duration::from_secs(30);
+    let sh = Shell::new().map_err(Error::Shell)?;
+    for g in groups {
+        ensure_group(g)?;
+    }
+    let list = groups.join(",");
+    if lookup(name)?.is_none() {
+        let c = if groups.is_empty() {
+            cmd!(sh, "useradd --create-home --shell /bin/sh {name}")
+        } else {
+            cmd!(sh, "useradd --create-home --shell /bin/sh -G {list} {name}")
+        };
+        read_bounded(c, t)
+            .map_err(|e| e.context(format!("cannot create the test user {name} (needs root)")))?;
+    }
+    let mut have: Vec<String> = supplementary(name)?;
+    let mut want: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+    have.sort();
+    want.sort();
+    if have != want {
+        read_bounded(cmd!(sh, "usermod -G {list} {name}"), t)
+            .map_err(|e| e.context(format!("cannot set the groups of {name}")))?;
+    }
+    lookup(name)?
+        .ok_or_else(|| Error::Scenario(format!("{name} still does not exist after useradd")))
+}
+
+/// The gid of group `name` (`getent group`), None if there is none.
+pub fn group_gid(name: &str) -> Result<Option<u32>> {
+    let sh = Shell::new().map_err(Error::Shell)?;
+    let out = run_bounded(cmd!(sh, "getent group {name}"), Duration::from_secs(10))?;
+    if !out.status.success() {
+        return Ok(None);
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .split(':')
+        .nth(2)
+        .and_then(|g| g.parse().ok()))
+}
+
+/// The names of `user`'s supplementary groups (`id -Gn` minus the primary group).
+fn supplementary(user: &str) -> Result<Vec<String>> {
+    let sh = Shell::new().map_err(Error::Shell)?;
+    let t = Duration::from_secs(10);
+    let all = read_bounded(cmd!(sh, "id -Gn {user}"), t)?;
+    let primary = read_bounded(cmd!(sh, "id -gn {user}"), t)?;
+    Ok(all
+        .split_whitespace()
+        .filter(|g| *g != primary.trim())
+        .map(str::to_string)
+        .collect())
+}
+
 /// `getent passwd NAME`, parsed.
 pub fn lookup(name: &str) -> Result<Option<TestUser>> {
     let sh = Shell::new().map_err(Error::Shell)?;

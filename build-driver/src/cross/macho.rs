@@ -213,8 +213,7 @@ mod tests {
 
     #[test]
     fn check_file__cpu_and_kind_mismatches_are_named() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("x");
+        let (d, p) = crate::testing::scratch("x");
         std::fs::write(&p, header(macho::CPU_TYPE_X86_64, macho::MH_DYLIB)).unwrap();
         assert_eq!(
             check_file(&p, Expect::Library, macho::CPU_TYPE_X86_64),

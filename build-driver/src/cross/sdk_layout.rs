@@ -130,20 +130,17 @@ mod tests {
         let src = dir.join("probe.c");
         std::fs::write(&src, probe_source()).unwrap();
         let obj = dir.join(format!("probe-{zig_target}.o"));
-        let out = std::process::Command::new(zig)
-            .args(["cc", "-target", zig_target, "-c"])
-            .arg("-isystem")
-            .arg(include)
-            .arg(&src)
-            .arg("-o")
-            .arg(&obj)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "probe does not compile for {zig_target} with {}: {}",
-            include.display(),
-            String::from_utf8_lossy(&out.stderr)
+        crate::testing::output_ok(
+            std::process::Command::new(zig)
+                .args(["cc", "-target", zig_target, "-c", "-isystem"])
+                .arg(include)
+                .arg(&src)
+                .arg("-o")
+                .arg(&obj),
+            &format!(
+                "probe does not compile for {zig_target} with {}",
+                include.display()
+            ),
         );
         let bytes = std::fs::read(&obj).unwrap();
         let file = object::File::parse(&*bytes).unwrap();

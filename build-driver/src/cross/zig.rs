@@ -464,18 +464,13 @@ mod tests {
         .unwrap();
         std::fs::write(&m, "int used(void);\nint main(void){return used();}\n").unwrap();
         let exe = d.path().join("prog");
-        let out = std::process::Command::new(&tc.cc)
-            .arg("-O2")
-            .arg(&m)
-            .arg(&a)
-            .arg("-o")
-            .arg(&exe)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        crate::testing::output_ok(
+            std::process::Command::new(&tc.cc)
+                .arg("-O2")
+                .args([&m, &a])
+                .arg("-o")
+                .arg(&exe),
+            "zig cc -O2 m.c a.c",
         );
         let bytes = std::fs::read(&exe).unwrap();
         let file = object::File::parse(&*bytes).unwrap();

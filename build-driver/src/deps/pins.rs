@@ -5,6 +5,7 @@
 //! crate's own checksum is in `Cargo.lock`).
 
 use crate::error::Result;
+use crate::pins::Bad;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -123,12 +124,6 @@ pub struct DepPins {
     pub libs: Vec<Lib>,
 }
 
-fn is_sha256(s: &str) -> bool {
-    s.len() == 64
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
 fn is_plain_name(s: &str) -> bool {
     !s.is_empty()
         && s != "."
@@ -149,76 +144,15 @@ impl DepPins {
         let (raw, err): (RawFile, _) = crate::pins::parse_toml(path, text)?;
         let mut libs: Vec<Lib> = Vec::new();
         for r in raw.lib {
-            let n = &r.name;
-            if !is_plain_name(n) {
-                return Err(err(format!("library name `{n}` is not a plain file name")));
-            }
-            if libs.iter().any(|l| &l.name == n) {
-                return Err(err(format!("library `{n}` is listed twice")));
-            }
-            for need in &r.needs {
-                if !libs.iter().any(|l| &l.name == need) {
-                    return Err(err(format!(
-                        "`{n}` needs `{need}`, which is not listed before it (list libraries in build order)"
-                    )));
-                }
-            }
+            check_order(&r, &libs, &err)?;
             let tarball = match r.build {
                 BuildKind::OpensslSrc => {
-                    if r.sha256.is_some() || r.file.is_some() || r.top_dir.is_some() {
-                        return Err(err(format!(
-                            "`{n}`: an openssl-src library takes its source from the crate; drop sha256/file/top_dir"
-                        )));
-                    }
-                    if r.version != openssl_src::version() {
-                        return Err(err(format!(
-                            "`{n}`: pinned version {} but the openssl-src crate in Cargo.lock is {}; update the pin or the crate",
-                            r.version,
-                            openssl_src::version()
-                        )));
-                    }
+                    check_openssl_src(&r, &err)?;
                     None
                 }
-                BuildKind::Cmake | BuildKind::Autotools => {
-                    let sha256 = r.sha256.unwrap_or_default();
-                    if !is_sha256(&sha256) {
-                        return Err(err(format!(
-                            "`{n}`: sha256 `{sha256}` is not 64 lower-case hex digits (every tarball must be pinned by its verified hash)"
-                        )));
-                    }
-                    let file = r.file.unwrap_or_default();
-                    let top_dir = r.top_dir.unwrap_or_default();
-                    if !is_plain_name(&file) || !is_plain_name(&top_dir) {
-                        return Err(err(format!(
-                            "`{n}`: file `{file}` and top_dir `{top_dir}` must be plain names"
-                        )));
-                    }
-                    if r.urls.is_empty() && r.debian.is_none() {
-                        return Err(err(format!(
-                            "`{n}`: no source: give urls or a [lib.debian] table"
-                        )));
-                    }
-                    Some(Tarball {
-                        sha256,
-                        file,
-                        top_dir,
-                        urls: r.urls,
-                        debian: r.debian,
-                    })
-                }
+                BuildKind::Cmake | BuildKind::Autotools => Some(tarball_of(&r, &err)?),
             };
-            if let Some(o) = &r.overlay {
-                if !is_plain_name(o) || r.build == BuildKind::OpensslSrc {
-                    return Err(err(format!(
-                        "`{n}`: overlay `{o}` must be a plain directory name of a tarball library"
-                    )));
-                }
-            }
-            if let Some(b) = r.bundle.iter().find(|b| !r.needs.contains(b)) {
-                return Err(err(format!(
-                    "`{n}` bundles `{b}`, which is not in its needs"
-                )));
-            }
+            check_overlay_and_bundle(&r, &err)?;
             libs.push(Lib {
                 bundle: r.bundle,
                 overlay: r.overlay,
@@ -236,6 +170,91 @@ impl DepPins {
         }
         Ok(DepPins { libs })
     }
+}
+
+/// A plain, new name whose needs are all listed before it (build order).
+fn check_order(r: &RawLib, before: &[Lib], err: Bad) -> Result<()> {
+    let n = &r.name;
+    if !is_plain_name(n) {
+        return Err(err(format!("library name `{n}` is not a plain file name")));
+    }
+    if before.iter().any(|l| &l.name == n) {
+        return Err(err(format!("library `{n}` is listed twice")));
+    }
+    for need in &r.needs {
+        if !before.iter().any(|l| &l.name == need) {
+            return Err(err(format!(
+                "`{n}` needs `{need}`, which is not listed before it (list libraries in build order)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// An openssl-src library has no tarball and the crate's version.
+fn check_openssl_src(r: &RawLib, err: Bad) -> Result<()> {
+    let n = &r.name;
+    if r.sha256.is_some() || r.file.is_some() || r.top_dir.is_some() {
+        return Err(err(format!(
+            "`{n}`: an openssl-src library takes its source from the crate; drop sha256/file/top_dir"
+        )));
+    }
+    if r.version != openssl_src::version() {
+        return Err(err(format!(
+            "`{n}`: pinned version {} but the openssl-src crate in Cargo.lock is {}; update the pin or the crate",
+            r.version,
+            openssl_src::version()
+        )));
+    }
+    Ok(())
+}
+
+/// A CMake or autotools library's tarball: a verified hash, plain names, a source.
+fn tarball_of(r: &RawLib, err: Bad) -> Result<Tarball> {
+    let n = &r.name;
+    let sha256 = r.sha256.clone().unwrap_or_default();
+    if !crate::pins::is_hex(&sha256, 64) {
+        return Err(err(format!(
+            "`{n}`: sha256 `{sha256}` is not 64 lower-case hex digits (every tarball must be pinned by its verified hash)"
+        )));
+    }
+    let file = r.file.clone().unwrap_or_default();
+    let top_dir = r.top_dir.clone().unwrap_or_default();
+    if !is_plain_name(&file) || !is_plain_name(&top_dir) {
+        return Err(err(format!(
+            "`{n}`: file `{file}` and top_dir `{top_dir}` must be plain names"
+        )));
+    }
+    if r.urls.is_empty() && r.debian.is_none() {
+        return Err(err(format!(
+            "`{n}`: no source: give urls or a [lib.debian] table"
+        )));
+    }
+    Ok(Tarball {
+        sha256,
+        file,
+        top_dir,
+        urls: r.urls.clone(),
+        debian: r.debian.clone(),
+    })
+}
+
+/// An overlay belongs to a tarball library; what is bundled must be needed.
+fn check_overlay_and_bundle(r: &RawLib, err: Bad) -> Result<()> {
+    let n = &r.name;
+    if let Some(o) = &r.overlay {
+        if !is_plain_name(o) || r.build == BuildKind::OpensslSrc {
+            return Err(err(format!(
+                "`{n}`: overlay `{o}` must be a plain directory name of a tarball library"
+            )));
+        }
+    }
+    if let Some(b) = r.bundle.iter().find(|b| !r.needs.contains(b)) {
+        return Err(err(format!(
+            "`{n}` bundles `{b}`, which is not in its needs"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

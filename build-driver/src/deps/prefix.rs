@@ -275,15 +275,12 @@ mod tests {
 
     #[test]
     fn relocate_pc_files__rewrites_absolute_and_prefix_lines() {
-        let d = tempfile::tempdir().unwrap();
-        let pc = d.path().join("lib/pkgconfig");
-        fs::create_dir_all(&pc).unwrap();
-        fs::write(
-            pc.join("json-c.pc"),
+        let (d, pc) = crate::testing::scratch("lib/pkgconfig");
+        crate::testing::write(
+            &pc.join("json-c.pc"),
             "prefix=/old/p\nlibdir=/old/p/lib\nLibs: -L${libdir} -ljson-c\n",
-        )
-        .unwrap();
-        fs::write(pc.join("other.txt"), "/old/p").unwrap();
+        );
+        crate::testing::write(&pc.join("other.txt"), "/old/p");
         relocate_pc_files(d.path(), Path::new("/old/p"), Path::new("/new")).unwrap();
         assert_eq!(
             fs::read_to_string(pc.join("json-c.pc")).unwrap(),

@@ -198,11 +198,16 @@ mod tests {
         (out, sha)
     }
 
-    #[test]
-    fn tarball__verified_cached_file_is_used_and_a_wrong_hash_is_refetched_or_refused() {
-        let sh = Shell::new().unwrap();
+    /// A shell, a temporary directory and the tarball `x-1` in it with its sha256.
+    fn shell_and_x1_tarball() -> (Shell, tempfile::TempDir, PathBuf, String) {
         let d = tempfile::tempdir().unwrap();
         let (tx, sha) = tarball_of(d.path(), "x-1");
+        (Shell::new().unwrap(), d, tx, sha)
+    }
+
+    #[test]
+    fn tarball__verified_cached_file_is_used_and_a_wrong_hash_is_refetched_or_refused() {
+        let (sh, d, tx, sha) = shell_and_x1_tarball();
         let downloads = d.path().join("downloads");
         fs::create_dir_all(&downloads).unwrap();
         fs::copy(&tx, downloads.join("x.tar.xz")).unwrap();
@@ -245,10 +250,9 @@ mod tests {
 
     #[test]
     fn download__hash_mismatch_leaves_no_file() {
-        let sh = Shell::new().unwrap();
-        if !crate::testing::have(&sh, &["curl"]) {
+        let Some(sh) = crate::testing::shell_with(&["curl"]) else {
             return;
-        }
+        };
         let d = tempfile::tempdir().unwrap();
         let (tx, sha) = tarball_of(d.path(), "x-1");
         let url = format!("file://{}", tx.display());
@@ -262,9 +266,7 @@ mod tests {
 
     #[test]
     fn unpack__checks_the_top_directory_and_cleans_up() {
-        let sh = Shell::new().unwrap();
-        let d = tempfile::tempdir().unwrap();
-        let (tx, _) = tarball_of(d.path(), "x-1");
+        let (sh, d, tx, _) = shell_and_x1_tarball();
         let parent = d.path().join("build");
         {
             let (staging, tree) = unpack(&sh, &tx, "x-1", &parent).unwrap();

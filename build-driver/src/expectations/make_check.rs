@@ -189,33 +189,31 @@ reason = "logs to syslog differently"
         assert!(err.contains("pack-test: PASS -> FAIL"), "{err}");
     }
 
+    /// Two tests as cases: the expected differences of a program and its case pass; another
+    /// outcome than the expected one fails.
     #[test]
-    fn judge__expected_program_difference_covers_its_cases() {
+    fn judge__expected_differences_pass_and_other_outcomes_fail() {
         let e = Expectations::parse(FILE).unwrap();
-        let diffs = [
-            d(
-                "slurm_unit/common/log-test",
-                Some(Outcome::Pass),
-                Some(Outcome::Fail),
+        let log = |program: &str, to| d(program, Some(Outcome::Pass), Some(to));
+        let cases = [
+            (
+                "expected_program_difference_covers_its_cases",
+                vec![
+                    log("slurm_unit/common/log-test", Outcome::Fail),
+                    log("slurm_unit/common/log-test::core:syslog", Outcome::Fail),
+                ],
+                true,
             ),
-            d(
-                "slurm_unit/common/log-test::core:syslog",
-                Some(Outcome::Pass),
-                Some(Outcome::Fail),
+            (
+                "other_outcome_than_expected_fails",
+                vec![log("slurm_unit/common/log-test", Outcome::Error)],
+                false,
             ),
         ];
-        assert!(judge(&diffs, &e, Path::new("f")).is_ok());
-    }
-
-    #[test]
-    fn judge__other_outcome_than_expected_fails() {
-        let e = Expectations::parse(FILE).unwrap();
-        let diffs = [d(
-            "slurm_unit/common/log-test",
-            Some(Outcome::Pass),
-            Some(Outcome::Error),
-        )];
-        assert!(judge(&diffs, &e, Path::new("f")).is_err());
+        for (name, diffs, ok) in cases {
+            let r = judge(&diffs, &e, Path::new("f"));
+            assert_eq!(r.is_ok(), ok, "{name}: {r:?}");
+        }
     }
 
     #[test]

@@ -69,16 +69,7 @@ pub fn unpack_single_top(
         what: what.clone(),
         detail,
     };
-    let mut file = BufReader::new(fs::File::open(archive).map_err(|e| Error::io(archive, e))?);
-    let mut magic = [0u8; 2];
-    let n = file.read(&mut magic).map_err(|e| Error::io(archive, e))?;
-    let file = io::Cursor::new(magic[..n].to_vec()).chain(file);
-    let reader: Box<dyn Read> = if n == 2 && magic == [0x1f, 0x8b] {
-        Box::new(GzDecoder::new(file))
-    } else {
-        Box::new(file)
-    };
-    let mut ar = tar::Archive::new(reader);
+    let mut ar = tar::Archive::new(open_maybe_gzip(archive)?);
     ar.set_preserve_permissions(true);
     ar.set_preserve_mtime(true);
     ar.set_unpack_xattrs(false);
@@ -96,41 +87,8 @@ pub fn unpack_single_top(
             .path()
             .map_err(|e| err(format!("bad entry name: {e}")))?
             .into_owned();
-        let mut comps = path
-            .components()
-            .filter(|c| !matches!(c, Component::CurDir));
-        let first = match comps.next() {
-            Some(Component::Normal(f)) => f.to_string_lossy().into_owned(),
-            _ => {
-                return Err(err(format!(
-                    "entry `{}` is not below a top directory",
-                    path.display()
-                )));
-            }
-        };
-        if comps.next().is_none() && !kind.is_dir() {
-            return Err(err(format!(
-                "`{first}` is a file at the top level; expected a single top directory"
-            )));
-        }
-        match &top {
-            None => {
-                if let Some(exp) = expected_top {
-                    if first != exp {
-                        return Err(err(format!(
-                            "top directory is `{first}`, the pin expects `{exp}`"
-                        )));
-                    }
-                }
-                top = Some(first);
-            }
-            Some(t) if *t != first => {
-                return Err(err(format!(
-                    "more than one top directory (`{t}`, `{first}`)"
-                )));
-            }
-            Some(_) => {}
-        }
+        let first = top_component(&path, kind.is_dir()).map_err(err)?;
+        check_single_top(&mut top, first, expected_top).map_err(err)?;
         let inside = entry.unpack_in(into).map_err(|e| {
             err(format!(
                 "truncated or corrupt archive at `{}`: {e}",
@@ -149,6 +107,66 @@ pub fn unpack_single_top(
         .map_err(|e| err(format!("truncated or corrupt archive: {e}")))?;
     let top = top.ok_or_else(|| err("empty archive".into()))?;
     Ok(into.join(top))
+}
+
+/// The archive's bytes, gunzipped when it starts with gzip's magic bytes.
+fn open_maybe_gzip(archive: &Path) -> Result<Box<dyn Read>> {
+    let mut file = BufReader::new(fs::File::open(archive).map_err(|e| Error::io(archive, e))?);
+    let mut magic = [0u8; 2];
+    let n = file.read(&mut magic).map_err(|e| Error::io(archive, e))?;
+    let file = io::Cursor::new(magic[..n].to_vec()).chain(file);
+    Ok(if n == 2 && magic == [0x1f, 0x8b] {
+        Box::new(GzDecoder::new(file))
+    } else {
+        Box::new(file)
+    })
+}
+
+/// The top directory an entry `path` lies in; a file at the top level has none.
+fn top_component(path: &Path, is_dir: bool) -> std::result::Result<String, String> {
+    let mut comps = path
+        .components()
+        .filter(|c| !matches!(c, Component::CurDir));
+    let first = match comps.next() {
+        Some(Component::Normal(f)) => f.to_string_lossy().into_owned(),
+        _ => {
+            return Err(format!(
+                "entry `{}` is not below a top directory",
+                path.display()
+            ));
+        }
+    };
+    if comps.next().is_none() && !is_dir {
+        return Err(format!(
+            "`{first}` is a file at the top level; expected a single top directory"
+        ));
+    }
+    Ok(first)
+}
+
+/// Records the first top directory (which must be `expected` if given); any other differs.
+fn check_single_top(
+    top: &mut Option<String>,
+    first: String,
+    expected: Option<&str>,
+) -> std::result::Result<(), String> {
+    match top {
+        None => {
+            if let Some(exp) = expected {
+                if first != exp {
+                    return Err(format!(
+                        "top directory is `{first}`, the pin expects `{exp}`"
+                    ));
+                }
+            }
+            *top = Some(first);
+        }
+        Some(t) if *t != first => {
+            return Err(format!("more than one top directory (`{t}`, `{first}`)"));
+        }
+        Some(_) => {}
+    }
+    Ok(())
 }
 
 /// Moves the staged tree `staged` to `layout.tree(version)` and writes the marker last.
@@ -225,6 +243,14 @@ mod tests {
         b.into_inner().unwrap().finish().unwrap();
     }
 
+    /// A layout and `in.tar.gz` beside its trees: a Slurm-like source below `top`.
+    fn slurmish_in_layout(top: &str) -> (tempfile::TempDir, Layout, PathBuf) {
+        let (d, layout) = tmp_layout();
+        let tgz = d.path().join("in.tar.gz");
+        slurmish(&tgz, top);
+        (d, layout, tgz)
+    }
+
     fn slurmish(path: &Path, top: &str) {
         let files: Vec<(String, String)> = vec![
             (format!("{top}/"), String::new()),
@@ -264,9 +290,7 @@ mod tests {
 
     #[test]
     fn unpack_and_install__installs_contents_of_top_dir_and_marker() {
-        let (d, layout) = tmp_layout();
-        let tgz = d.path().join("in.tar.gz");
-        slurmish(&tgz, "slurm-1");
+        let (d, layout, tgz) = slurmish_in_layout("slurm-1");
         let dest = unpack_and_install(&layout, "1.2.3", &tgz, Some("slurm-1"), "sha256 x").unwrap();
         assert_eq!(dest, d.path().join("1.2.3"));
         assert!(dest.join("configure.ac").is_file() && dest.join("src/x.c").is_file());
@@ -282,9 +306,7 @@ mod tests {
 
     #[test]
     fn unpack_and_install__truncated_archive_is_an_error_and_leaves_no_tree() {
-        let (d, layout) = tmp_layout();
-        let tgz = d.path().join("in.tar.gz");
-        slurmish(&tgz, "slurm-1");
+        let (d, layout, tgz) = slurmish_in_layout("slurm-1");
         let bytes = fs::read(&tgz).unwrap();
         for cut in [bytes.len() / 2, bytes.len() - 4] {
             fs::write(&tgz, &bytes[..cut]).unwrap();
@@ -303,9 +325,7 @@ mod tests {
 
     #[test]
     fn unpack_and_install__wrong_top_dir_is_an_error() {
-        let (d, layout) = tmp_layout();
-        let tgz = d.path().join("in.tar.gz");
-        slurmish(&tgz, "other-top");
+        let (d, layout, tgz) = slurmish_in_layout("other-top");
         let e = unpack_and_install(&layout, "v", &tgz, Some("slurm-1"), "i").unwrap_err();
         assert!(
             e.to_string()

@@ -4,6 +4,13 @@ use crate::testing::write as put;
 use std::os::unix::fs::PermissionsExt;
 
 /// A staged build for `prefix` below `d/stage` with its staging manifest.
+/// A temporary directory, a shell and a build staged for `/opt/slurm` in it.
+fn staged_scratch() -> (tempfile::TempDir, Shell, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let from = staged(d.path(), "/opt/slurm");
+    (d, Shell::new().unwrap(), from)
+}
+
 fn staged(d: &Path, prefix: &str) -> PathBuf {
     let s = d.join("stage").join(prefix.trim_start_matches('/'));
     put(&s.join("sbin/slurmd"), "#!/bin/sh\necho slurmd\n");
@@ -45,9 +52,7 @@ fn mode(p: &Path) -> u32 {
 
 #[test]
 fn install__staged_tree_exact_modes_manifest_key_and_a_second_run_changes_nothing() {
-    let d = tempfile::tempdir().unwrap();
-    let sh = Shell::new().unwrap();
-    let from = staged(d.path(), "/opt/slurm");
+    let (d, sh, from) = staged_scratch();
     let key = d.path().join("slurm.key");
     fs::write(&key, b"0123456789abcdef").unwrap();
     run(&sh, d.path(), args(d.path(), &from, Some(key.clone()))).unwrap();
@@ -124,9 +129,7 @@ fn install__staged_tree_exact_modes_manifest_key_and_a_second_run_changes_nothin
 
 #[test]
 fn install__refuses_foreign_prefix_wrong_build_missing_key_and_leaves_nothing() {
-    let d = tempfile::tempdir().unwrap();
-    let sh = Shell::new().unwrap();
-    let from = staged(d.path(), "/opt/slurm");
+    let (d, sh, from) = staged_scratch();
     let p = d.path().join("root/opt/slurm");
     // A prefix with someone's files and no manifest of ours.
     put(&p.join("bin/other"), "x");
@@ -182,8 +185,14 @@ fn install__refuses_foreign_prefix_wrong_build_missing_key_and_leaves_nothing() 
 fn install__without_from_looks_in_target_stage_and_says_how_to_build_it() {
     let d = tempfile::tempdir().unwrap();
     let sh = Shell::new().unwrap();
-    let a = InstallArgs { from: None, ..args(d.path(), d.path(), None) };
+    let a = InstallArgs {
+        from: None,
+        ..args(d.path(), d.path(), None)
+    };
     let e = run(&sh, d.path(), a).unwrap_err().to_string();
-    assert!(e.contains("stage/opt/slurm") && e.contains("--destdir target/stage"), "{e}");
+    assert!(
+        e.contains("stage/opt/slurm") && e.contains("--destdir target/stage"),
+        "{e}"
+    );
     assert!(default_from(Path::new("/r"), Path::new("/opt/slurm")).ends_with("stage/opt/slurm"));
 }

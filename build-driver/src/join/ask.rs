@@ -242,41 +242,16 @@ fn ask_in(a: &Ask<'_>, work: &Path) -> Result<Answer> {
     let isolate = cfg!(target_os = "linux") && nix::unistd::geteuid().is_root();
     let run = work.join("run");
     std::fs::create_dir_all(run.join("slurm")).map_err(|e| Error::io(&run, e))?;
-    // `/var/run`: macOS's run directory (patches/24.11/0011), and on Linux a symlink to
-    // `/run`; the darwin personality's shim hides `/run` itself, as on a Mac.
-    let conf_inside = PathBuf::from("/var/run/slurm/conf/slurm.conf");
-    let socket = if isolate {
-        run.join("slurm/sack.socket")
-    } else {
-        let socket = PathBuf::from("/var/run/slurm/sack.socket");
-        if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
-            return Err(Error::SackInUse { socket });
-        }
-        socket
-    };
+    let socket = sack_socket(isolate, &run)?;
     let private = |cmd: &mut Command| {
         if isolate {
             if let Ok(dir) = std::ffi::CString::new(run.as_os_str().as_encoded_bytes()) {
-                crate::util::process::spawn::private_run(cmd, dir, None);
+                crate::util::process::spawn::private_run(cmd, dir, None, Vec::new());
             }
         }
     };
     let log = work.join("sackd.log");
-    let mut sackd = Command::new(a.prefix.join("sbin/sackd"));
-    sackd
-        .arg("-D")
-        .env("SLURM_SACK_KEY", a.key)
-        .env_remove("SLURM_CONF");
-    let conf = match a.source {
-        Source::Configless(c) => {
-            sackd.arg("--conf-server").arg(c.conf_server());
-            conf_inside
-        }
-        Source::Local(f) => {
-            sackd.arg("-f").arg(f);
-            f.clone()
-        }
-    };
+    let (mut sackd, conf) = sackd_command(a);
     private(&mut sackd);
     let mut child = crate::util::process::spawn_logged(sackd, &log)?;
     let ready = poll(
@@ -299,30 +274,7 @@ fn ask_in(a: &Ask<'_>, work: &Path) -> Result<Answer> {
             let mut sc = Command::new(a.prefix.join("bin/scontrol"));
             sc.args(["show", "config"]).env("SLURM_CONF", &conf);
             private(&mut sc);
-            let out = run_bounded(sc, Duration::from_secs(60));
-            match out {
-                Ok(o) if o.status.success() => {
-                    match version_of_config(&String::from_utf8_lossy(&o.stdout)) {
-                        Ok(v) => Ok(v),
-                        Err(e) => {
-                            let t = e.to_string();
-                            Err((Problem::Other { detail: t.clone() }, t))
-                        }
-                    }
-                }
-                Ok(o) => {
-                    let t = format!(
-                        "{}{}",
-                        String::from_utf8_lossy(&o.stdout),
-                        String::from_utf8_lossy(&o.stderr)
-                    );
-                    Err((translate(&t), t))
-                }
-                Err(e) => {
-                    let t = e.to_string();
-                    Err((Problem::Unreachable { detail: t.clone() }, t))
-                }
-            }
+            config_answer(run_bounded(sc, Duration::from_secs(60)))
         }
         Ok(false) => {
             let t = std::fs::read_to_string(&log).unwrap_or_default();
@@ -342,6 +294,64 @@ fn ask_in(a: &Ask<'_>, work: &Path) -> Result<Answer> {
     child.kill().ok();
     child.wait().ok();
     Ok(answer)
+}
+
+/// Where sackd puts its socket: below the private run directory when isolated, else the
+/// real `/var/run/slurm/sack.socket`, which no other sackd may be serving.
+fn sack_socket(isolate: bool, run: &Path) -> Result<PathBuf> {
+    if isolate {
+        return Ok(run.join("slurm/sack.socket"));
+    }
+    let socket = PathBuf::from("/var/run/slurm/sack.socket");
+    if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+        return Err(Error::SackInUse { socket });
+    }
+    Ok(socket)
+}
+
+/// The sackd command for the configuration source, and the slurm.conf scontrol reads then.
+fn sackd_command(a: &Ask<'_>) -> (Command, PathBuf) {
+    let mut sackd = Command::new(a.prefix.join("sbin/sackd"));
+    sackd
+        .arg("-D")
+        .env("SLURM_SACK_KEY", a.key)
+        .env_remove("SLURM_CONF");
+    let conf = match a.source {
+        Source::Configless(c) => {
+            sackd.arg("--conf-server").arg(c.conf_server());
+            // `/var/run`: macOS's run directory (patches/24.11/0011), and on Linux a symlink
+            // to `/run`; the darwin personality's shim hides `/run` itself, as on a Mac.
+            PathBuf::from("/var/run/slurm/conf/slurm.conf")
+        }
+        Source::Local(f) => {
+            sackd.arg("-f").arg(f);
+            f.clone()
+        }
+    };
+    (sackd, conf)
+}
+
+/// What `scontrol show config` (run once sackd is ready) says about the controller.
+fn config_answer(out: Result<std::process::Output>) -> Answer {
+    match out {
+        Ok(o) if o.status.success() => version_of_config(&String::from_utf8_lossy(&o.stdout))
+            .map_err(|e| {
+                let t = e.to_string();
+                (Problem::Other { detail: t.clone() }, t)
+            }),
+        Ok(o) => {
+            let t = format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            Err((translate(&t), t))
+        }
+        Err(e) => {
+            let t = e.to_string();
+            Err((Problem::Unreachable { detail: t.clone() }, t))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -69,6 +69,15 @@ fn root_or_skip() -> bool {
     ok
 }
 
+/// The 24.11 native and darwin prefixes, when both are built and this is root; `None`
+/// (the reason printed: the calling test is skipped) if not.
+fn both_2411_as_root() -> Option<(PathBuf, PathBuf)> {
+    let (Some(native), Some(darwin)) = (native_2411(), darwin_2411()) else {
+        return None;
+    };
+    root_or_skip().then_some((native, darwin))
+}
+
 /// A running cluster, stopped when dropped (also when an assertion fails).
 struct Up {
     c: Cluster,
@@ -135,12 +144,9 @@ fn show(what: &str, r: &Result<Checked>) {
 #[test]
 #[ignore = "needs root, MariaDB and built prefixes; see the module doc"]
 fn join__same_line_darwin_node_accepted_and_bad_inputs_name_the_fix() {
-    let (Some(native), Some(darwin)) = (native_2411(), darwin_2411()) else {
+    let Some((native, darwin)) = both_2411_as_root() else {
         return;
     };
-    if !root_or_skip() {
-        return;
-    }
     let up = controller(&native, "join2411");
     let c = &up.c;
     let key = c.layout().key();
@@ -257,12 +263,9 @@ fn join__mixed_lines_older_node_accepted_newer_node_refused() {
 #[test]
 #[ignore = "needs root, MariaDB and built prefixes; see the module doc"]
 fn join__planned_dynamic_slurmd_registers_with_its_features() {
-    let (Some(native), Some(darwin)) = (native_2411(), darwin_2411()) else {
+    let Some((native, darwin)) = both_2411_as_root() else {
         return;
     };
-    if !root_or_skip() {
-        return;
-    }
     let up = controller(&native, "join2411d");
     let c = &up.c;
     let key = c.layout().key();
@@ -301,6 +304,7 @@ fn join__planned_dynamic_slurmd_registers_with_its_features() {
         &mut cmd,
         std::ffi::CString::new(run.as_os_str().as_encoded_bytes()).unwrap(),
         Some(c"mac1".into()),
+        Vec::new(),
     );
     let log = c.layout().root.join("mac1-slurmd.out");
     let mut child = crate::util::process::spawn_logged(cmd, &log).unwrap();

@@ -81,9 +81,8 @@ mod tests {
 
     #[test]
     fn apply__failing_slurmd_leaves_no_file_behind_and_restores_replaced_ones() {
-        let dir = tempfile::tempdir().unwrap();
-        let key = dir.path().join("src.key");
-        std::fs::write(&key, "new key").unwrap();
+        let (dir, key) = crate::testing::scratch("src.key");
+        crate::testing::write(&key, "new key");
         let etc = dir.path().join("etc");
         std::fs::create_dir(&etc).unwrap();
         std::fs::write(etc.join("slurm.conf"), "old conf").unwrap();

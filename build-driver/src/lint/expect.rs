@@ -38,38 +38,42 @@ pub struct Diff {
     pub stale: Vec<String>,
 }
 
+/// One entry: complete, with a reason, and nothing in it listed before.
+fn check_entry(
+    a: &Accepted,
+    seen: &mut BTreeSet<(String, String, String)>,
+) -> std::result::Result<(), String> {
+    if Class::from_name(&a.class).is_none() {
+        let known: Vec<&str> = Class::ALL.iter().map(|c| c.name()).collect();
+        return Err(format!(
+            "entry for {}: unknown class `{}` (known: {})",
+            a.file,
+            a.class,
+            known.join(", ")
+        ));
+    }
+    if a.reason.trim().is_empty() {
+        return Err(format!("entry for {} has an empty reason", a.file));
+    }
+    if a.subjects.is_empty() {
+        return Err(format!("entry for {} lists no subjects", a.file));
+    }
+    for subject in &a.subjects {
+        if !seen.insert((a.class.clone(), a.file.clone(), subject.clone())) {
+            return Err(format!(
+                "{} {} `{subject}` is listed twice",
+                a.class, a.file
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl Recorded for Expectations {
     const UNLISTED: &'static str = "finding";
 
     fn parse(text: &str) -> std::result::Result<Expectations, String> {
-        let e: Expectations = toml::from_str(text).map_err(|e| e.to_string())?;
-        let mut seen = BTreeSet::new();
-        for a in &e.accepted {
-            if Class::from_name(&a.class).is_none() {
-                let known: Vec<&str> = Class::ALL.iter().map(|c| c.name()).collect();
-                return Err(format!(
-                    "entry for {}: unknown class `{}` (known: {})",
-                    a.file,
-                    a.class,
-                    known.join(", ")
-                ));
-            }
-            if a.reason.trim().is_empty() {
-                return Err(format!("entry for {} has an empty reason", a.file));
-            }
-            if a.subjects.is_empty() {
-                return Err(format!("entry for {} lists no subjects", a.file));
-            }
-            for subject in &a.subjects {
-                if !seen.insert((a.class.clone(), a.file.clone(), subject.clone())) {
-                    return Err(format!(
-                        "{} {} `{subject}` is listed twice",
-                        a.class, a.file
-                    ));
-                }
-            }
-        }
-        Ok(e)
+        crate::expectations::parse_checked(text, |e: &Expectations| &e.accepted, check_entry)
     }
 }
 

@@ -157,7 +157,11 @@ pub fn line(root: &Path) -> Result<Line> {
                 detail: format!("{} has no `{key}` line", meta.display()),
             })
     };
-    Line::from_version(field("Major:")?, field("Minor:")?, &meta.display().to_string())
+    Line::from_version(
+        field("Major:")?,
+        field("Minor:")?,
+        &meta.display().to_string(),
+    )
 }
 
 pub fn files(root: &Path) -> Result<Scope> {

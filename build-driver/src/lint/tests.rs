@@ -13,6 +13,14 @@ fn fixture() -> PathBuf {
     crate::project_root().join("build-driver/tests/lint-fixtures/tree")
 }
 
+/// A Slurm-like tree: `META` with `meta`, `src/common/fd.c` with `fd_c`.
+fn source_tree(meta: &str, fd_c: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    crate::testing::write(&dir.path().join("META"), meta);
+    crate::testing::write(&dir.path().join("src/common/fd.c"), fd_c);
+    dir
+}
+
 fn keys(r: &Report) -> Vec<(String, &'static str, String)> {
     r.findings
         .iter()
@@ -196,10 +204,7 @@ fn lint__a_directory_that_is_not_a_slurm_tree_is_an_error() {
 
 #[test]
 fn lint__an_unreadable_file_is_an_error_naming_it() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::create_dir_all(dir.path().join("src/common")).unwrap();
-    fs::write(dir.path().join("META"), "  Major:\t24\n  Minor:\t11\n").unwrap();
-    fs::write(dir.path().join("src/common/fd.c"), "int x;\n").unwrap();
+    let dir = source_tree("  Major:\t24\n  Minor:\t11\n", "int x;\n");
     // a dangling symlink: listed as a .c file, cannot be read (root reads any mode)
     std::os::unix::fs::symlink(
         dir.path().join("missing"),
@@ -212,20 +217,14 @@ fn lint__an_unreadable_file_is_an_error_naming_it() {
 
 #[test]
 fn lint__unbalanced_conditionals_are_an_error_naming_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::create_dir_all(dir.path().join("src/common")).unwrap();
-    fs::write(dir.path().join("META"), "  Major:\t24\n  Minor:\t11\n").unwrap();
-    fs::write(dir.path().join("src/common/fd.c"), "#if 1\nint x;\n").unwrap();
+    let dir = source_tree("  Major:\t24\n  Minor:\t11\n", "#if 1\nint x;\n");
     let e = scan(dir.path()).unwrap_err().to_string();
     assert!(e.contains("fd.c") && e.contains("not closed"), "{e}");
 }
 
 #[test]
 fn lint__a_tree_of_an_unknown_line_is_an_error_naming_the_known_ones() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::create_dir_all(dir.path().join("src/common")).unwrap();
-    fs::write(dir.path().join("META"), "  Major:\t23\n  Minor:\t02\n").unwrap();
-    fs::write(dir.path().join("src/common/fd.c"), "int x;\n").unwrap();
+    let dir = source_tree("  Major:\t23\n  Minor:\t02\n", "int x;\n");
     let e = scan(dir.path()).unwrap_err().to_string();
     assert!(
         e.contains("`23.02`")

@@ -20,7 +20,12 @@ fn root() -> PathBuf {
 
 /// The harness built from `line`'s patch, or `None` (printed why) when tools are missing.
 fn harness(sh: &Shell, line: &str, dir: &Path) -> Option<PathBuf> {
-    if cmd!(sh, "cc --version").quiet().ignore_stdout().run().is_err() {
+    if cmd!(sh, "cc --version")
+        .quiet()
+        .ignore_stdout()
+        .run()
+        .is_err()
+    {
         println!("darwin_proc ({line}) skipped: no C compiler `cc`");
         return None;
     }
@@ -36,17 +41,26 @@ fn harness(sh: &Shell, line: &str, dir: &Path) -> Option<PathBuf> {
         .expect("apply the darwin_proc files of the patch");
     }
     let src = dir.join("src/plugins/proctrack/darwin");
-    let emulate = root().join("shim/include/emulate");
+    let includes = [
+        format!("-I{}", src.display()),
+        format!("-I{}", root().join("shim/include/emulate").display()),
+    ];
     let harness = root().join("build-driver/tests/darwin-proc/harness.c");
     let exe = dir.join("harness");
     let tracker = src.join("darwin_proc.c");
-    cmd!(
+    crate::testing::cc(
         sh,
-        "cc -std=gnu11 -Wall -Wextra -Werror -I{src} -I{emulate} -o {exe} {harness} {tracker} -lpthread"
-    )
-    .quiet()
-    .run()
-    .expect("compile the harness");
+        &[
+            "-Wextra".as_ref(),
+            includes[0].as_ref(),
+            includes[1].as_ref(),
+            "-o".as_ref(),
+            exe.as_ref(),
+            harness.as_ref(),
+            tracker.as_ref(),
+            "-lpthread".as_ref(),
+        ],
+    );
     Some(exe)
 }
 

@@ -152,16 +152,17 @@ mod tests {
 
     #[test]
     fn contents_digest__a_link_to_a_directory_is_its_target_name() {
-        let d = tempfile::tempdir().unwrap();
-        let sdk = d.path().join("sdk");
-        fs::create_dir_all(sdk.join("F.framework")).unwrap();
+        let (d, sdk) = crate::testing::scratch("sdk");
         fs::create_dir_all(d.path().join("headers/a")).unwrap();
         fs::create_dir_all(d.path().join("headers/b")).unwrap();
-        fs::write(sdk.join("F.framework/F.tbd"), "stub").unwrap();
+        crate::testing::write(&sdk.join("F.framework/F.tbd"), "stub");
         let link = sdk.join("F.framework/Headers");
         std::os::unix::fs::symlink("../../headers/a", &link).unwrap();
         let one = contents_digest(d.path(), std::slice::from_ref(&sdk)).unwrap();
-        assert_eq!(one, contents_digest(d.path(), std::slice::from_ref(&sdk)).unwrap());
+        assert_eq!(
+            one,
+            contents_digest(d.path(), std::slice::from_ref(&sdk)).unwrap()
+        );
         fs::remove_file(&link).unwrap();
         std::os::unix::fs::symlink("../../headers/b", &link).unwrap();
         assert_ne!(one, contents_digest(d.path(), &[sdk]).unwrap());

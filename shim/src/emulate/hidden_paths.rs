@@ -68,7 +68,7 @@ pub unsafe fn refuse(path: *const c_char, what: &'static str) -> bool {
     // SAFETY: the caller passes a NUL-terminated string.
     let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
     if is_hidden(bytes) && scope::active(NAME) {
-        report::applied(what);
+        report::applied_to(what, bytes);
         return true;
     }
     false

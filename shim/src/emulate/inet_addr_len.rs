@@ -40,7 +40,11 @@ pub fn mac_refusal(family: sa_family_t, len: socklen_t) -> Option<c_int> {
 }
 
 /// `Err(errno)` when macOS refuses `addr` of `len` bytes in `call`.
-pub(crate) fn check(addr: *const sockaddr, len: socklen_t, call: &'static str) -> Result<(), c_int> {
+pub(crate) fn check(
+    addr: *const sockaddr,
+    len: socklen_t,
+    call: &'static str,
+) -> Result<(), c_int> {
     let family_end = std::mem::offset_of!(sockaddr, sa_family) + std::mem::size_of::<sa_family_t>();
     if addr.is_null() || (len as usize) < family_end {
         return Ok(());

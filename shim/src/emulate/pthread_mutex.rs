@@ -84,7 +84,9 @@ pub unsafe extern "C" fn slurm_shim_pthread_mutex_init(
         let refused = unsafe { libc::pthread_mutexattr_getrobust(attr, &mut robust) } != 0
             || robust != libc::PTHREAD_MUTEX_STALLED;
         if refused
-            && report::apply(pthread_sig::NAME, "pthread_mutex_init with a robust attribute -> EINVAL (macOS has no robust mutexes)",
+            && report::apply(
+                pthread_sig::NAME,
+                "pthread_mutex_init with a robust attribute -> EINVAL (macOS has no robust mutexes)",
             )
         {
             return libc::EINVAL;

@@ -115,7 +115,9 @@ pub unsafe fn init(l: *mut pthread_rwlock_t, attr: *const pthread_rwlockattr_t) 
     // SAFETY: a live marker, so `l` is a lock glibc initialised.
     let busy = st == State::Live && unsafe { held(l) };
     if busy
-        && report::apply(pthread_sig::NAME, "pthread_rwlock_init of a live, held rwlock -> EBUSY (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_busy)",
+        && report::apply(
+            pthread_sig::NAME,
+            "pthread_rwlock_init of a live, held rwlock -> EBUSY (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_busy)",
         )
     {
         return libc::EBUSY;
@@ -144,7 +146,9 @@ pub unsafe extern "C" fn slurm_shim_pthread_rwlock_destroy(l: *mut pthread_rwloc
     // SAFETY: a live marker, so `l` is a lock glibc initialised.
     let busy = st == State::Live && unsafe { held(l) };
     if busy
-        && report::apply(pthread_sig::NAME, "pthread_rwlock_destroy of a held rwlock -> EBUSY (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_busy)",
+        && report::apply(
+            pthread_sig::NAME,
+            "pthread_rwlock_destroy of a held rwlock -> EBUSY (libpthread-539 pthread_rwlock.c: _pthread_rwlock_check_busy)",
         )
     {
         return libc::EBUSY;

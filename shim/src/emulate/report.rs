@@ -74,7 +74,14 @@ unsafe extern "C" {
 /// Report that `behaviour` (a short sentence: the call, the macOS answer and its source) was
 /// applied. Logged once per call site.
 pub fn applied(behaviour: &'static str) {
-    log_once(behaviour, "applied");
+    log_once(behaviour, "applied", None);
+}
+
+/// [`applied`], naming what it was applied to (a refused path): the line says
+/// `<behaviour> [<subject>]`. Still one line per (behaviour, call site): the first
+/// subject seen at a site is the one named.
+pub fn applied_to(behaviour: &'static str, subject: &[u8]) {
+    log_once(behaviour, "applied", Some(subject));
 }
 
 /// Whether the model `model` is to apply `behaviour` here, reporting it like [`applied`]:
@@ -93,14 +100,22 @@ pub fn apply(model: &str, behaviour: &'static str) -> bool {
         } else {
             "observed (glibc's answer kept)"
         },
+        None,
     );
     enforce
 }
 
-fn log_once(behaviour: &'static str, verb: &str) {
+fn log_once(behaviour: &'static str, verb: &str, subject: Option<&[u8]>) {
     let site = caller_site();
     if first_time(behaviour, site.as_ref().map_or(0, |s| s.addr)) {
-        let line = format_line(std::process::id(), verb, behaviour, site.as_ref());
+        let subject = subject.map(String::from_utf8_lossy);
+        let line = format_line_on(
+            std::process::id(),
+            verb,
+            behaviour,
+            subject.as_deref(),
+            site.as_ref(),
+        );
         write_line(&line);
     }
 }
@@ -164,6 +179,18 @@ pub struct Site {
 /// The line written for one application (`verb`: "applied", or "observed ..." in the
 /// observe mode).
 pub fn format_line(pid: u32, verb: &str, behaviour: &str, site: Option<&Site>) -> String {
+    format_line_on(pid, verb, behaviour, None, site)
+}
+
+/// [`format_line`] with what the behaviour was applied to, in brackets after it.
+pub fn format_line_on(
+    pid: u32,
+    verb: &str,
+    behaviour: &str,
+    subject: Option<&str>,
+    site: Option<&Site>,
+) -> String {
+    let on = subject.map(|s| format!(" [{s}]")).unwrap_or_default();
     let at = match site {
         None => "an unknown call site".to_string(),
         Some(s) => {
@@ -174,7 +201,7 @@ pub fn format_line(pid: u32, verb: &str, behaviour: &str, site: Option<&Site>) -
             }
         }
     };
-    format!("slurm-shim[{pid}]: macOS behaviour {verb}: {behaviour} at {at}\n")
+    format!("slurm-shim[{pid}]: macOS behaviour {verb}: {behaviour}{on} at {at}\n")
 }
 
 fn caller_site() -> Option<Site> {
@@ -293,6 +320,10 @@ mod tests {
         assert_eq!(
             format_line(7, "applied", "X", None),
             "slurm-shim[7]: macOS behaviour applied: X at an unknown call site\n"
+        );
+        assert_eq!(
+            format_line_on(7, "applied", "X", Some("/proc/self/fd"), None),
+            "slurm-shim[7]: macOS behaviour applied: X [/proc/self/fd] at an unknown call site\n"
         );
     }
 

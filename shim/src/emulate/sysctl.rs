@@ -41,8 +41,8 @@
 use libc::{c_char, c_int, c_uint, c_void, size_t, timeval};
 use std::ffi::CStr;
 
-use super::machine;
 use super::mac_hardware;
+use super::machine;
 use super::procfs::{self, ProcStat};
 use crate::errno::{self, Errno};
 use crate::uptime::{RealUptimeOs, UptimeOs};

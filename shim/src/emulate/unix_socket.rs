@@ -77,11 +77,14 @@ fn check(addr: *const sockaddr, len: socklen_t, call: &'static str) -> Result<()
             Err(libc::ENAMETOOLONG)
         }
         Some(libc::ENOENT) if scope::active(hidden_paths::NAME) => {
-            report::applied(if call == "bind" {
-                "bind(AF_UNIX) under /run, /proc, /sys -> ENOENT (not on macOS)"
-            } else {
-                "connect(AF_UNIX) under /run, /proc, /sys -> ENOENT (not on macOS)"
-            });
+            report::applied_to(
+                if call == "bind" {
+                    "bind(AF_UNIX) under /run, /proc, /sys -> ENOENT (not on macOS)"
+                } else {
+                    "connect(AF_UNIX) under /run, /proc, /sys -> ENOENT (not on macOS)"
+                },
+                &path,
+            );
             Err(libc::ENOENT)
         }
         _ => Ok(()),

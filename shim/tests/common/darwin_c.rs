@@ -120,7 +120,9 @@ pub fn exec(name: &str, exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Run 
 /// stand-in on the path), as the layout checks do: a failed `_Static_assert` means a
 /// stand-in differs from the SDK. Panics with the compiler's message naming `what`.
 pub fn compile_against_sdk(dir_name: &str, src: &str, what: &str) {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("darwin-c").join(dir_name);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("darwin-c")
+        .join(dir_name);
     std::fs::create_dir_all(&dir).expect("dir");
     let c = dir.join("probe.c");
     std::fs::write(&c, src).expect("write");

@@ -10,13 +10,19 @@ fn text_byte(data: &[u8]) -> usize {
     l.first_section + 8
 }
 
+/// The bytes of `hello` (PROGRAM) linked by zig for `target`; `None` without zig (the
+/// reason printed: the test is skipped).
+fn hello_program(target: &str) -> Option<Vec<u8>> {
+    let d = tempfile::tempdir().unwrap();
+    let exe = zig_macho(d.path(), target, "hello", PROGRAM, None)?;
+    Some(std::fs::read(exe).unwrap())
+}
+
 #[test]
 fn verify__accepts_zigs_linker_signature_and_rejects_a_flipped_text_byte() {
-    let d = tempfile::tempdir().unwrap();
-    let Some(exe) = zig_macho(d.path(), "aarch64-apple-darwin", "hello", PROGRAM, None) else {
+    let Some(data) = hello_program("aarch64-apple-darwin") else {
         return;
     };
-    let data = std::fs::read(&exe).unwrap();
     let v = verify(&data).unwrap();
     assert_eq!(v.identifier, "hello");
     assert!(v.flags & consts::CS_LINKER_SIGNED != 0, "{:#x}", v.flags);
@@ -66,11 +72,9 @@ fn sign__resigned_file_verifies_keeps_identifier_and_a_later_edit_fails() {
 
 #[test]
 fn verify__catches_an_inconsistent_code_directory() {
-    let d = tempfile::tempdir().unwrap();
-    let Some(exe) = zig_macho(d.path(), "aarch64-apple-darwin", "hello", PROGRAM, None) else {
+    let Some(mut data) = hello_program("aarch64-apple-darwin") else {
         return;
     };
-    let mut data = std::fs::read(&exe).unwrap();
     sign(&mut data, "hello").unwrap();
     let (_, dataoff, _) = Layout::parse(&data).unwrap().signature.unwrap();
     let sb = dataoff as usize;
@@ -103,11 +107,9 @@ fn verify__catches_an_inconsistent_code_directory() {
 
 #[test]
 fn sign__adds_a_signature_to_an_unsigned_file() {
-    let d = tempfile::tempdir().unwrap();
-    let Some(exe) = zig_macho(d.path(), "x86_64-apple-darwin", "hello", PROGRAM, None) else {
+    let Some(mut data) = hello_program("x86_64-apple-darwin") else {
         return;
     };
-    let mut data = std::fs::read(&exe).unwrap();
     if Layout::parse(&data).unwrap().signature.is_some() {
         // zig signed this one: remove the command to exercise the unsigned path.
         let l = Layout::parse(&data).unwrap();

@@ -122,74 +122,9 @@ fn code_directory(
     layout: &Layout,
     blobs: &[(u32, &[u8])],
 ) -> Result<Verified, String> {
-    if be32(cd, 0)? != CSMAGIC_CODEDIRECTORY {
-        return Err("bad magic".into());
-    }
-    let length = be32(cd, 4)? as usize;
-    if length != cd.len() {
-        return Err(format!(
-            "length field {length} but blob is {} bytes",
-            cd.len()
-        ));
-    }
-    let version = be32(cd, 8)?;
-    let flags = be32(cd, 12)?;
-    let hash_offset = be32(cd, 16)? as usize;
-    let ident_offset = be32(cd, 20)? as usize;
-    let n_special = be32(cd, 24)? as usize;
-    let n_code = be32(cd, 28)? as usize;
-    let code_limit = be32(cd, 32)? as usize;
-    let hdr = cd.get(36..40).ok_or("truncated header")?;
-    let (hash_size, hash_type, page_shift) = (hdr[0] as usize, hdr[1], hdr[3]);
-    if version < 0x2_0001 {
-        return Err(format!("version {version:#x} is too old"));
-    }
-    if hash_type != CS_HASHTYPE_SHA256 || hash_size != 32 {
-        return Err(format!(
-            "hash type {hash_type}/size {hash_size}: only SHA-256 is checked"
-        ));
-    }
-    if !(12..=16).contains(&page_shift) {
-        return Err(format!("page size 2^{page_shift} is not a code page size"));
-    }
-    if code_limit != dataoff {
-        return Err(format!(
-            "codeLimit {code_limit} is not the signature's offset {dataoff}: bytes are unsigned or the signature is hashed"
-        ));
-    }
-    let page = 1usize << page_shift;
-    if n_code != code_limit.div_ceil(page) {
-        return Err(format!(
-            "{n_code} code slots for {code_limit} bytes of {page}-byte pages"
-        ));
-    }
-    let header_end = if version >= CS_SUPPORTSEXECSEG {
-        88
-    } else {
-        44
-    };
-    if ident_offset < header_end || ident_offset >= length {
-        return Err(format!("identifier offset {ident_offset} outside the blob"));
-    }
-    let ident_bytes = &cd[ident_offset..];
-    let nul = ident_bytes
-        .iter()
-        .position(|b| *b == 0)
-        .ok_or("identifier is not NUL-terminated")?;
-    let identifier = String::from_utf8_lossy(&ident_bytes[..nul]).into_owned();
-    let specials_start = hash_offset
-        .checked_sub(n_special * 32)
-        .filter(|s| *s >= header_end)
-        .ok_or("special slots overlap the header")?;
-    if hash_offset + n_code * 32 != length {
-        return Err(format!(
-            "hashOffset {hash_offset} + {n_code} slots does not end the blob ({length})"
-        ));
-    }
-    if ident_offset + nul >= specials_start {
-        return Err("identifier overlaps the hash slots".into());
-    }
-    if version >= CS_SUPPORTSEXECSEG {
+    let h = CdHeader::read(cd, dataoff)?;
+    let identifier = h.identifier(cd)?;
+    if h.version >= CS_SUPPORTSEXECSEG {
         let (base, limit) = (be64(cd, 64)?, be64(cd, 72)?);
         if base != layout.text.fileoff || limit > layout.text.filesize {
             return Err(format!(
@@ -198,35 +133,155 @@ fn code_directory(
             ));
         }
     }
-    for i in 0..n_code {
-        let start = i * page;
-        let end = (start + page).min(code_limit);
-        let want = &cd[hash_offset + i * 32..hash_offset + (i + 1) * 32];
-        if Sha256::digest(&data[start..end]).as_slice() != want {
+    h.check_pages(data, cd)?;
+    h.check_specials(cd, blobs)?;
+    Ok(Verified {
+        identifier,
+        flags: h.flags,
+        pages: h.n_code,
+    })
+}
+
+/// The fixed fields of a CodeDirectory that the checks use.
+struct CdHeader {
+    length: usize,
+    version: u32,
+    flags: u32,
+    hash_offset: usize,
+    ident_offset: usize,
+    n_special: usize,
+    n_code: usize,
+    code_limit: usize,
+    page: usize,
+}
+
+impl CdHeader {
+    /// Reads the header and checks it against itself and the signature's offset `dataoff`.
+    fn read(cd: &[u8], dataoff: usize) -> Result<CdHeader, String> {
+        if be32(cd, 0)? != CSMAGIC_CODEDIRECTORY {
+            return Err("bad magic".into());
+        }
+        let length = be32(cd, 4)? as usize;
+        if length != cd.len() {
             return Err(format!(
-                "page {i} (bytes {start:#x}..{end:#x}) does not match its hash"
+                "length field {length} but blob is {} bytes",
+                cd.len()
             ));
         }
+        let version = be32(cd, 8)?;
+        let flags = be32(cd, 12)?;
+        let hash_offset = be32(cd, 16)? as usize;
+        let ident_offset = be32(cd, 20)? as usize;
+        let n_special = be32(cd, 24)? as usize;
+        let n_code = be32(cd, 28)? as usize;
+        let code_limit = be32(cd, 32)? as usize;
+        let hdr = cd.get(36..40).ok_or("truncated header")?;
+        let (hash_size, hash_type, page_shift) = (hdr[0] as usize, hdr[1], hdr[3]);
+        if version < 0x2_0001 {
+            return Err(format!("version {version:#x} is too old"));
+        }
+        if hash_type != CS_HASHTYPE_SHA256 || hash_size != 32 {
+            return Err(format!(
+                "hash type {hash_type}/size {hash_size}: only SHA-256 is checked"
+            ));
+        }
+        if !(12..=16).contains(&page_shift) {
+            return Err(format!("page size 2^{page_shift} is not a code page size"));
+        }
+        let h = CdHeader {
+            length,
+            version,
+            flags,
+            hash_offset,
+            ident_offset,
+            n_special,
+            n_code,
+            code_limit,
+            page: 1usize << page_shift,
+        };
+        if h.code_limit != dataoff {
+            return Err(format!(
+                "codeLimit {} is not the signature's offset {dataoff}: bytes are unsigned or the signature is hashed",
+                h.code_limit
+            ));
+        }
+        if h.n_code != h.code_limit.div_ceil(h.page) {
+            return Err(format!(
+                "{} code slots for {} bytes of {}-byte pages",
+                h.n_code, h.code_limit, h.page
+            ));
+        }
+        Ok(h)
     }
-    for k in 1..=n_special {
-        let want = &cd[hash_offset - k * 32..hash_offset - (k - 1) * 32];
-        match blobs.iter().find(|(s, _)| *s as usize == k) {
-            Some((_, blob)) => {
-                if Sha256::digest(blob).as_slice() != want {
-                    return Err(format!("special slot -{k} does not match its blob"));
-                }
-            }
-            None if want.iter().all(|b| *b == 0) => {}
-            None => {
+
+    /// The identifier string, checked to lie between the header and the hash slots.
+    fn identifier(&self, cd: &[u8]) -> Result<String, String> {
+        let (length, hash_offset, n_code) = (self.length, self.hash_offset, self.n_code);
+        let header_end = if self.version >= CS_SUPPORTSEXECSEG {
+            88
+        } else {
+            44
+        };
+        let ident_offset = self.ident_offset;
+        if ident_offset < header_end || ident_offset >= length {
+            return Err(format!("identifier offset {ident_offset} outside the blob"));
+        }
+        let ident_bytes = &cd[ident_offset..];
+        let nul = ident_bytes
+            .iter()
+            .position(|b| *b == 0)
+            .ok_or("identifier is not NUL-terminated")?;
+        let identifier = String::from_utf8_lossy(&ident_bytes[..nul]).into_owned();
+        let specials_start = hash_offset
+            .checked_sub(self.n_special * 32)
+            .filter(|s| *s >= header_end)
+            .ok_or("special slots overlap the header")?;
+        if hash_offset + n_code * 32 != length {
+            return Err(format!(
+                "hashOffset {hash_offset} + {n_code} slots does not end the blob ({length})"
+            ));
+        }
+        if ident_offset + nul >= specials_start {
+            return Err("identifier overlaps the hash slots".into());
+        }
+        Ok(identifier)
+    }
+
+    /// Every code page of `data` against its hash slot.
+    fn check_pages(&self, data: &[u8], cd: &[u8]) -> Result<(), String> {
+        let (page, hash_offset) = (self.page, self.hash_offset);
+        for i in 0..self.n_code {
+            let start = i * page;
+            let end = (start + page).min(self.code_limit);
+            let want = &cd[hash_offset + i * 32..hash_offset + (i + 1) * 32];
+            if Sha256::digest(&data[start..end]).as_slice() != want {
                 return Err(format!(
-                    "special slot -{k} names a blob the signature lacks"
+                    "page {i} (bytes {start:#x}..{end:#x}) does not match its hash"
                 ));
             }
         }
+        Ok(())
     }
-    Ok(Verified {
-        identifier,
-        flags,
-        pages: n_code,
-    })
+
+    /// The special slots: each matches its blob, or is zero where the blob is absent.
+    fn check_specials(&self, cd: &[u8], blobs: &[(u32, &[u8])]) -> Result<(), String> {
+        let hash_offset = self.hash_offset;
+        for k in 1..=self.n_special {
+            let want = &cd[hash_offset - k * 32..hash_offset - (k - 1) * 32];
+            match blobs.iter().find(|(s, _)| *s as usize == k) {
+                Some((_, blob)) => {
+                    if Sha256::digest(blob).as_slice() != want {
+                        return Err(format!("special slot -{k} does not match its blob"));
+                    }
+                }
+                None if want.iter().all(|b| *b == 0) => {}
+                None => {
+                    return Err(format!(
+                        "special slot -{k} names a blob the signature lacks"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }

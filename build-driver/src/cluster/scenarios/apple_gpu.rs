@@ -65,11 +65,9 @@ fn restart_controller_and_node(ctx: &mut Ctx<'_>) -> Result<()> {
 /// The whole check (see the module documentation).
 pub fn autodetect(ctx: &mut Ctx<'_>) -> Result<String> {
     if !has_gpu_apple(ctx) {
-        ctx.gap = Some(
-            "gpu/apple is built for macOS and the darwin personality only (patch 0050); this prefix has no lib/slurm/gpu_apple.so"
-                .into(),
+        return ctx.not_run(
+            "gpu/apple is built for macOS and the darwin personality only (patch 0050); this prefix has no lib/slurm/gpu_apple.so",
         );
-        return Ok("not run".into());
     }
     let l = ctx.cluster.layout();
     let hw = l.mac_hardware();
@@ -110,7 +108,22 @@ pub fn autodetect(ctx: &mut Ctx<'_>) -> Result<String> {
 
 /// The Mac with a GPU: slurmd -C, then the node registered with AutoDetect=apple, a GPU job.
 fn with_gpu(ctx: &mut Ctx<'_>, prefix: &std::path::Path, hw: &std::path::Path) -> Result<String> {
-    let l = ctx.cluster.layout();
+    let found = detect_m4_max(prefix, hw)?;
+    let (registered, detected) = register_with_autodetect(ctx)?;
+    let (id, alloc_tres) = gpu_job(ctx)?;
+    Ok(format!(
+        "hardware file Apple M4 Max: slurmd -C {}; node registered Gres={registered}; slurmd.log {:?}; job {id} --gres=gpu:{TYPE}:1 COMPLETED, SLURM_JOB_GPUS=0, AllocTRES={alloc_tres}",
+        found
+            .node_line
+            .split_whitespace()
+            .find(|w| w.starts_with("Gres="))
+            .unwrap_or_default(),
+        gres_conf::autodetect_text(&detected).unwrap_or(&detected),
+    ))
+}
+
+/// `slurmd -C` and gpu/apple on the M4 Max hardware file: the GPU, its cores, its type.
+fn detect_m4_max(prefix: &std::path::Path, hw: &std::path::Path) -> Result<gres_conf::Report> {
     std::fs::write(hw, M4_MAX).map_err(|e| Error::io(hw, e))?;
     let found = gres_conf::report(prefix, &Source::Seam(Some(hw.to_path_buf())))?;
     let gpu = found.gpu.clone().ok_or_else(|| {
@@ -129,8 +142,13 @@ fn with_gpu(ctx: &mut Ctx<'_>, prefix: &std::path::Path, hw: &std::path::Path) -
             found.node_line
         )));
     }
+    Ok(found)
+}
 
-    // The node: gres.conf AutoDetect=apple, slurm.conf naming the detected type.
+/// The node with gres.conf AutoDetect=apple and slurm.conf naming the detected type: the
+/// Gres it registers and slurmd.log's gpu/apple line since the restart.
+fn register_with_autodetect(ctx: &mut Ctx<'_>) -> Result<(String, String)> {
+    let l = ctx.cluster.layout();
     let conf = std::fs::read_to_string(l.conf()).map_err(|e| Error::io(l.conf(), e))?;
     let typed = conf.replace(" Gres=gpu:apple:1 ", &format!(" Gres=gpu:{TYPE}:1 "));
     if typed == conf {
@@ -166,8 +184,11 @@ fn with_gpu(ctx: &mut Ctx<'_>, prefix: &std::path::Path, hw: &std::path::Path) -
                 new.lines().count()
             ))
         })?;
+    Ok((registered, detected.to_string()))
+}
 
-    // A GPU job on the detected type.
+/// A job on the detected type: SLURM_JOB_GPUS=0 and gres/gpu=1 in its AllocTRES.
+fn gpu_job(ctx: &mut Ctx<'_>) -> Result<(u32, String)> {
     let id = ctx.sbatch(
         "apple-gpu",
         &["-n1", &format!("--gres=gpu:{TYPE}:1")],
@@ -189,14 +210,5 @@ fn with_gpu(ctx: &mut Ctx<'_>, prefix: &std::path::Path, hw: &std::path::Path) -
             acct.alloc_tres
         )));
     }
-    Ok(format!(
-        "hardware file Apple M4 Max: slurmd -C {}; node registered Gres={registered}; slurmd.log {:?}; job {id} --gres=gpu:{TYPE}:1 COMPLETED, SLURM_JOB_GPUS=0, AllocTRES={}",
-        found
-            .node_line
-            .split_whitespace()
-            .find(|w| w.starts_with("Gres="))
-            .unwrap_or_default(),
-        gres_conf::autodetect_text(detected).unwrap_or(detected),
-        acct.alloc_tres
-    ))
+    Ok((id, acct.alloc_tres))
 }

@@ -46,18 +46,9 @@ pub fn daemon_dies(ctx: &mut Ctx<'_>) -> Result<String> {
 pub fn port_taken(ctx: &mut Ctx<'_>) -> Result<String> {
     let port = ctx.cluster.port(Daemon::Slurmd(0))?;
     ctx.cluster.stop(Daemon::Slurmd(0))?;
-    let holder = TcpListener::bind(("127.0.0.1", port))
-        .map_err(|e| Error::io(format!("port {port} on 127.0.0.1"), e))?;
-    let result = ctx.cluster.start(ctx.sh, Daemon::Slurmd(0));
-    drop(holder);
-    let err = match result {
-        Ok(()) => {
-            return Err(Error::Scenario(format!(
-                "slurmd started although port {port} was taken"
-            )));
-        }
-        Err(e) => e.to_string(),
-    };
+    let err = error_while_port_taken(port, "slurmd", || {
+        ctx.cluster.start(ctx.sh, Daemon::Slurmd(0))
+    })?;
     ctx.cluster.start(ctx.sh, Daemon::Slurmd(0))?;
     if !(err.contains(&port.to_string()) && err.contains("slurmd") && err.contains("taken")) {
         return Err(Error::Scenario(format!(
@@ -78,18 +69,9 @@ pub fn mariadb_fails(ctx: &mut Ctx<'_>) -> Result<String> {
     let port = ctx.cluster.state.ports.mariadb;
     ctx.cluster.stop(Daemon::Slurmdbd)?;
     ctx.cluster.stop(Daemon::MariaDb)?;
-    let holder = TcpListener::bind(("127.0.0.1", port))
-        .map_err(|e| Error::io(format!("port {port} on 127.0.0.1"), e))?;
-    let result = ctx.cluster.start_unchecked(ctx.sh, Daemon::MariaDb);
-    drop(holder);
-    let err = match result {
-        Ok(()) => {
-            return Err(Error::Scenario(format!(
-                "mariadbd started although port {port} was taken"
-            )));
-        }
-        Err(e) => e.to_string(),
-    };
+    let err = error_while_port_taken(port, "mariadbd", || {
+        ctx.cluster.start_unchecked(ctx.sh, Daemon::MariaDb)
+    })?;
     ctx.cluster.start(ctx.sh, Daemon::MariaDb)?;
     ctx.cluster.start(ctx.sh, Daemon::Slurmdbd)?;
     if !(err.contains("mariadb") && err.to_lowercase().contains("address already in use")) {
@@ -135,4 +117,23 @@ pub fn leftover(ctx: &mut Ctx<'_>) -> Result<String> {
 
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
+}
+
+/// Runs `start` (of the program `what`) while this process holds `port` on 127.0.0.1: the
+/// error it must report; that it started anyway is the scenario's failure.
+fn error_while_port_taken(
+    port: u16,
+    what: &str,
+    start: impl FnOnce() -> Result<()>,
+) -> Result<String> {
+    let holder = TcpListener::bind(("127.0.0.1", port))
+        .map_err(|e| Error::io(format!("port {port} on 127.0.0.1"), e))?;
+    let result = start();
+    drop(holder);
+    match result {
+        Ok(()) => Err(Error::Scenario(format!(
+            "{what} started although port {port} was taken"
+        ))),
+        Err(e) => Ok(e.to_string()),
+    }
 }

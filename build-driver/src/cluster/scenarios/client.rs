@@ -40,6 +40,12 @@ pub struct Acct {
 }
 
 impl<'a> Ctx<'a> {
+    /// The scenario met a documented gap of the build (`why`) and is not run: its result.
+    pub fn not_run(&mut self, why: &str) -> Result<String> {
+        self.gap = Some(why.into());
+        Ok("not run".into())
+    }
+
     pub fn new(sh: &'a Shell, cluster: &'a mut Cluster, name: &str) -> Result<Ctx<'a>> {
         let dir = cluster.layout().jobs().join(name);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
@@ -110,6 +116,19 @@ impl<'a> Ctx<'a> {
     pub fn sbatch_as(&mut self, user: &str, stem: &str, args: &[&str], body: &str) -> Result<u32> {
         let script = self.script(stem, body)?;
         let mut c = self.tool_as(user, "sbatch");
+        self.sbatch_with(&mut c, stem, args, &script)
+    }
+
+    /// `sbatch` through a prepared command `c` (a client with a umask or limits of its own),
+    /// as [`Ctx::sbatch`] otherwise.
+    pub fn sbatch_using(
+        &mut self,
+        mut c: Command,
+        stem: &str,
+        args: &[&str],
+        body: &str,
+    ) -> Result<u32> {
+        let script = self.script(stem, body)?;
         self.sbatch_with(&mut c, stem, args, &script)
     }
 
@@ -284,6 +303,28 @@ impl<'a> Ctx<'a> {
         )
     }
 
+    /// Wait until no process is left on the nodes but their slurmd (every job step and task
+    /// has exited); an error lists what is still there.
+    pub fn wait_no_job_processes(&self, timeout: Duration) -> Result<()> {
+        let mut last = Vec::new();
+        poll("the nodes' job processes to exit", timeout, POLL, || {
+            last = self.cluster.node_leftovers();
+            Ok(last.is_empty().then_some(()))
+        })
+        .map_err(|e| {
+            let left: Vec<String> = last
+                .iter()
+                .map(|p| {
+                    let cmd = std::fs::read(format!("/proc/{}/cmdline", p.pid))
+                        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+                        .unwrap_or_default();
+                    format!("{} ({}: {})", p.pid, p.name, cmd.trim())
+                })
+                .collect();
+            Error::Scenario(format!("{e}: still there: {}", left.join(", ")))
+        })
+    }
+
     /// The first node's name (`node1`): the node of the one-node scenarios.
     pub fn first_node(&self) -> String {
         self.cluster
@@ -406,19 +447,13 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// A job's final states (sacct and scontrol spell them alike).
+const TERMINAL: &str =
+    "COMPLETED CANCELLED FAILED TIMEOUT NODE_FAIL PREEMPTED BOOT_FAIL DEADLINE OUT_OF_MEMORY";
+
 pub fn is_terminal(state: &str) -> bool {
-    matches!(
-        state.split_whitespace().next().unwrap_or(""),
-        "COMPLETED"
-            | "CANCELLED"
-            | "FAILED"
-            | "TIMEOUT"
-            | "NODE_FAIL"
-            | "PREEMPTED"
-            | "BOOT_FAIL"
-            | "DEADLINE"
-            | "OUT_OF_MEMORY"
-    )
+    let first = state.split_whitespace().next().unwrap_or("");
+    TERMINAL.split(' ').any(|t| t == first)
 }
 
 pub use super::super::jobs::parse_job_id;
@@ -485,6 +520,17 @@ mod tests {
         assert!(
             is_terminal("COMPLETED") && is_terminal("CANCELLED by 0") && is_terminal("TIMEOUT")
         );
+        for s in [
+            "FAILED",
+            "NODE_FAIL",
+            "PREEMPTED",
+            "BOOT_FAIL",
+            "DEADLINE",
+            "OUT_OF_MEMORY",
+        ] {
+            assert!(is_terminal(s), "{s}");
+        }
+        assert!(!is_terminal("") && !is_terminal("COMPLETE"));
     }
 
     #[test]

@@ -1,10 +1,15 @@
-//! Prolog and epilog (generated scripts that log each run and fail while a flag file exists):
-//! they run for every job; a failing prolog or epilog drains the node with a reason, and
-//! resuming it makes it usable again.
+//! Prolog and epilog (generated scripts that log each run, fail while a flag file exists and
+//! hang while another one does): they run for every job; a failing prolog or epilog drains
+//! the node with a reason (SMD-121/122), so does one that runs into `PrologEpilogTimeout`
+//! (killed with its process group); resuming the node makes it usable again.
 
 use super::client::{Ctx, JOB_TIMEOUT};
+use super::conf::ConfChange;
 use crate::error::{Error, Result};
 use std::time::Duration;
+
+/// `PrologEpilogTimeout` for the timeout scenarios (seconds).
+const HOOK_TIMEOUT_S: u64 = 5;
 
 fn hook_lines(ctx: &Ctx<'_>, id: u32) -> Vec<String> {
     let log = ctx.cluster.layout().hook_log();
@@ -114,6 +119,118 @@ pub fn epilog_failure(ctx: &mut Ctx<'_>) -> Result<String> {
     ctx.wait_state(next, &["COMPLETED"], JOB_TIMEOUT)?;
     Ok(format!(
         "job {id} {} {}; node {state} Reason={reason}; resumed, job {next} COMPLETED",
+        acct.state, acct.exit_code
+    ))
+}
+
+/// The `<name>-sleep <job> <pid> <pgid>` line the hanging hook wrote for job `id`.
+fn sleeping_hook(ctx: &Ctx<'_>, name: &str, id: u32) -> Result<(u32, u32)> {
+    let log = ctx.cluster.layout().hook_log();
+    crate::util::process::bounded::poll(
+        &format!("the hanging {name} of job {id} to start"),
+        JOB_TIMEOUT,
+        super::client::POLL,
+        || {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            Ok(text.lines().find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() == 4 && f[0] == format!("{name}-sleep") && f[1] == id.to_string())
+                    .then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?)))
+                    .flatten()
+            }))
+        },
+    )
+}
+
+/// The hook `name` hangs for job `id` (with `PrologEpilogTimeout` set): it must be killed with
+/// its whole process group (it leads one) and the node must drain with a reason holding
+/// `needle`. Returns (pid, node state, reason).
+fn timed_out(ctx: &Ctx<'_>, name: &str, id: u32, needle: &str) -> Result<(u32, String, String)> {
+    let (pid, pgid) = sleeping_hook(ctx, name, id)?;
+    if pid != pgid {
+        return Err(Error::Scenario(format!(
+            "the {name} of job {id} (pid {pid}) does not lead its process group ({pgid})"
+        )));
+    }
+    let (state, reason) = wait_drained(ctx, needle)?;
+    crate::util::process::bounded::poll(
+        &format!("the {name}'s process group {pgid} to be gone"),
+        Duration::from_secs(30),
+        super::client::POLL,
+        || {
+            Ok(super::super::procs::processes_where(|_, _, _, g| g == pgid)
+                .is_empty()
+                .then_some(()))
+        },
+    )?;
+    Ok((pid, state, reason))
+}
+
+/// SMD-121, timeout: with `PrologEpilogTimeout=5` a prolog that hangs is killed after 5 s
+/// with its process group; the node drains with a prolog reason, the job's script never runs
+/// (it is requeued and held, or ends); with the flag gone, the job cancelled and the node
+/// resumed, the next job runs; `slurm.conf` is restored.
+pub fn prolog_timeout(ctx: &mut Ctx<'_>) -> Result<String> {
+    let change = ConfChange::apply(
+        ctx.cluster,
+        &[format!("PrologEpilogTimeout={HOOK_TIMEOUT_S}")],
+    )?;
+    let flag = ctx.cluster.layout().sleep_flag("prolog");
+    std::fs::write(&flag, "").map_err(|e| Error::io(&flag, e))?;
+    let marker = ctx.path("script-ran");
+    let id = ctx.sbatch(
+        "prolog-hangs",
+        &["-n1"],
+        &format!("touch {}\n", super::client::q(&marker)),
+    );
+    let seen = id.and_then(|id| Ok((id, timed_out(ctx, "prolog", id, "rolog")?)));
+    std::fs::remove_file(&flag).map_err(|e| Error::io(&flag, e))?;
+    let (id, (pid, state, reason)) = seen?;
+    let job_state = ctx.job_state(id)?;
+    let held = ctx.job_field(id, "Reason")?.unwrap_or_default();
+    if marker.exists() {
+        return Err(Error::Scenario(format!(
+            "job {id}: its script ran although the prolog timed out"
+        )));
+    }
+    ctx.run("scancel", &[&id.to_string()])?;
+    resume(ctx)?;
+    let next = ctx.sbatch("after-prolog-timeout", &["-n1"], "true\n")?;
+    ctx.wait_state(next, &["COMPLETED"], JOB_TIMEOUT)?;
+    change.restore()?;
+    Ok(format!(
+        "PrologEpilogTimeout={HOOK_TIMEOUT_S}: prolog {pid} of job {id} killed with its process group; node {state} Reason={reason}; job {job_state} ({held}), script not run; resumed, job {next} COMPLETED; slurm.conf restored"
+    ))
+}
+
+/// SMD-122, timeout: with `PrologEpilogTimeout=5` an epilog that hangs is killed after 5 s
+/// with its process group; the job still ends COMPLETED (its script ran), the node drains with
+/// an epilog reason; resumed, it runs the next job; `slurm.conf` is restored.
+pub fn epilog_timeout(ctx: &mut Ctx<'_>) -> Result<String> {
+    let change = ConfChange::apply(
+        ctx.cluster,
+        &[format!("PrologEpilogTimeout={HOOK_TIMEOUT_S}")],
+    )?;
+    let flag = ctx.cluster.layout().sleep_flag("epilog");
+    std::fs::write(&flag, "").map_err(|e| Error::io(&flag, e))?;
+    let id = ctx.sbatch("epilog-hangs", &["-n1"], "echo ran\n");
+    let seen = id.and_then(|id| Ok((id, timed_out(ctx, "epilog", id, "pilog")?)));
+    std::fs::remove_file(&flag).map_err(|e| Error::io(&flag, e))?;
+    let (id, (pid, state, reason)) = seen?;
+    let acct = ctx.acct_final(id, JOB_TIMEOUT)?;
+    let out = ctx.wait_lines(&ctx.path("epilog-hangs.out"), 1, JOB_TIMEOUT)?;
+    if acct.state != "COMPLETED" || out != ["ran"] {
+        return Err(Error::Scenario(format!(
+            "job {id} with a hanging epilog: sacct {} {}, output {out:?} (expected COMPLETED, \"ran\")",
+            acct.state, acct.exit_code
+        )));
+    }
+    resume(ctx)?;
+    let next = ctx.sbatch("after-epilog-timeout", &["-n1"], "true\n")?;
+    ctx.wait_state(next, &["COMPLETED"], JOB_TIMEOUT)?;
+    change.restore()?;
+    Ok(format!(
+        "PrologEpilogTimeout={HOOK_TIMEOUT_S}: epilog {pid} of job {id} killed with its process group; job {} {}; node {state} Reason={reason}; resumed, job {next} COMPLETED; slurm.conf restored",
         acct.state, acct.exit_code
     ))
 }

@@ -172,26 +172,37 @@ pub fn accounting_accuracy(ctx: &mut Ctx<'_>) -> Result<String> {
     std::thread::sleep(2 * POLL_INTERVAL + Duration::from_millis(200));
     let truth = read_truth(ctx)?;
     let step = format!("{id}.batch");
-    let live = ctx.read(
-        "sstat",
-        &[
-            "-n",
-            "-P",
-            "--noconvert",
-            "-j",
-            &step,
-            "-o",
-            "AveCPU,MaxRSS,TRESUsageOutTot",
-        ],
-    )?;
+    let (live_cpu_shown, live_rss, live_written) = live_figures(ctx, &step, &truth)?;
+    ctx.wait_state(id, &["COMPLETED"], JOB_TIMEOUT)?;
+    let (final_cpu, final_rss, final_written) = final_figures(ctx, &step, &truth)?;
+    Ok(format!(
+        "job {id}: the processes measured {:.2} s CPU, {} MiB MaxRSS, {} MiB written; sstat {live_cpu_shown}, {} MiB, {} MiB; sacct {final_cpu:.2} s, {} MiB, {} MiB (one worker re-parented to init)",
+        truth.cpu_s,
+        truth.maxrss >> 20,
+        truth.written >> 20,
+        live_rss >> 20,
+        live_written >> 20,
+        final_rss >> 20,
+        final_written >> 20,
+    ))
+}
+
+/// `tool -n -P --noconvert -j step -o fields`: the step's figures, exact and unconverted.
+fn step_fields(ctx: &Ctx<'_>, tool: &str, step: &str, fields: &str) -> Result<String> {
+    ctx.read(tool, &["-n", "-P", "--noconvert", "-j", step, "-o", fields])
+}
+
+/// sstat while the job runs (then the job is told it is `done`): the CPU as shown, RSS and
+/// bytes written, checked against the processes' own figures.
+fn live_figures(ctx: &Ctx<'_>, step: &str, truth: &Truth) -> Result<(String, u64, u64)> {
+    let live = step_fields(ctx, "sstat", step, "AveCPU,MaxRSS,TRESUsageOutTot")?;
     std::fs::write(ctx.path("done"), "").map_err(|e| Error::io(ctx.path("done"), e))?;
     let live = live.lines().next().unwrap_or("").to_string();
     let f: Vec<&str> = live.split('|').collect();
     let [cpu, rss, out] = f.as_slice() else {
         return Err(Error::Scenario(format!("sstat {step}: {live:?}")));
     };
-    let live_cpu_shown = cpu.trim().to_string();
-    let (live_cpu, live_rss, live_written) = figures(&step, cpu, rss, out)?;
+    let (live_cpu, live_rss, live_written) = figures(step, cpu, rss, out)?;
     // sstat prints whole seconds (truncated): the job's own figure, to the second.
     if live_cpu > truth.cpu_s + 0.01 || live_cpu < truth.cpu_s.floor() - 0.01 {
         return Err(Error::Scenario(format!(
@@ -199,26 +210,18 @@ pub fn accounting_accuracy(ctx: &mut Ctx<'_>) -> Result<String> {
             truth.cpu_s
         )));
     }
-    check_close("sstat", &step, live_rss, live_written, &truth)?;
+    check_close("sstat", step, live_rss, live_written, truth)?;
+    Ok((cpu.trim().to_string(), live_rss, live_written))
+}
 
-    ctx.wait_state(id, &["COMPLETED"], JOB_TIMEOUT)?;
+/// sacct once the step is recorded COMPLETED: CPU within 10 %, RSS and bytes written.
+fn final_figures(ctx: &Ctx<'_>, step: &str, truth: &Truth) -> Result<(f64, u64, u64)> {
     let acct = poll(
         &format!("sacct to record {step}"),
         JOB_TIMEOUT,
         POLL,
         || {
-            let out = ctx.read(
-                "sacct",
-                &[
-                    "-n",
-                    "-P",
-                    "--noconvert",
-                    "-j",
-                    &step,
-                    "-o",
-                    "State,TotalCPU,MaxRSS,TRESUsageOutTot",
-                ],
-            )?;
+            let out = step_fields(ctx, "sacct", step, "State,TotalCPU,MaxRSS,TRESUsageOutTot")?;
             Ok(out
                 .lines()
                 .next()
@@ -230,24 +233,15 @@ pub fn accounting_accuracy(ctx: &mut Ctx<'_>) -> Result<String> {
     let [_, cpu, rss, out] = f.as_slice() else {
         return Err(Error::Scenario(format!("sacct {step}: {acct:?}")));
     };
-    let (final_cpu, final_rss, final_written) = figures(&step, cpu, rss, out)?;
+    let (final_cpu, final_rss, final_written) = figures(step, cpu, rss, out)?;
     if !within(final_cpu, truth.cpu_s, 10.0) {
         return Err(Error::Scenario(format!(
             "sacct {step}: TotalCPU {cpu} ({final_cpu:.2} s), the processes measured {:.2} s: not within 10 % (Mach units not converted? re-parented worker not counted?)",
             truth.cpu_s
         )));
     }
-    check_close("sacct", &step, final_rss, final_written, &truth)?;
-    Ok(format!(
-        "job {id}: the processes measured {:.2} s CPU, {} MiB MaxRSS, {} MiB written; sstat {live_cpu_shown}, {} MiB, {} MiB; sacct {final_cpu:.2} s, {} MiB, {} MiB (one worker re-parented to init)",
-        truth.cpu_s,
-        truth.maxrss >> 20,
-        truth.written >> 20,
-        live_rss >> 20,
-        live_written >> 20,
-        final_rss >> 20,
-        final_written >> 20,
-    ))
+    check_close("sacct", step, final_rss, final_written, truth)?;
+    Ok((final_cpu, final_rss, final_written))
 }
 
 fn read_truth(ctx: &Ctx<'_>) -> Result<Truth> {
@@ -420,7 +414,9 @@ pub fn reparented_setsid(ctx: &mut Ctx<'_>) -> Result<String> {
             }
             return Err(Error::Scenario(format!(
                 "job {id}: {e}: the setsid child {escaped}{} survived the cancel (proctrack/darwin should remember it)",
-                adopted.map(|p| format!(", re-parented to {p},")).unwrap_or_default()
+                adopted
+                    .map(|p| format!(", re-parented to {p},"))
+                    .unwrap_or_default()
             )));
         }
         seen.push(format!(
@@ -537,7 +533,11 @@ pub fn background_class(ctx: &mut Ctx<'_>) -> Result<String> {
         }
         seen.push(format!(
             "={value}: task and child {}",
-            if want { "in the background class" } else { "normal" }
+            if want {
+                "in the background class"
+            } else {
+                "normal"
+            }
         ));
     }
     let id = ctx.sbatch_env(
@@ -624,8 +624,11 @@ mod tests {
 
     #[test]
     fn parse_truth__sums_processes() {
-        let t = parse_truth(&["1.010 167772160 33554432".into(), "1.000 167772160 33554432".into()])
-            .unwrap();
+        let t = parse_truth(&[
+            "1.010 167772160 33554432".into(),
+            "1.000 167772160 33554432".into(),
+        ])
+        .unwrap();
         assert!((t.cpu_s - 2.01).abs() < 1e-9);
         assert_eq!((t.maxrss, t.written), (320 << 20, 64 << 20));
         assert_eq!(parse_truth(&["x".into()]), None);

@@ -3,26 +3,55 @@
 //! failure the runner prints the daemon log lines written while it ran, then puts the
 //! cluster back in shape (cancel everything, resume the node, restart a dead daemon) so one
 //! failure does not cascade.
+//!
+//! Scenarios named `smd-NNN-...` are items of the proof of concept's test plan on a real Mac
+//! (`SMD-NNN`, ../shared/docs/POC-DEFECTS.md section C; docs/PARITY.md maps every ID). A
+//! scenario is in every run (`cargo xtask cluster test` without `--only`, and so in CI)
+//! unless it is marked [`Scenario::local`]: those take minutes and run only when `--only`
+//! names them (`--only smd-010`, or `--only smd-` for all of the plan).
 
 mod accounting;
+mod allocation;
 mod apple_gpu;
 mod bad_states;
 mod batch;
 mod churn;
 pub(super) mod client;
+mod conf;
+mod configless;
+mod diskfull;
+mod dynamic;
 mod environment;
+mod failover;
+mod fixtures;
+mod gpu_node;
 mod gres;
+mod health;
 mod hooks;
+mod identities;
+mod ipv6;
+mod limits;
+mod logrotate;
 mod macos_native;
 mod memory;
 mod mix;
 mod node_metrics;
+mod node_view;
 mod nodes;
+mod pmi2;
+mod proc_access;
 mod processes;
 mod pty;
+mod reconf;
+mod reconfigure;
+mod recovery;
 mod restarts;
 mod sack;
+mod spank;
 mod steps;
+mod task_hooks;
+mod upgrade;
+mod workdirs;
 
 use super::handle::Cluster;
 use super::profile::Profile;
@@ -48,6 +77,10 @@ pub enum Needs {
     /// One node tracked by process group: `setsid-escape` shows proctrack/pgid's limit,
     /// which `macos-native`'s proctrack/darwin does not have (`reparented-setsid` checks that).
     PgidTracking,
+    /// A newer build to upgrade to (`cluster test --upgrade-to P2`).
+    UpgradeTo,
+    /// At least one node of a darwin-personality build (the shim's emulation log).
+    DarwinNode,
 }
 
 impl Needs {
@@ -79,29 +112,55 @@ impl Needs {
                  (its scenario is reparented-setsid)"
                     .to_string(),
             ),
+            Needs::DarwinNode
+                if !cluster.nodes().iter().any(|x| {
+                    crate::staging::Manifest::read(&x.prefix).is_ok_and(|m| {
+                        m.personality == crate::personality::Personality::Darwin
+                    })
+                }) =>
+            {
+                Some("needs a node of a darwin-personality build (a native build has no shim and logs nothing)".to_string())
+            }
+            Needs::UpgradeTo if cluster.state.upgrade_to.is_none() => Some(
+                "needs a newer build to upgrade to (run it with --prefix P1 --upgrade-to P2, P2 at most three major releases after P1)".to_string(),
+            ),
             _ => None,
         }
     }
 }
 
-/// One scenario: its name (`--only` matches a prefix), what it needs, what it runs.
+/// One scenario: its name (`--only` matches a prefix), what it needs, what it runs, and
+/// whether it is in every run.
 #[derive(Debug, Clone, Copy)]
 pub struct Scenario {
     pub name: &'static str,
     pub needs: Needs,
     pub run: Run,
+    /// Run only when `--only` names it: why (how long it takes). None: in every run (CI).
+    pub local: Option<&'static str>,
 }
 
 const fn one(name: &'static str, run: Run) -> Scenario {
-    Scenario {
-        name,
-        needs: Needs::OneNode,
-        run,
-    }
+    with(name, Needs::OneNode, run)
 }
 
 const fn with(name: &'static str, needs: Needs, run: Run) -> Scenario {
-    Scenario { name, needs, run }
+    Scenario {
+        name,
+        needs,
+        run,
+        local: None,
+    }
+}
+
+impl Scenario {
+    /// Kept out of the default run (and CI): runs only when `--only` names it.
+    const fn local(self, why: &'static str) -> Scenario {
+        Scenario {
+            local: Some(why),
+            ..self
+        }
+    }
 }
 
 /// Every scenario, in run order.
@@ -115,7 +174,11 @@ pub const ALL: &[Scenario] = &[
     one("user-identity", environment::identity),
     one("signal", processes::signal),
     one("cancel-process-tree", processes::cancel_tree),
-    with("setsid-escape", Needs::PgidTracking, processes::setsid_escape),
+    with(
+        "setsid-escape",
+        Needs::PgidTracking,
+        processes::setsid_escape,
+    ),
     one("launch-failures", steps::launch_failures),
     one("memory-allocation", memory::allocation),
     one("time-limit", processes::time_limit),
@@ -125,14 +188,41 @@ pub const ALL: &[Scenario] = &[
     one("gpu-autodetect", apple_gpu::autodetect),
     one("node-metrics", node_metrics::extra_and_features),
     one("prolog-epilog", hooks::prolog_epilog),
-    one("prolog-failure", hooks::prolog_failure),
-    one("epilog-failure", hooks::epilog_failure),
+    one("smd-121-prolog-failure", hooks::prolog_failure),
+    one("smd-122-epilog-failure", hooks::epilog_failure),
     one("slurmd-restart-idle", restarts::slurmd_idle),
     one("slurmd-restart-running", restarts::slurmd_running),
     one("slurmctld-restart", restarts::slurmctld),
-    one("sack-replace", sack::replacement_keeps_socket),
     one("slurmdbd-outage", accounting::dbd_outage),
-    one("churn", churn::churn),
+    // The proof of concept's test plan (SMD IDs; docs/PARITY.md).
+    one("smd-009-slurmd-sigkill", recovery::slurmd_sigkill),
+    one("smd-010-controller-pause", recovery::controller_pause)
+        .local("two 60 s controller outages, about 3 minutes"),
+    one("smd-012-reconfigure", reconfigure::log_file_change),
+    one("smd-012-sack-replace", sack::replacement_keeps_socket),
+    one("smd-013-stale-spool", recovery::stale_spool),
+    one("smd-101-two-users", identities::two_users),
+    one("smd-102-uid-mismatch", identities::uid_mismatch),
+    one("smd-102-groups-over-16", identities::many_groups),
+    one("smd-103-workdirs", workdirs::workdirs),
+    one("smd-104-env-values", environment::values),
+    one("smd-105-umask", workdirs::umask),
+    one("smd-107-six-steps", allocation::six_steps),
+    one("smd-108-cpu-request", allocation::cpu_request),
+    one("smd-109-orphans", processes::orphans),
+    one("smd-110-ulimits", limits::ulimits),
+    one("smd-111-churn", churn::churn),
+    one("smd-112-memory-pressure", memory::pressure),
+    one("smd-113-spool-full", diskfull::spool_full),
+    one("smd-113-log-full", diskfull::log_full),
+    one("smd-121-prolog-timeout", hooks::prolog_timeout),
+    one("smd-122-epilog-timeout", hooks::epilog_timeout),
+    one("smd-123-task-prolog", task_hooks::task_prolog_epilog),
+    one("smd-124-spank", spank::callbacks),
+    one("smd-125-health-check", health::drain_and_recover),
+    one("smd-125-health-timeout", health::timeout)
+        .local("a health check killed after slurmd's 60 s limit"),
+    one("smd-127-log-rotate", logrotate::rename_and_reopen),
     with("nodes-span", Needs::Nodes(2), nodes::span),
     with("nodes-one-down", Needs::Nodes(2), nodes::one_down),
     with(
@@ -143,16 +233,91 @@ pub const ALL: &[Scenario] = &[
     with("mix-span", Needs::Mix, mix::span),
     with("mix-clients", Needs::Mix, mix::clients),
     // The macOS process plugins (profile `macos-native` only).
-    with("accounting-accuracy", Needs::MacosNative, macos_native::accounting_accuracy),
-    with("memory-oom-kill", Needs::MacosNative, macos_native::memory_oom_kill),
-    with("reparented-setsid", Needs::MacosNative, macos_native::reparented_setsid),
-    with("double-fork-escape", Needs::MacosNative, macos_native::double_fork_escape),
-    with("background-class", Needs::MacosNative, macos_native::background_class),
-    with("binding-not-enforced", Needs::MacosNative, macos_native::binding_not_enforced),
+    with(
+        "accounting-accuracy",
+        Needs::MacosNative,
+        macos_native::accounting_accuracy,
+    ),
+    with(
+        "memory-oom-kill",
+        Needs::MacosNative,
+        macos_native::memory_oom_kill,
+    ),
+    with(
+        "reparented-setsid",
+        Needs::MacosNative,
+        macos_native::reparented_setsid,
+    ),
+    with(
+        "double-fork-escape",
+        Needs::MacosNative,
+        macos_native::double_fork_escape,
+    ),
+    with(
+        "background-class",
+        Needs::MacosNative,
+        macos_native::background_class,
+    ),
+    with(
+        "binding-not-enforced",
+        Needs::MacosNative,
+        macos_native::binding_not_enforced,
+    ),
+    // The proof of concept's test plan (../shared/docs/POC-DEFECTS.md section C), by its
+    // SMD ID; docs/PARITY.md maps every ID.
+    with(
+        "smd-204-gres-beside-gpu",
+        Needs::Nodes(1),
+        gpu_node::beside_gpu_job,
+    ),
+    with(
+        "smd-205-gres-fewer-gpus",
+        Needs::Nodes(1),
+        gpu_node::fewer_gpus,
+    ),
+    with(
+        "smd-206-gres-slurmd-restart",
+        Needs::Nodes(1),
+        gpu_node::slurmd_restart,
+    ),
+    with("smd-401-pmi2-kvs", Needs::Nodes(2), pmi2::across_nodes),
+    with("smd-402-pmi2-mixed-builds", Needs::Mix, pmi2::across_builds),
+    with(
+        "smd-404-configless",
+        Needs::Nodes(1),
+        configless::fetches_config,
+    ),
+    with(
+        "smd-405-backup-controller",
+        Needs::Nodes(1),
+        failover::backup_takes_over,
+    ),
+    with(
+        "smd-406-ipv6-loopback",
+        Needs::Nodes(1),
+        ipv6::loopback_end_to_end,
+    ),
+    with(
+        "smd-408-dynamic-node",
+        Needs::Nodes(1),
+        dynamic::register_delete_register,
+    ),
     one("bad-daemon-dies", bad_states::daemon_dies),
     one("bad-port-taken", bad_states::port_taken),
     one("bad-mariadb", bad_states::mariadb_fails),
     one("bad-leftover", bad_states::leftover),
+    // After every other scenario: what they made Slurm try on a darwin node.
+    with(
+        "smd-306-no-proc-access",
+        Needs::DarwinNode,
+        proc_access::only_accepted_sites,
+    ),
+    // Last: the cluster stays on the newer build.
+    with(
+        "smd-410-upgrade",
+        Needs::UpgradeTo,
+        upgrade::controller_then_nodes,
+    ),
 ];
 
 /// What CI runs under `macos-native` (the darwin personality): its own scenarios plus the
@@ -188,12 +353,19 @@ pub fn selected(name: &str, only: &[String]) -> bool {
     only.is_empty() || only.iter().any(|o| name.starts_with(o.as_str()))
 }
 
+/// Why a [`Scenario::local`] one is skipped: it runs only when `--only` names it.
+fn local_skip(sc: &Scenario, only: &[String]) -> Option<String> {
+    sc.local
+        .filter(|_| only.is_empty())
+        .map(|why| format!("local only ({why}): run it with --only {}", sc.name))
+}
+
 /// Run the selected scenarios in order.
 pub fn run_all(sh: &Shell, cluster: &mut Cluster, only: &[String]) -> Vec<Outcome> {
     let mut results = Vec::new();
     for sc in ALL.iter().filter(|s| selected(s.name, only)) {
         let name = sc.name;
-        if let Some(why) = sc.needs.unmet(cluster) {
+        if let Some(why) = local_skip(sc, only).or_else(|| sc.needs.unmet(cluster)) {
             println!("SKIP {name}: {why}");
             results.push(Outcome {
                 name,
@@ -266,6 +438,7 @@ fn recover(sh: &Shell, cluster: &mut Cluster) {
     let layout = cluster.layout();
     for f in ["prolog", "epilog"] {
         std::fs::remove_file(layout.fail_flag(f)).ok();
+        std::fs::remove_file(layout.sleep_flag(f)).ok();
     }
     let ctx = match Ctx::new(sh, cluster, "recover") {
         Ok(c) => c,
@@ -373,6 +546,34 @@ mod tests {
         assert_eq!(native.len(), 6, "{native:?}");
         for n in native {
             assert!(MACOS_NATIVE_CI.contains(&n), "CI misses {n}");
+        }
+    }
+
+    #[test]
+    fn local_skip__only_without_only() {
+        let sc = ALL
+            .iter()
+            .find(|s| s.local.is_some())
+            .expect("a local scenario");
+        let why = local_skip(sc, &[]).unwrap();
+        assert!(why.contains("--only") && why.contains(sc.name), "{why}");
+        assert_eq!(local_skip(sc, &["smd-".into()]), None);
+        assert!(
+            ALL.iter()
+                .filter(|s| s.local.is_none())
+                .all(|s| local_skip(s, &[]).is_none())
+        );
+    }
+
+    #[test]
+    fn all__smd_names_carry_a_three_digit_id() {
+        for s in ALL.iter().filter(|s| s.name.starts_with("smd-")) {
+            let id = &s.name[4..];
+            assert!(
+                id.len() > 4 && id[..3].bytes().all(|b| b.is_ascii_digit()) && &id[3..4] == "-",
+                "{}",
+                s.name
+            );
         }
     }
 

@@ -51,11 +51,9 @@ fn set_features(ctx: &Ctx<'_>, features: &str) -> Result<()> {
 
 pub fn extra_and_features(ctx: &mut Ctx<'_>) -> Result<String> {
     if !has_gpu_apple(ctx) {
-        ctx.gap = Some(
-            "node metrics are reported by macOS and darwin-personality builds only (patch 0052)"
-                .into(),
+        return ctx.not_run(
+            "node metrics are reported by macOS and darwin-personality builds only (patch 0052)",
         );
-        return Ok("not run".into());
     }
     let extra = node_extra(ctx)?;
     if extra != DEFAULT_EXTRA {

@@ -1,6 +1,8 @@
-//! Signals, cancel of a process tree, the limit of proctrack/pgid (a `setsid` escape), and a
-//! time limit ending in TIMEOUT with every process gone.
+//! Signals, cancel of a process tree, the limit of proctrack/pgid (a `setsid` escape), a
+//! time limit ending in TIMEOUT with every process gone, and (SMD-109) orphans, a zombie and
+//! a child that ignores SIGTERM.
 
+use super::super::procs::{processes_where, state_parent_group};
 use super::client::{Ctx, JOB_TIMEOUT, q};
 use crate::error::{Error, Result};
 use crate::util::signal::process_exists;
@@ -137,5 +139,96 @@ pub fn time_limit(ctx: &mut Ctx<'_>) -> Result<String> {
     }
     Ok(format!(
         "job {id} TIMEOUT (sacct too), processes {pids:?} gone; GPU job {next} ran after it"
+    ))
+}
+
+fn state_and_group(pid: u32) -> Option<(char, u32)> {
+    state_parent_group(pid).map(|(s, _, g)| (s, g))
+}
+
+/// SMD-109: a batch job starts a plain child, a child that ignores SIGTERM, a zombie (a child
+/// whose parent never reaps it), a double-forked orphan that stays in the job's process group,
+/// and one that leaves it with `setsid`. After `scancel` everything in the job's process
+/// group is gone (the TERM-ignoring child by SIGKILL after KillWait, the zombie with its
+/// parent); what remains is exactly the `setsid` orphan, proctrack/pgid's documented limit,
+/// which is shown and then killed by the harness.
+pub fn orphans(ctx: &mut Ctx<'_>) -> Result<String> {
+    let p = ctx.path("pids");
+    let body = format!(
+        "p={p}\n\
+         sleep 300 & echo plain $! >> $p.tmp\n\
+         sh -c 'trap \"\" TERM; while :; do sleep 1; done' & echo term-ignoring $! >> $p.tmp\n\
+         sh -c 'sleep 0.2 & exec sleep 300' & echo zombie-parent $! >> $p.tmp\n\
+         sh -c 'sleep 301 & echo orphan $! >> \"$1\"' sh $p.tmp\n\
+         setsid sh -c 'echo escaped $$ >> \"$1\"; exec sleep 302' sh $p.tmp &\n\
+         while [ $(wc -l < $p.tmp) -lt 5 ]; do sleep 0.1; done\n\
+         mv $p.tmp $p\n\
+         wait\n",
+        p = q(&p)
+    );
+    let id = ctx.sbatch("orphans", &["-n1"], &body)?;
+    let lines = ctx.wait_lines(&p, 5, JOB_TIMEOUT)?;
+    let mut named = std::collections::BTreeMap::new();
+    for l in &lines {
+        let (what, pid) = l
+            .split_once(' ')
+            .and_then(|(w, n)| Some((w.to_string(), n.trim().parse::<u32>().ok()?)))
+            .ok_or_else(|| Error::Scenario(format!("{}: bad line {l:?}", p.display())))?;
+        named.insert(what, pid);
+    }
+    let pid = |w: &str| {
+        named
+            .get(w)
+            .copied()
+            .ok_or_else(|| Error::Scenario(format!("job {id} recorded no {w} process: {lines:?}")))
+    };
+    let (plain, ignoring, parent, orphan, escaped) = (
+        pid("plain")?,
+        pid("term-ignoring")?,
+        pid("zombie-parent")?,
+        pid("orphan")?,
+        pid("escaped")?,
+    );
+    // The zombie: the exec'd `sleep 300` never reaps its `sleep 0.2` child.
+    let zombie = crate::util::process::bounded::poll(
+        "the zombie child to appear",
+        Duration::from_secs(10),
+        super::client::POLL,
+        || {
+            Ok(processes_where(|_, s, pp, _| s == 'Z' && pp == parent)
+                .first()
+                .copied())
+        },
+    )?;
+    let group = state_and_group(plain).map(|(_, g)| g);
+    let in_group: Vec<u32> = [plain, ignoring, parent, orphan]
+        .into_iter()
+        .filter(|&x| state_and_group(x).map(|(_, g)| g) == group)
+        .collect();
+    if in_group.len() != 4 || state_and_group(escaped).map(|(_, g)| g) == group {
+        return Err(Error::Scenario(format!(
+            "job {id}: unexpected process groups before the cancel: group {group:?}, members {in_group:?} of plain {plain}, term-ignoring {ignoring}, zombie parent {parent}, orphan {orphan}; escaped {escaped} in {:?}",
+            state_and_group(escaped)
+        )));
+    }
+    ctx.read("scancel", &[&id.to_string()])?;
+    ctx.wait_state(id, &["CANCELLED"], JOB_TIMEOUT)?;
+    ctx.wait_gone(
+        &[plain, ignoring, parent, orphan, zombie],
+        Duration::from_secs(30),
+    )?;
+    // What proctrack/pgid could not reach.
+    std::thread::sleep(Duration::from_secs(3));
+    let left: Vec<u32> = ctx.cluster.node_leftovers().iter().map(|r| r.pid).collect();
+    if left != [escaped] {
+        return Err(Error::Scenario(format!(
+            "job {id}: after the cancel the node holds {left:?}; expected only the setsid orphan {escaped}"
+        )));
+    }
+    crate::util::signal::kill(escaped, nix::sys::signal::Signal::SIGKILL);
+    ctx.wait_gone(&[escaped], Duration::from_secs(10))?;
+    ctx.wait_no_job_processes(Duration::from_secs(10))?;
+    Ok(format!(
+        "job {id} CANCELLED: plain {plain}, TERM-ignoring {ignoring}, zombie {zombie} (and its parent {parent}), double-forked orphan {orphan} all gone; left: only the setsid orphan {escaped} (LIMIT of proctrack/pgid, documented), killed by the harness"
     ))
 }

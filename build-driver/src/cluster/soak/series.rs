@@ -49,14 +49,7 @@ pub struct Series {
 fn tenth_median(v: &[f64], last: bool) -> f64 {
     let n = (v.len() / 10).max(MIN_TENTH).min(v.len()).max(1);
     let part = if last { &v[v.len() - n..] } else { &v[..n] };
-    let mut p = part.to_vec();
-    p.sort_by(f64::total_cmp);
-    let m = p.len();
-    if m % 2 == 1 {
-        p[m / 2]
-    } else {
-        (p[m / 2 - 1] + p[m / 2]) / 2.0
-    }
+    crate::cluster::bench::median(part.to_vec())
 }
 
 /// One figure's verdict: first and last tenth's medians, and whether they are close enough.

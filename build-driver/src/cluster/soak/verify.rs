@@ -43,49 +43,27 @@ impl Findings {
 
     /// A few of each problem, for the error.
     pub fn problems(&self) -> String {
-        let mut out = Vec::new();
-        let few = |v: Vec<String>| v.into_iter().take(10).collect::<Vec<_>>().join(", ");
-        if !self.missing.is_empty() {
-            out.push(format!(
-                "{} without a record in sacct: {}",
-                self.missing.len(),
-                few(self.missing.clone())
-            ));
-        }
-        if !self.doubled.is_empty() {
-            out.push(format!(
-                "{} with several records: {}",
-                self.doubled.len(),
-                few(self
-                    .doubled
-                    .iter()
-                    .map(|(k, n)| format!("{k} x{n}"))
-                    .collect())
-            ));
-        }
-        if !self.unfinished.is_empty() {
-            out.push(format!(
-                "{} not in a final state: {}",
-                self.unfinished.len(),
-                few(self
-                    .unfinished
-                    .iter()
-                    .map(|(k, s)| format!("{k} {s}"))
-                    .collect())
-            ));
-        }
-        if !self.not_cancelled.is_empty() {
-            out.push(format!(
-                "{} cancelled jobs not CANCELLED: {}",
-                self.not_cancelled.len(),
-                few(self
-                    .not_cancelled
-                    .iter()
-                    .map(|(k, s)| format!("{k} {s}"))
-                    .collect())
-            ));
-        }
-        out.join("; ")
+        let pairs = |v: &[(String, String)]| v.iter().map(|(k, s)| format!("{k} {s}")).collect();
+        let doubled = self.doubled.iter().map(|(k, n)| format!("{k} x{n}"));
+        [
+            ("without a record in sacct", self.missing.clone()),
+            ("with several records", doubled.collect()),
+            ("not in a final state", pairs(&self.unfinished)),
+            ("cancelled jobs not CANCELLED", pairs(&self.not_cancelled)),
+        ]
+        .into_iter()
+        .filter(|(_, items)| !items.is_empty())
+        .map(|(what, items)| {
+            let few = items
+                .iter()
+                .take(10)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("{} {what}: {few}", items.len())
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
     }
 }
 
@@ -190,6 +168,11 @@ mod tests {
         assert!(
             p.contains("1 without a record") && p.contains("2 x2"),
             "{p}"
+        );
+        assert_eq!(
+            p,
+            "1 without a record in sacct: 1; 1 with several records: 2 x2; \
+             1 not in a final state: 3 RUNNING; 1 cancelled jobs not CANCELLED: 4 COMPLETED"
         );
     }
 

@@ -1,0 +1,177 @@
+//! A full disk under slurmd (SMD-113), on tiny file systems of the node's own (a tmpfs with
+//! `size=` in its mount namespace, node_view.rs), never the machine's disk:
+//!
+//! - the spool directory full: a batch launch cannot write the job's script
+//!   (src/slurmd/slurmstepd/mgr.c `_make_batch_script`), slurmctld drains the node with a
+//!   reason and requeues the job; once space is freed and the node resumed, a job runs;
+//! - the log directory full: slurmd cannot write its log and keeps running; jobs run; once
+//!   space is freed its lines appear again.
+//!
+//! The tmpfs is seen from outside through `/proc/<slurmd pid>/root` (it exists only in
+//! slurmd's namespace).
+
+use super::super::daemon::Daemon;
+use super::super::handle::NodeMount;
+use super::client::{Ctx, JOB_TIMEOUT, POLL};
+use super::node_view::with_node_mounts;
+use crate::error::{Error, Result};
+use crate::util::process::bounded::poll;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Sizes of the tiny file systems (kB).
+const SPOOL_KB: u64 = 512;
+const LOG_KB: u64 = 512;
+
+/// Write zeros into `path` until the file system is full; returns the bytes written.
+fn fill(path: &Path) -> Result<u64> {
+    let mut f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+    let block = vec![0u8; 4096];
+    let mut n = 0u64;
+    loop {
+        match f.write(&block) {
+            Ok(0) => break,
+            Ok(k) => n += k as u64,
+            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => break,
+            Err(e) => return Err(Error::io(path, e)),
+        }
+    }
+    // What is left after the page-sized writes: fill it to the last byte.
+    loop {
+        match f.write(&block[..1]) {
+            Ok(1) => n += 1,
+            Ok(_) => break,
+            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => break,
+            Err(e) => return Err(Error::io(path, e)),
+        }
+    }
+    Ok(n)
+}
+
+/// `path` inside node 1's slurmd's mount namespace.
+fn in_slurmd(ctx: &Ctx<'_>, path: &Path) -> PathBuf {
+    ctx.cluster.seen_by(Daemon::Slurmd(0), path)
+}
+
+fn resume_node(ctx: &Ctx<'_>) -> Result<()> {
+    ctx.read(
+        "scontrol",
+        &[
+            "update",
+            &format!("NodeName={}", ctx.first_node()),
+            "State=RESUME",
+        ],
+    )?;
+    ctx.wait_node_idle(Duration::from_secs(60))
+}
+
+/// SMD-113, spool: slurmd runs on a 512 kB spool that is then filled. A batch job's launch
+/// fails (its script cannot be written): the node drains with a reason, the job is requeued
+/// and its payload never runs, slurmd keeps running. Space freed, the node resumed and the
+/// job released, it runs to COMPLETED.
+pub fn spool_full(ctx: &mut Ctx<'_>) -> Result<String> {
+    let spool = ctx.cluster.layout().node_spool(&ctx.first_node());
+    let mounts = [NodeMount::Tmpfs {
+        target: spool.clone(),
+        size_kb: SPOOL_KB,
+    }];
+    with_node_mounts(ctx, &mounts, |ctx| {
+        let filler = in_slurmd(ctx, &spool.join("filler"));
+        let filled = fill(&filler)?;
+        let marker = ctx.path("spool-full-ran");
+        let id = ctx.sbatch(
+            "spool-full",
+            &["-n1"],
+            &format!("touch {}\n", super::client::q(&marker)),
+        )?;
+        let (state, reason) = poll(
+            &format!(
+                "node {} to drain after a batch launch on a full spool",
+                ctx.first_node()
+            ),
+            JOB_TIMEOUT,
+            POLL,
+            || {
+                ctx.cluster.check_daemons()?;
+                let f = ctx.node()?;
+                let get = |k: &str| {
+                    f.iter()
+                        .find(|(x, _)| x == k)
+                        .map(|(_, v)| v.clone())
+                        .unwrap_or_default()
+                };
+                let (s, r) = (get("State"), get("Reason"));
+                Ok(s.contains("DRAIN").then_some((s, r)))
+            },
+        )?;
+        let job_state = ctx.job_state(id)?;
+        if marker.exists() {
+            return Err(Error::Scenario(format!(
+                "job {id}: its payload ran although the spool was full"
+            )));
+        }
+        ctx.cluster.check_daemons()?;
+        std::fs::remove_file(&filler).map_err(|e| Error::io(&filler, e))?;
+        resume_node(ctx)?;
+        // A requeued job is held after a launch failure: release it.
+        ctx.run("scontrol", &["release", &id.to_string()])?;
+        ctx.wait_state(id, &["COMPLETED"], JOB_TIMEOUT)?;
+        if !marker.exists() {
+            return Err(Error::Scenario(format!(
+                "job {id} COMPLETED after recovery but its payload did not run"
+            )));
+        }
+        Ok(format!(
+            "spool tmpfs of {SPOOL_KB} kB filled ({filled} bytes): job {id} did not run, node {state} Reason={reason:?}, job {job_state}; slurmd kept running; space freed, node resumed, job {id} released and COMPLETED"
+        ))
+    })
+}
+
+/// SMD-113, logs: slurmd runs with its log directory on a 512 kB tmpfs, which is then
+/// filled: slurmd keeps running and a job runs (its lines are lost, nothing else). Space
+/// freed, slurmd logs again (the next job's lines appear).
+pub fn log_full(ctx: &mut Ctx<'_>) -> Result<String> {
+    let logs = ctx.cluster.layout().logs();
+    let log = ctx.cluster.log(Daemon::Slurmd(0));
+    let mounts = [NodeMount::Tmpfs {
+        target: logs.clone(),
+        size_kb: LOG_KB,
+    }];
+    with_node_mounts(ctx, &mounts, |ctx| {
+        let inner_log = in_slurmd(ctx, &log);
+        let filler = in_slurmd(ctx, &logs.join("filler"));
+        let filled = fill(&filler)?;
+        let size_full = std::fs::metadata(&inner_log).map(|m| m.len()).unwrap_or(0);
+        let a = ctx.sbatch("log-full", &["-n1"], "echo ran\n")?;
+        ctx.wait_state(a, &["COMPLETED"], JOB_TIMEOUT)?;
+        ctx.srun_expect(&["-N1", "/bin/echo", "log-full"], "log-full")?;
+        ctx.cluster.check_daemons()?;
+        let (state, _) = ctx.state_of(&ctx.first_node())?;
+        if state != "IDLE" {
+            return Err(Error::Scenario(format!(
+                "node is {state} with its log directory full (expected IDLE)"
+            )));
+        }
+        let size_after = std::fs::metadata(&inner_log).map(|m| m.len()).unwrap_or(0);
+        std::fs::remove_file(&filler).map_err(|e| Error::io(&filler, e))?;
+        let b = ctx.sbatch("log-freed", &["-n1"], "echo ran\n")?;
+        ctx.wait_state(b, &["COMPLETED"], JOB_TIMEOUT)?;
+        let text = poll(
+            "slurmd to log job lines again after the space was freed",
+            Duration::from_secs(30),
+            POLL,
+            || {
+                let text = std::fs::read(&inner_log)
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default();
+                Ok(super::reconfigure::mentions_job(&text, b).then_some(text))
+            },
+        )?;
+        let lost_a = !super::reconfigure::mentions_job(&text, a);
+        Ok(format!(
+            "log tmpfs of {LOG_KB} kB filled ({filled} bytes; log {size_full} -> {size_after} bytes while full): slurmd kept running, node IDLE, job {a} COMPLETED (its lines lost: {lost_a}), srun ran; space freed: job {b} logged again ({} bytes)",
+            text.len()
+        ))
+    })
+}

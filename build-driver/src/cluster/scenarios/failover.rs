@@ -1,0 +1,202 @@
+//! A backup slurmctld takes over (SMD-405): `slurm.conf` gets a second `SlurmctldHost`
+//! line, `ctld2(127.0.0.2)`, and a second slurmctld of the head's build runs in its own UTS
+//! namespace (host name `ctld2`, so it finds itself in that line) with the head's `/run`
+//! (its SACK socket is where the head's clients look: they authenticate through whichever
+//! controller runs) and the same StateSaveLocation. Both would bind SlurmctldPort on every
+//! address; `CommunicationParameters=NoCtldInAddrAny` makes each bind the address its host
+//! name resolves to (src/common/slurm_protocol_api.c `slurm_setup_addr`), so the backup's
+//! mount namespace gets an `/etc/hosts` that adds `127.0.0.2 ctld2`.
+//!
+//! The primary is stopped while a job runs: the backup must say it takes over, keep the
+//! job, run new work (a step on every node, a batch job that is accounted), take a slurmd
+//! that registers anew (a restarted node), and see the running job complete; when the
+//! primary starts again the backup gives control back and the primary knows every job.
+
+use super::super::daemon::Daemon;
+use super::super::procs::{self, Isolation, ProcRecord};
+use super::client::{Ctx, JOB_TIMEOUT, POLL, q};
+use super::reconf::{self, Change};
+use crate::error::{Error, Result};
+use crate::util::process::bounded::{poll, run_bounded};
+use std::time::Duration;
+use xshell::cmd;
+
+const BACKUP_HOST: &str = "ctld2";
+const BACKUP_ADDR: &str = "127.0.0.2";
+/// The record name of the backup slurmctld (its log is `log/slurmctld-backup.log`).
+const BACKUP: &str = "slurmctld-backup";
+/// How long the backup waits for an unresponsive primary (slurm.conf's default: 120 s).
+const SLURMCTLD_TIMEOUT: u64 = 6;
+
+/// `scontrol ping`: (primary up, backup up).
+fn ping(ctx: &Ctx<'_>) -> Result<(bool, bool)> {
+    let out = ctx.run("scontrol", &["ping"])?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let up = |role: &str| {
+        text.lines()
+            .any(|l| l.contains(&format!("Slurmctld({role})")) && l.contains("is UP"))
+    };
+    Ok((up("primary"), up("backup")))
+}
+
+fn wait_ping(ctx: &Ctx<'_>, want: (bool, bool), what: &str) -> Result<()> {
+    let mut last = None;
+    poll(what, Duration::from_secs(90), POLL, || {
+        let p = ping(ctx)?;
+        last = Some(p);
+        Ok((p == want).then_some(()))
+    })
+    .map_err(|e| Error::Scenario(format!("{e}; last (primary up, backup up): {last:?}")))
+}
+
+/// Start the backup slurmctld, recorded like the cluster's daemons (so `down` stops it).
+fn start_backup(ctx: &mut Ctx<'_>) -> Result<ProcRecord> {
+    let l = ctx.cluster.layout();
+    let dir = l.root.join(BACKUP_HOST);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let hosts = dir.join("hosts");
+    let system = std::fs::read_to_string("/etc/hosts").unwrap_or_default();
+    crate::util::fs::write_atomic(
+        &hosts,
+        format!("{system}\n{BACKUP_ADDR} {BACKUP_HOST}\n").as_bytes(),
+        0o644,
+    )?;
+    let iso = Isolation::node(&l.run(), BACKUP_HOST)?
+        .with_bind(&hosts, std::path::Path::new("/etc/hosts"))?;
+    let sbin = ctx.cluster.state.prefix.join("sbin");
+    let conf = l.conf();
+    let sh = ctx.sh;
+    let log = l.daemon_log(BACKUP);
+    let mut c = std::process::Command::from(cmd!(sh, "{sbin}/slurmctld -D -i -f {conf} -L {log}"));
+    c.env("SLURM_CONF", &conf).current_dir(l.logs());
+    super::super::config::set_emulation_log(&mut c, &l);
+    let rec = procs::spawn_detached(BACKUP, c, Some(&iso), &l.daemon_output(BACKUP))?;
+    ctx.cluster.state.record(rec.clone())?;
+    Ok(rec)
+}
+
+fn backup_log(ctx: &Ctx<'_>) -> String {
+    std::fs::read_to_string(ctx.cluster.layout().daemon_log(BACKUP)).unwrap_or_default()
+}
+
+pub fn backup_takes_over(ctx: &mut Ctx<'_>) -> Result<String> {
+    let change = Change {
+        lines: vec![
+            format!("SlurmctldHost={BACKUP_HOST}({BACKUP_ADDR})"),
+            "CommunicationParameters=NoCtldInAddrAny".into(),
+            format!("SlurmctldTimeout={SLURMCTLD_TIMEOUT}"),
+        ],
+        restart: Change::controller_and_nodes(ctx),
+        ..Change::default()
+    };
+    reconf::with_change(ctx, &change, |ctx| {
+        let result = takeover(ctx);
+        // Whatever happened: the primary back, the backup stopped and forgotten.
+        if !ctx.cluster.is_running(Daemon::Slurmctld) {
+            if let Err(e) = ctx.cluster.start(ctx.sh, Daemon::Slurmctld) {
+                println!("  failover: restarting the primary: {e}");
+            }
+        }
+        let stop = ctx
+            .cluster
+            .state
+            .daemon(BACKUP)
+            .cloned()
+            .map(|rec| rec.stop(super::super::handle::STOP_GRACE))
+            .transpose()
+            .and_then(|_| ctx.cluster.forget(BACKUP));
+        let detail = result?;
+        stop?;
+        Ok(detail)
+    })
+}
+
+fn takeover(ctx: &mut Ctx<'_>) -> Result<String> {
+    start_backup(ctx)?;
+    wait_ping(ctx, (true, true), "the backup slurmctld to stand by")?;
+    let go = ctx.path("go");
+    let body = format!(
+        "while [ ! -e {go} ]; do sleep 0.1; done\necho survived\n",
+        go = q(&go)
+    );
+    let running = ctx.sbatch("across-failover", &["-n1"], &body)?;
+    ctx.wait_state(running, &["RUNNING"], JOB_TIMEOUT)?;
+    ctx.cluster.stop(Daemon::Slurmctld)?;
+    wait_ping(ctx, (false, true), "the primary to be seen down")?;
+    poll(
+        "the backup to log that it takes over",
+        Duration::from_secs(60),
+        POLL,
+        || Ok(backup_log(ctx).contains("taking over").then_some(())),
+    )?;
+    // Under the backup: the job is still running; new work runs.
+    let state = ctx.job_state(running)?;
+    if state != "RUNNING" {
+        return Err(Error::Scenario(format!(
+            "job {running} is {state} under the backup controller"
+        )));
+    }
+    let n = ctx.cluster.nodes().len().to_string();
+    let step = ctx.srun(&["-N", &n, "--ntasks-per-node=1", "/bin/sh", "-c", "hostname"])?;
+    if !step.status.success() {
+        return Err(Error::Scenario(format!(
+            "srun under the backup: {}: {}",
+            step.status,
+            String::from_utf8_lossy(&step.stderr).trim()
+        )));
+    }
+    let mut hosts: Vec<String> = String::from_utf8_lossy(&step.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    hosts.sort();
+    let mut want: Vec<String> = ctx
+        .cluster
+        .nodes()
+        .iter()
+        .map(|x| x.hostname.clone())
+        .collect();
+    want.sort();
+    if hosts != want {
+        return Err(Error::Scenario(format!(
+            "srun -N{n} under the backup ran on {hosts:?}, expected {want:?}"
+        )));
+    }
+    // A node registers anew with the backup (its slurmd restarted: the primary is down).
+    let last = ctx.cluster.nodes().len() - 1;
+    let last_name = ctx.cluster.nodes()[last].name.clone();
+    ctx.cluster.restart(ctx.sh, Daemon::Slurmd(last))?;
+    let batch = ctx.sbatch(
+        "under-backup",
+        &["-N1", "-w", &last_name],
+        "echo batch-ok\n",
+    )?;
+    ctx.wait_state(batch, &["COMPLETED"], JOB_TIMEOUT)?;
+    std::fs::write(&go, "").map_err(|e| Error::io(&go, e))?;
+    ctx.wait_state(running, &["COMPLETED"], JOB_TIMEOUT)?;
+    let acct = ctx.acct_final(batch, JOB_TIMEOUT)?;
+    // The primary comes back: the backup relinquishes, the primary knows the jobs.
+    ctx.cluster.start(ctx.sh, Daemon::Slurmctld)?;
+    wait_ping(ctx, (true, true), "the backup to give control back")?;
+    let mut check = ctx.tool("scontrol");
+    check.args(["show", "job", &batch.to_string()]);
+    let known = run_bounded(check, super::client::CLIENT_TIMEOUT)?;
+    let known_state = ctx.job_state(running)?;
+    let out = ctx.wait_lines(&ctx.path("across-failover.out"), 1, JOB_TIMEOUT)?;
+    if out != ["survived"] || known_state != "COMPLETED" {
+        return Err(Error::Scenario(format!(
+            "after failing back: job {running} is {known_state} and wrote {out:?}"
+        )));
+    }
+    let by_primary = if known.status.success() {
+        "the primary knows the backup's job"
+    } else {
+        "the backup's job already purged from the primary (MinJobAge), sacct has it"
+    };
+    Ok(format!(
+        "backup {BACKUP_HOST}({BACKUP_ADDR}) took over from the stopped primary; job {running} kept running and COMPLETED; srun ran on {}; {last_name} re-registered; batch job {batch} {} (AllocTRES {}); primary back, backup standing by; {by_primary}",
+        hosts.join(","),
+        acct.state,
+        acct.alloc_tres
+    ))
+}

@@ -1,0 +1,148 @@
+//! `scontrol reconfigure` with a changed local setting (SMD-012, first half; the second half,
+//! an in-place slurmd replacement keeping the SACK socket, is sack.rs).
+//!
+//! slurmd re-executes itself on reconfigure (`_try_to_reconfig`: `execve` of its own binary,
+//! which on macOS it finds with `proc_pidpath()`, patches/*/0014), so its PID stays and its
+//! log is reopened wherever `SlurmdLogFile` now says. On the PoC's Mac this path stalled for
+//! 187 s in `closeall()` (POC-DEFECTS D13, patches/*/0027) and logged `EBADF` on conmgr's
+//! interrupt pipe just before the exec (D14, not fixed).
+
+use super::super::daemon::Daemon;
+use super::client::{Ctx, JOB_TIMEOUT};
+use super::conf::ConfChange;
+use crate::error::{Error, Result};
+use std::path::Path;
+use std::time::Duration;
+
+/// Whether slurmd's log text mentions job `id` (`job 12`, `JobId=12`, `StepId=12.0`,
+/// `[12.batch]`), not a job whose id starts with the same digits.
+pub fn mentions_job(text: &str, id: u32) -> bool {
+    let id = id.to_string();
+    ["job ", "JobId=", "StepId=", "["].iter().any(|prefix| {
+        let needle = format!("{prefix}{id}");
+        text.match_indices(needle.as_str()).any(|(at, _)| {
+            let next = text[at + needle.len()..].chars().next();
+            match *prefix {
+                // `[12.batch]`, never a time stamp `[2026-...]`
+                "[" => next == Some('.'),
+                _ => !next.is_some_and(|c| c.is_ascii_digit()),
+            }
+        })
+    })
+}
+
+fn size(p: &Path) -> u64 {
+    std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+}
+
+fn text_after(p: &Path, from: u64) -> String {
+    std::fs::read(p)
+        .ok()
+        .and_then(|b| {
+            b.get(from as usize..)
+                .map(|t| String::from_utf8_lossy(t).into_owned())
+        })
+        .unwrap_or_default()
+}
+
+/// SMD-012: `SlurmdLogFile` changed to another file and `scontrol reconfigure`d, a job run,
+/// then the original `slurm.conf` put back (byte for byte) and reconfigured again, another
+/// job run. slurmd keeps its PID through both; the first job is logged in the new file only,
+/// the second in the original one again; nothing of either job is left on the node.
+pub fn log_file_change(ctx: &mut Ctx<'_>) -> Result<String> {
+    let layout = ctx.cluster.layout();
+    let node = ctx.first_node();
+    let main_log = ctx.cluster.log(Daemon::Slurmd(0));
+    let alt_log = layout
+        .logs()
+        .join(format!("slurmd-{node}.reconfigured.log"));
+    crate::util::fs::remove_optional(&alt_log)?;
+    let conf_before = crate::util::fs::sha256_file(&layout.conf())?;
+    let pid = ctx.cluster.record(Daemon::Slurmd(0)).map(|d| d.pid);
+    let alt_setting = format!(
+        "SlurmdLogFile={}",
+        layout.logs().join("slurmd-%n.reconfigured.log").display()
+    );
+    let mark_main = size(&main_log);
+    let change = ConfChange::apply(ctx.cluster, &[alt_setting])?;
+    let pid_alt = ctx.cluster.record(Daemon::Slurmd(0)).map(|d| d.pid);
+    let a = ctx.sbatch("in-new-log", &["-n1"], "echo a\n")?;
+    ctx.wait_state(a, &["COMPLETED"], JOB_TIMEOUT)?;
+    let back = change.restore()?;
+    let main_during = text_after(&main_log, mark_main);
+    let mark_main = size(&main_log);
+    let b = ctx.sbatch("in-old-log", &["-n1"], "echo b\n")?;
+    ctx.wait_state(b, &["COMPLETED"], JOB_TIMEOUT)?;
+    ctx.wait_no_job_processes(Duration::from_secs(30))?;
+    let alt = std::fs::read_to_string(&alt_log).map_err(|e| Error::io(&alt_log, e))?;
+    let main_after = text_after(&main_log, mark_main);
+    let conf_after = crate::util::fs::sha256_file(&layout.conf())?;
+    let pid_after = ctx.cluster.record(Daemon::Slurmd(0)).map(|d| d.pid);
+    let alive = ctx.cluster.is_running(Daemon::Slurmd(0));
+    let checks = [
+        (
+            pid.is_some() && pid == pid_alt && pid == pid_after && alive,
+            format!("slurmd PID {pid:?} -> {pid_alt:?} -> {pid_after:?} (running: {alive})"),
+        ),
+        (
+            mentions_job(&alt, a) && !mentions_job(&main_during, a),
+            format!(
+                "job {a} logged in {} ({}) and not in the original log ({})",
+                alt_log.display(),
+                mentions_job(&alt, a),
+                !mentions_job(&main_during, a)
+            ),
+        ),
+        (
+            mentions_job(&main_after, b) && !mentions_job(&alt, b),
+            format!(
+                "job {b} logged in the original log again ({}) and not in {} ({})",
+                mentions_job(&main_after, b),
+                alt_log.display(),
+                !mentions_job(&alt, b)
+            ),
+        ),
+        (
+            conf_before == conf_after,
+            format!("slurm.conf restored byte for byte ({conf_before} / {conf_after})"),
+        ),
+    ];
+    let failed: Vec<&String> = checks
+        .iter()
+        .filter(|(ok, _)| !ok)
+        .map(|(_, w)| w)
+        .collect();
+    if !failed.is_empty() {
+        return Err(Error::Scenario(format!(
+            "after two reconfigures: {}",
+            failed
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        )));
+    }
+    Ok(format!(
+        "SlurmdLogFile changed and back, each by scontrol reconfigure (back in {back:.1?}); slurmd kept PID {}; job {a} logged in the new file only, job {b} in the original; slurm.conf restored byte for byte; nothing left",
+        pid.unwrap_or(0)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(non_snake_case)]
+    use super::*;
+
+    #[test]
+    fn mentions_job__batch_and_step_forms_not_prefixes() {
+        assert!(mentions_job(
+            "debug:  Waiting for job 12's prolog to complete",
+            12
+        ));
+        assert!(mentions_job("x [12.batch] done with step", 12));
+        assert!(mentions_job("launch task StepId=12.0 request", 12));
+        assert!(!mentions_job("[123.batch] done", 12));
+        assert!(!mentions_job("job 123 ended", 12));
+        assert!(!mentions_job("[2026-12-01T10:00:00.123] started", 2026));
+    }
+}

@@ -1,0 +1,161 @@
+//! A SPANK plugin (SMD-124): fixtures/spank_marks.c, a no-op plugin built here with the
+//! system C compiler against the installed `<prefix>/include/slurm/spank.h`, whose every
+//! callback appends a mark (callback, context, uid, gid, pid, job, task) to a log.
+//!
+//! What runs where for one two-task `srun` (slurm/spank.h; the PoC counted the same 19 on its
+//! Mac): `init` in slurmd's context when slurmd loads plugstack.conf (at its start or
+//! reconfigure); in srun (local) `init`, `init_post_opt`, `local_user_init`, `exit`; in the
+//! prolog/epilog (job_script) `job_prolog`, `job_epilog`; in slurmstepd (remote) `init`,
+//! `init_post_opt`, `user_init`, `exit` once and `task_init_privileged`, `task_init`,
+//! `task_post_fork`, `task_exit` per task; and `slurmd_exit` when slurmd shuts down.
+
+use super::super::daemon::Daemon;
+use super::client::{CLIENT_TIMEOUT, Ctx, JOB_TIMEOUT};
+use super::conf::ConfChange;
+use super::fixtures::{self, Kind};
+use crate::error::{Error, Result};
+use crate::util::process::bounded::{poll, run_bounded};
+use std::collections::BTreeMap;
+
+/// The marks one two-task step leaves: (callback, context) -> count.
+const STEP_MARKS: [(&str, &str, usize); 14] = [
+    ("init", "local", 1),
+    ("init_post_opt", "local", 1),
+    ("local_user_init", "local", 1),
+    ("exit", "local", 1),
+    ("job_prolog", "job_script", 1),
+    ("job_epilog", "job_script", 1),
+    ("init", "remote", 1),
+    ("init_post_opt", "remote", 1),
+    ("user_init", "remote", 1),
+    ("task_init_privileged", "remote", 2),
+    ("task_init", "remote", 2),
+    ("task_post_fork", "remote", 2),
+    ("task_exit", "remote", 2),
+    ("exit", "remote", 1),
+];
+
+/// Count the marks by (callback, context).
+fn count(lines: &[String]) -> BTreeMap<(String, String), usize> {
+    let mut m = BTreeMap::new();
+    for l in lines {
+        let mut f = l.split_whitespace();
+        if let (Some(cb), Some(ctx)) = (f.next(), f.next()) {
+            *m.entry((cb.to_string(), ctx.to_string())).or_insert(0) += 1;
+        }
+    }
+    m
+}
+
+fn read_marks(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// SMD-124: the plugin in `PlugStackConfig` (reconfigure: slurmd's `init`), a two-task srun
+/// (the 14 kinds of marks above, 18 in all, with the job's id; the task callbacks as the
+/// job's user), then slurmd stopped (its `slurmd_exit`) and started again (`init`). Nothing
+/// crashes: srun succeeds, slurmd stops and starts cleanly. `slurm.conf` is restored.
+pub fn callbacks(ctx: &mut Ctx<'_>) -> Result<String> {
+    let plugin = fixtures::build(ctx, "spank_marks", fixtures::SPANK_MARKS, Kind::SlurmPlugin)?;
+    let marks = ctx.path("spank-marks.log");
+    crate::util::fs::write_atomic(&marks, b"", 0o666)?;
+    let plugstack = ctx.path("plugstack.conf");
+    crate::util::fs::write_atomic(
+        &plugstack,
+        format!("required {} log={}\n", plugin.display(), marks.display()).as_bytes(),
+        0o644,
+    )?;
+    let change = ConfChange::apply(
+        ctx.cluster,
+        &[format!("PlugStackConfig={}", plugstack.display())],
+    )?;
+    let at_load = count(&read_marks(&marks));
+    let user = super::super::user::ensure_test_user()?;
+    let mut c = ctx.tool_as(&user.name, "srun");
+    c.args(["-N1", "-n2", "true"]);
+    let out = run_bounded(c, CLIENT_TIMEOUT)?;
+    if !out.status.success() {
+        return Err(Error::Scenario(format!(
+            "srun -n2 with the SPANK plugin: {}, {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let job: u32 = {
+        let l = read_marks(&marks);
+        l.iter()
+            .filter_map(|x| x.split_whitespace().find_map(|w| w.strip_prefix("job=")))
+            .filter_map(|j| j.parse().ok())
+            .find(|&j| j > 0)
+            .ok_or_else(|| Error::Scenario(format!("no mark names a job: {l:?}")))?
+    };
+    // job_epilog runs once the job is over.
+    let after_step = poll(
+        "the job's epilog marks",
+        JOB_TIMEOUT,
+        super::client::POLL,
+        || {
+            let l = read_marks(&marks);
+            Ok(l.iter().any(|x| x.starts_with("job_epilog ")).then_some(l))
+        },
+    )?;
+    let before_stop = after_step.len();
+    ctx.cluster.restart(ctx.sh, Daemon::Slurmd(0))?;
+    let all = read_marks(&marks);
+    change.restore()?;
+    let counts = count(&all);
+    let mut bad = Vec::new();
+    let got = |cb: &str, cx: &str| {
+        counts
+            .get(&(cb.to_string(), cx.to_string()))
+            .copied()
+            .unwrap_or(0)
+    };
+    if at_load
+        .get(&("init".to_string(), "slurmd".to_string()))
+        .copied()
+        .unwrap_or(0)
+        != 1
+    {
+        bad.push(format!("slurmd's init at plugstack load: {at_load:?}"));
+    }
+    for (cb, cx, n) in STEP_MARKS {
+        if got(cb, cx) != n {
+            bad.push(format!("{cb} in {cx}: {} (expected {n})", got(cb, cx)));
+        }
+    }
+    let stop: Vec<&String> = all[before_stop..].iter().collect();
+    let stopped = count(&all[before_stop..]);
+    if stopped.get(&("slurmd_exit".to_string(), "slurmd".to_string())) != Some(&1)
+        || stopped.get(&("init".to_string(), "slurmd".to_string())) != Some(&1)
+    {
+        bad.push(format!(
+            "slurmd restart marks: {stop:?} (expected slurmd_exit, then init)"
+        ));
+    }
+    let ids = format!("uid={} gid={}", user.uid, user.gid);
+    for l in &after_step {
+        if l.starts_with("task_init ") && !l.contains(&ids) {
+            bad.push(format!("{l:?} did not run as {}", user.name));
+        }
+        if l.contains(" remote ") && !l.contains(&format!("job={job}")) {
+            bad.push(format!("{l:?} does not name job {job}"));
+        }
+    }
+    if !bad.is_empty() {
+        return Err(Error::Scenario(format!(
+            "{}; marks {all:?}",
+            bad.join("; ")
+        )));
+    }
+    Ok(format!(
+        "plugin loaded (slurmd init); job {job}: {} marks of the two-task srun ({} kinds, task callbacks as {ids}); slurmd restart: slurmd_exit then init; {} marks in all; slurm.conf restored",
+        STEP_MARKS.iter().map(|(_, _, n)| n).sum::<usize>(),
+        STEP_MARKS.len(),
+        all.len()
+    ))
+}

@@ -1,0 +1,131 @@
+//! An upgrade within Slurm's compatibility window (SMD-410; `cluster test --prefix P1
+//! --upgrade-to P2`, checked by cluster/upgrade.rs): the cluster runs P1 with one finished
+//! (accounted) job and one running; slurmdbd and slurmctld are stopped and started from P2
+//! (the database and StateSaveLocation converted by the newer release); the nodes' P1
+//! slurmd keep running jobs for the P2 controller; then each slurmd is stopped and started
+//! from P2 with the same spool, and the job that ran through both steps completes. Every
+//! job, old and new, is in sacct; each node reports P2's version. The cluster stays on P2
+//! afterwards (Slurm has no downgrade), so this scenario runs last.
+
+use super::super::daemon::Daemon;
+use super::client::{Ctx, JOB_TIMEOUT, q};
+use crate::error::{Error, Result};
+use crate::util::process::bounded::read_bounded;
+use std::path::Path;
+use std::time::Duration;
+
+/// How long the new slurmdbd may take to convert the database.
+const DBD_CONVERT: Duration = Duration::from_secs(300);
+
+/// `<prefix>/bin/sinfo --version` (`slurm 25.11.7`) -> `25.11.7`.
+fn version_of(ctx: &Ctx<'_>, prefix: &Path) -> Result<String> {
+    let c = std::process::Command::from(xshell::cmd!(ctx.sh, "{prefix}/bin/sinfo --version"));
+    let out = read_bounded(c, super::client::CLIENT_TIMEOUT)?;
+    out.split_whitespace()
+        .nth(1)
+        .map(str::to_string)
+        .ok_or_else(|| Error::Scenario(format!("sinfo --version printed {out:?}")))
+}
+
+/// Each node's `Version=` as slurmctld has it.
+fn node_versions(ctx: &Ctx<'_>) -> Result<Vec<(String, String)>> {
+    ctx.cluster
+        .nodes()
+        .iter()
+        .map(|n| {
+            let v = ctx
+                .node_fields(&n.name)?
+                .into_iter()
+                .find(|(k, _)| k == "Version")
+                .map(|(_, v)| v)
+                .unwrap_or_default();
+            Ok((n.name.clone(), v))
+        })
+        .collect()
+}
+
+fn all_at(ctx: &Ctx<'_>, version: &str, when: &str) -> Result<()> {
+    let vs = node_versions(ctx)?;
+    if vs.iter().any(|(_, v)| v != version) {
+        return Err(Error::Scenario(format!(
+            "{when}: node versions {vs:?}, expected {version} on every node"
+        )));
+    }
+    Ok(())
+}
+
+pub fn controller_then_nodes(ctx: &mut Ctx<'_>) -> Result<String> {
+    let to = ctx
+        .cluster
+        .state
+        .upgrade_to
+        .clone()
+        .ok_or_else(|| Error::Usage("smd-410 needs `cluster test --upgrade-to P2`".into()))?;
+    let from = ctx.cluster.state.prefix.clone();
+    let (old, new) = (version_of(ctx, &from)?, version_of(ctx, &to)?);
+    all_at(ctx, &old, "before the upgrade")?;
+    let done = ctx.sbatch("before-upgrade", &["-n1"], "echo before\n")?;
+    ctx.acct_final(done, JOB_TIMEOUT)?;
+    let go = ctx.path("go");
+    let body = format!(
+        "while [ ! -e {go} ]; do sleep 0.1; done\necho across-the-upgrade\n",
+        go = q(&go)
+    );
+    let running = ctx.sbatch("across-upgrade", &["-n1"], &body)?;
+    ctx.wait_state(running, &["RUNNING"], JOB_TIMEOUT)?;
+
+    // 1. The controller: slurmdbd (converts the database), then slurmctld.
+    ctx.cluster.stop(Daemon::Slurmctld)?;
+    ctx.cluster.stop(Daemon::Slurmdbd)?;
+    ctx.cluster.state.prefix = to.clone();
+    ctx.cluster.state.save()?;
+    ctx.cluster.ready_timeout = DBD_CONVERT;
+    let started = ctx.cluster.start(ctx.sh, Daemon::Slurmdbd);
+    ctx.cluster.ready_timeout = super::super::handle::READY_TIMEOUT;
+    started?;
+    ctx.cluster.start(ctx.sh, Daemon::Slurmctld)?;
+    all_at(ctx, &old, "new controller, old nodes")?;
+    let state = ctx.job_state(running)?;
+    if state != "RUNNING" {
+        return Err(Error::Scenario(format!(
+            "job {running} is {state} after the controller's upgrade to {new}"
+        )));
+    }
+    let mixed = ctx.sbatch("old-node-new-ctld", &["-n1"], "echo mixed\n")?;
+    ctx.wait_state(mixed, &["COMPLETED"], JOB_TIMEOUT)?;
+
+    // 2. Each slurmd, with its spool.
+    for i in 0..ctx.cluster.nodes().len() {
+        ctx.cluster.stop(Daemon::Slurmd(i))?;
+        ctx.cluster.state.nodes[i].prefix = to.clone();
+        ctx.cluster.state.save()?;
+        ctx.cluster.start(ctx.sh, Daemon::Slurmd(i))?;
+    }
+    all_at(ctx, &new, "after the slurmd upgrade")?;
+    let state = ctx.job_state(running)?;
+    if state != "RUNNING" {
+        return Err(Error::Scenario(format!(
+            "job {running} is {state} after the slurmd upgrade (its slurmstepd is {old}'s)"
+        )));
+    }
+    std::fs::write(&go, "").map_err(|e| Error::io(&go, e))?;
+    ctx.wait_state(running, &["COMPLETED"], JOB_TIMEOUT)?;
+    let out = ctx.wait_lines(&ctx.path("across-upgrade.out"), 1, JOB_TIMEOUT)?;
+    if out != ["across-the-upgrade"] {
+        return Err(Error::Scenario(format!("job {running} wrote {out:?}")));
+    }
+    let after = ctx.sbatch("after-upgrade", &["-n1"], "echo after\n")?;
+    ctx.wait_state(after, &["COMPLETED"], JOB_TIMEOUT)?;
+    for id in [done, running, mixed, after] {
+        let a = ctx.acct_final(id, JOB_TIMEOUT)?;
+        if a.state != "COMPLETED" {
+            return Err(Error::Scenario(format!(
+                "sacct after the upgrade: job {id} {}, expected COMPLETED",
+                a.state
+            )));
+        }
+    }
+    Ok(format!(
+        "{old} -> {new}: slurmdbd and slurmctld first (job {mixed} ran on {old} nodes), then each slurmd with its spool; job {running} ran through both and COMPLETED; jobs {done}, {running}, {mixed}, {after} in sacct"
+    ))
+}

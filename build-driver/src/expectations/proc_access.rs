@@ -1,0 +1,178 @@
+//! Accepted `/proc`, `/sys`, `/run` and `/dev/shm` accesses of Slurm's code on a darwin node
+//! (`ci/expectations/proc-access-<line>.toml`), for the cluster scenario smd-306: the shim's
+//! emulation log (`SLURM_SHIM_EMULATION_LOG`) names every path a Mac does not have that
+//! Slurm tried, with the Slurm function that tried it; each one must be listed here, with
+//! why it is harmless on a Mac, or the scenario fails. Which sites run depends on which
+//! scenarios ran, so an entry that was not seen is not an error.
+//!
+//! ```toml
+//! [[accepted]]
+//! site = "cpu_freq_init"            # the function in the log line's call site
+//! path = "/sys/devices/system/cpu"  # the refused path starts with this
+//! reason = "..."
+//! ```
+
+use super::{Recorded, load};
+use crate::error::Result;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Where the accepted accesses of a release line live.
+pub fn path(root: &Path, line: &str) -> PathBuf {
+    super::file(root, &format!("proc-access-{line}.toml"))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Accepted {
+    #[serde(default)]
+    pub accepted: Vec<Access>,
+}
+
+/// One accepted access: a call site and a path prefix, with its reason.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Access {
+    pub site: String,
+    pub path: String,
+    pub reason: String,
+}
+
+impl Accepted {
+    pub fn load(path: &Path) -> Result<Accepted> {
+        load(path)
+    }
+
+    /// The entry that accepts `seen`, if any.
+    pub fn find(&self, seen: &Seen) -> Option<&Access> {
+        self.accepted
+            .iter()
+            .find(|a| a.site == seen.function && seen.path.starts_with(&a.path))
+    }
+}
+
+impl Recorded for Accepted {
+    const UNLISTED: &'static str = "access to a path macOS does not have";
+
+    fn parse(text: &str) -> std::result::Result<Accepted, String> {
+        let a: Accepted = toml::from_str(text).map_err(|e| e.to_string())?;
+        for x in &a.accepted {
+            if x.reason.trim().is_empty() || x.site.trim().is_empty() || x.path.trim().is_empty() {
+                return Err(format!(
+                    "entry for site `{}` path `{}`: site, path and reason must not be empty",
+                    x.site, x.path
+                ));
+            }
+        }
+        Ok(a)
+    }
+}
+
+/// One refused access, from a line of the shim's emulation log.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Seen {
+    /// The Slurm function at the call site (`closeall_except`), or `?` without a symbol.
+    pub function: String,
+    /// The object it is in (`libslurmfull.so`, `slurmd`, `proctrack_pgid.so`).
+    pub object: String,
+    /// The refused path.
+    pub path: String,
+    /// The call (`opendir`, `stat`, `bind(AF_UNIX)`, ...).
+    pub call: String,
+}
+
+/// The hidden-path refusals among the log's lines (other behaviours are not accesses).
+/// The lines are the shim's (emulate/report.rs): `slurm-shim[PID]: macOS behaviour applied:
+/// <call> of a path macOS does not have -> ENOENT (...) [<path>] at <object>(<fn>+0x..) [+0x..]`
+/// and `... bind(AF_UNIX) under /run, /proc, /sys -> ENOENT (not on macOS) [<path>] at ...`.
+pub fn parse_log(text: &str) -> Vec<Seen> {
+    let mut out: Vec<Seen> = text.lines().filter_map(parse_line).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn parse_line(line: &str) -> Option<Seen> {
+    let (_, rest) = line.split_once("macOS behaviour applied: ")?;
+    let hidden = rest.contains(" of a path macOS does not have -> ENOENT")
+        || rest.contains("(AF_UNIX) under /run, /proc, /sys -> ENOENT");
+    if !hidden {
+        return None;
+    }
+    let call = rest
+        .split(" of a path")
+        .next()?
+        .split(" under ")
+        .next()?
+        .to_string();
+    let (head, site) = rest.rsplit_once(" at ")?;
+    let path = head.rsplit_once(" [")?.1.strip_suffix(']')?.to_string();
+    let (object, function) = match site.split_once('(') {
+        Some((obj, f)) => (
+            obj.to_string(),
+            f.split(['+', ')']).next().unwrap_or("").to_string(),
+        ),
+        None => (site.to_string(), String::new()),
+    };
+    Some(Seen {
+        function: if function.is_empty() {
+            "?".into()
+        } else {
+            function
+        },
+        object,
+        path,
+        call,
+    })
+}
+
+#[cfg(test)]
+#[allow(non_snake_case)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = "slurm-shim[10]: macOS behaviour applied: opendir of a path macOS does not have -> ENOENT (no /proc, /run, /sys, /dev/shm on macOS) [/proc/self/fd] at libslurmfull.so(closeall_except+0x1f) [+0x8a1c2]\n\
+slurm-shim[11]: macOS behaviour applied: opendir of a path macOS does not have -> ENOENT (no /proc, /run, /sys, /dev/shm on macOS) [/proc/self/fd] at libslurmfull.so(closeall_except+0x1f) [+0x8a1c2]\n\
+slurm-shim[12]: macOS behaviour applied: setrlimit(RLIMIT_NOFILE, RLIM_INFINITY) accepted at libslurmfull.so(rlimits_use_max_nofile+0x30) [+0x1]\n\
+slurm-shim[13]: macOS behaviour applied: bind(AF_UNIX) under /run, /proc, /sys -> ENOENT (not on macOS) [/run/slurm/sack.socket] at auth_slurm.so(+0x4411)\n\
+slurm-shim[14]: macOS behaviour applied: stat of a path macOS does not have -> ENOENT (no /proc, /run, /sys, /dev/shm on macOS) at slurmd(cpu_freq_init+0x61) [+0x2]\n";
+
+    #[test]
+    fn parse_log__hidden_paths_only_deduplicated_with_site_and_path() {
+        let seen = parse_log(LOG);
+        assert_eq!(seen.len(), 2, "{seen:#?}");
+        assert_eq!(
+            seen[1],
+            Seen {
+                function: "closeall_except".into(),
+                object: "libslurmfull.so".into(),
+                path: "/proc/self/fd".into(),
+                call: "opendir".into(),
+            }
+        );
+        assert_eq!(
+            (
+                seen[0].function.as_str(),
+                seen[0].path.as_str(),
+                seen[0].call.as_str()
+            ),
+            ("?", "/run/slurm/sack.socket", "bind(AF_UNIX)")
+        );
+        // A line without the path (a shim older than the path report) names no access.
+    }
+
+    #[test]
+    fn accepted__matches_site_and_path_prefix_and_needs_reasons() {
+        let a = Accepted::parse(
+            "[[accepted]]\nsite = \"closeall_except\"\npath = \"/proc/self/fd\"\nreason = \"r\"\n",
+        )
+        .unwrap();
+        let seen = parse_log(LOG);
+        assert!(a.find(&seen[1]).is_some());
+        assert!(a.find(&seen[0]).is_none());
+        assert!(
+            Accepted::parse("[[accepted]]\nsite = \"x\"\npath = \"/p\"\nreason = \" \"\n").is_err()
+        );
+        assert!(Accepted::parse("[[accepted]]\nsite = \"x\"\n").is_err());
+    }
+}
