@@ -114,7 +114,7 @@ pub enum ServiceAction {
 pub struct ServiceOptions {
     /// Which daemon.
     #[arg(long, value_enum, default_value = "slurmd")]
-    pub daemon: crate::service::plist::Daemon,
+    pub daemon: crate::launchd::Daemon,
     /// The prefix holding sbin/slurmd.
     #[arg(long, default_value = "/opt/homebrew/opt/slurm-wlm")]
     pub prefix: PathBuf,
@@ -128,7 +128,7 @@ pub struct ServiceOptions {
     #[arg(long)]
     pub caffeinate: bool,
     /// The directory of system daemon plists.
-    #[arg(long, default_value = crate::service::LAUNCH_DAEMONS)]
+    #[arg(long, default_value = crate::launchd::LAUNCH_DAEMONS)]
     pub launchd_dir: PathBuf,
     /// The launchctl program (default /bin/launchctl).
     #[arg(long)]

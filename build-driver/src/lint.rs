@@ -40,6 +40,7 @@ mod rlimit;
 mod scope;
 mod setgroups;
 mod source;
+mod token;
 #[cfg(test)]
 mod tests;
 
@@ -110,7 +111,7 @@ pub struct Scanned {
     pub rel: String,
     pub src: source::Source,
     /// The tokens macOS compiles, in order (what most classes read).
-    pub mac: Vec<source::Token>,
+    pub mac: Vec<token::Token>,
 }
 
 /// The result of a scan.
@@ -271,14 +272,14 @@ fn print_report(root: &Path, report: &Report) {
 }
 
 /// The text of a token range, tokens joined by single spaces (for subjects and messages).
-pub fn text(tokens: &[source::Token]) -> String {
+pub fn text(tokens: &[token::Token]) -> String {
     let mut s = String::new();
     for t in tokens {
         if !s.is_empty() {
             s.push(' ');
         }
         match t.kind {
-            source::Kind::Str => {
+            token::Kind::Str => {
                 s.push('"');
                 s.push_str(&t.text);
                 s.push('"');

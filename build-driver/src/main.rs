@@ -17,6 +17,7 @@ mod fetch;
 mod gres_conf;
 mod install;
 mod join;
+mod launchd;
 mod lines;
 mod lint;
 mod macho;

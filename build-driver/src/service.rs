@@ -18,8 +18,6 @@ use plist::Service;
 use std::path::{Path, PathBuf};
 use xshell::Shell;
 
-/// Where system LaunchDaemons live.
-pub const LAUNCH_DAEMONS: &str = "/Library/LaunchDaemons";
 /// macOS's launchctl.
 pub const LAUNCHCTL: &str = "/bin/launchctl";
 

@@ -10,7 +10,8 @@
 //! * a family field assigned a variable that an `unpack*()` call filled (`&tmp` as its first
 //!   argument) earlier in the same function.
 
-use super::source::{arguments, function_bodies};
+use super::source::function_bodies;
+use super::token::arguments;
 use super::{Class, Finding, Scanned};
 
 const FAMILY: &[&str] = &["ss_family", "sa_family", "sin_family", "sin6_family"];

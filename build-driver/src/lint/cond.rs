@@ -12,44 +12,6 @@
 //! `<sys/prctl.h>`, which macOS lacks). Anything
 //! else is unknown, and a condition that depends on it is [`Mac::Maybe`].
 
-/// Whether macOS compiles a region: `No` only when the guard provably excludes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mac {
-    Yes,
-    No,
-    Maybe,
-}
-
-impl Mac {
-    pub fn and(self, o: Mac) -> Mac {
-        match (self, o) {
-            (Mac::No, _) | (_, Mac::No) => Mac::No,
-            (Mac::Yes, Mac::Yes) => Mac::Yes,
-            _ => Mac::Maybe,
-        }
-    }
-
-    pub fn or(self, o: Mac) -> Mac {
-        match (self, o) {
-            (Mac::Yes, _) | (_, Mac::Yes) => Mac::Yes,
-            (Mac::No, Mac::No) => Mac::No,
-            _ => Mac::Maybe,
-        }
-    }
-
-    #[allow(clippy::should_implement_trait)]
-    pub fn not(self) -> Mac {
-        match self {
-            Mac::Yes => Mac::No,
-            Mac::No => Mac::Yes,
-            Mac::Maybe => Mac::Maybe,
-        }
-    }
-
-    fn from_bool(b: bool) -> Mac {
-        if b { Mac::Yes } else { Mac::No }
-    }
-}
 
 /// Macros a macOS build of Slurm defines, with their value where a guard compares it.
 const DEFINED: &[(&str, i64)] = &[
@@ -123,7 +85,8 @@ const UNDEFINED: &[&str] = &[
     "PR_GET_NAME",
 ];
 
-use super::source::{Kind, Token};
+pub use super::token::Mac;
+use super::token::{Kind, Token};
 
 /// `defined(NAME)` under the model.
 pub fn defined(name: &str) -> Mac {
@@ -276,7 +239,7 @@ impl Parser<'_> {
                     Val::Num(0) // an undefined macro is 0 in #if
                 } else if self.peek("(") {
                     // a function-like macro (e.g. SLURM_VERSION_NUM(...)): unknown
-                    let close = super::source::matching(self.t, self.i);
+                    let close = super::token::matching(self.t, self.i);
                     self.i = close + 1;
                     Val::Unknown
                 } else {

@@ -11,7 +11,7 @@
 //! `<x>.rlim_cur` or `sysconf(_SC_OPEN_MAX)` (through casts only) and whose last assignment
 //! in the file does not pass it through a function (a bound: `v = bound(v)`).
 
-use super::source::{Token, matching};
+use super::token::{Token, matching};
 use super::{Class, Finding, Scanned};
 use std::collections::HashMap;
 

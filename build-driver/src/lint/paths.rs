@@ -9,7 +9,7 @@
 //! not a finding.
 
 use super::cond::Mac;
-use super::source::{Kind, Token};
+use super::token::{Kind, Token};
 use super::{Class, Finding, Scanned};
 
 const ROOTS: &[&str] = &["/proc", "/run", "/sys"];

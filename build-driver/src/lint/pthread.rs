@@ -22,7 +22,7 @@
 //! (members are matched by name: a member counts as initialised if any code in scope
 //! initialises a member of that name); for a `static` or local object, its own file.
 
-use super::source::{Kind, Token, arguments, matching};
+use super::token::{Kind, Token, arguments, matching};
 use super::{Class, Finding, Scanned};
 use std::collections::BTreeSet;
 

@@ -9,7 +9,8 @@
 //! `setrlimit`, `prlimit` or a wrapper whose name contains `rlimit`, and whose then-branch
 //! calls `fatal`.
 
-use super::source::{Define, Token, arguments, matching};
+use super::source::Define;
+use super::token::{Token, arguments, matching};
 use super::{Class, Finding, Scanned};
 
 const MEMORY: &[&str] = &["RLIMIT_RSS", "RLIMIT_AS"];

@@ -6,7 +6,8 @@
 //! D7). Reported: a `setgroups(n, list)` call whose `n` is not a literal of at most 16, in a
 //! function that does not mention `NGROUPS_MAX` (or `_SC_NGROUPS_MAX`).
 
-use super::source::{arguments, function_bodies};
+use super::source::function_bodies;
+use super::token::arguments;
 use super::{Class, Finding, Scanned};
 
 pub fn scan(f: &Scanned, out: &mut Vec<Finding>) {

@@ -29,30 +29,7 @@ use std::path::PathBuf;
 pub const NUMBER_OF_FILES: u64 = 131_072;
 /// `ExitTimeOut` in seconds (Slurm's own default `KillWait` is 30 s; slurmd needs less).
 pub const EXIT_TIMEOUT: u64 = 60;
-/// The label prefix; the label is `<prefix>.<daemon>`.
-pub const LABEL_PREFIX: &str = "org.slurm-on-mac";
-
-/// A daemon a Mac runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Daemon {
-    /// The compute node.
-    Slurmd,
-    /// The client-side auth and configless cache for a login-only Mac.
-    Sackd,
-}
-
-impl Daemon {
-    pub fn name(self) -> &'static str {
-        match self {
-            Daemon::Slurmd => "slurmd",
-            Daemon::Sackd => "sackd",
-        }
-    }
-
-    pub fn label(self) -> String {
-        format!("{LABEL_PREFIX}.{}", self.name())
-    }
-}
+pub use crate::launchd::Daemon;
 
 /// Where the daemon and its logs are, and how it starts.
 #[derive(Clone, Debug, PartialEq, Eq)]
