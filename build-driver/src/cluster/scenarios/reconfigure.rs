@@ -107,21 +107,7 @@ pub fn log_file_change(ctx: &mut Ctx<'_>) -> Result<String> {
             format!("slurm.conf restored byte for byte ({conf_before} / {conf_after})"),
         ),
     ];
-    let failed: Vec<&String> = checks
-        .iter()
-        .filter(|(ok, _)| !ok)
-        .map(|(_, w)| w)
-        .collect();
-    if !failed.is_empty() {
-        return Err(Error::Scenario(format!(
-            "after two reconfigures: {}",
-            failed
-                .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        )));
-    }
+    super::client::all_hold("after two reconfigures", &checks)?;
     Ok(format!(
         "SlurmdLogFile changed and back, each by scontrol reconfigure (back in {back:.1?}); slurmd kept PID {}; job {a} logged in the new file only, job {b} in the original; slurm.conf restored byte for byte; nothing left",
         pid.unwrap_or(0)
