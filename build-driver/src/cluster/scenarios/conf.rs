@@ -116,6 +116,12 @@ impl ConfChange {
         Ok(change)
     }
 
+    /// Take the cluster's records again after a scenario restarted a daemon while the change
+    /// was in place (the change keeps its own copy, whose PIDs would be the dead ones).
+    pub fn refresh(&mut self, cluster: &Cluster) {
+        self.cluster = cluster.clone();
+    }
+
     /// The original bytes back, then reconfigure. Returns how long the reconfigure took.
     pub fn restore(mut self) -> Result<Duration> {
         self.done = true;

@@ -144,7 +144,7 @@ fn mark_faults(
 /// crashes: srun succeeds, slurmd stops and starts cleanly. `slurm.conf` is restored.
 pub fn callbacks(ctx: &mut Ctx<'_>) -> Result<String> {
     let (marks, plugstack) = plugin_stack(ctx)?;
-    let change = ConfChange::apply(
+    let mut change = ConfChange::apply(
         ctx.cluster,
         &[format!("PlugStackConfig={}", plugstack.display())],
     )?;
@@ -154,6 +154,7 @@ pub fn callbacks(ctx: &mut Ctx<'_>) -> Result<String> {
         ctx.cluster.restart(ctx.sh, Daemon::Slurmd(0))?;
         Ok((job, after.len()))
     });
+    change.refresh(ctx.cluster);
     change.restore()?;
     let (job, before_stop) = stepped?;
     let all = read_marks(&marks);
