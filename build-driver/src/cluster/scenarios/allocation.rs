@@ -33,28 +33,27 @@ fn steps_of(ctx: &Ctx<'_>, id: u32) -> Result<Vec<(String, String, String)>> {
         .collect())
 }
 
-/// SMD-107: six steps in one two-CPU allocation: two in sequence, two at once (each waits
-/// until the other runs), one that exits 7, and one the harness cancels alone
-/// (`scancel ID.5`) while the batch script waits for it. Each step prints its own step id to
-/// its own file; sacct has 0-3 COMPLETED, 4 FAILED 7:0, 5 CANCELLED, the batch step and the
-/// job COMPLETED: the failure and the cancel stay inside their steps.
-pub fn six_steps(ctx: &mut Ctx<'_>) -> Result<String> {
-    let srun = ctx.cluster.bin("srun");
+/// The batch script of SMD-107: steps 0 and 1 in sequence, 2 and 3 at once (each waits
+/// until the other runs), 4 exits 7, 5 waits to be cancelled. Each step asks for its one CPU
+/// only (`--exact`: without it a step is given every CPU of the node in the allocation) and
+/// a slice of the job's memory (without `--mem` it is given all of it): else the second of
+/// two concurrent steps waits for the first (srun(1), `--exact`, `--mem`).
+fn six_steps_body(ctx: &Ctx<'_>) -> String {
     let d = ctx.dir.clone();
     let f = |name: &str| q(&d.join(name));
-    let body = format!(
-        "S={srun}\n\
-         $S -n1 sh -c 'echo $SLURM_STEP_ID' > {o0}\n\
-         $S -n1 sh -c 'echo $SLURM_STEP_ID' > {o1}\n\
-         $S -n1 sh -c 'touch {r2}; while [ ! -e {r3} ]; do sleep 0.1; done; echo $SLURM_STEP_ID' > {o2} &\n\
-         $S -n1 sh -c 'touch {r3}; while [ ! -e {r2} ]; do sleep 0.1; done; echo $SLURM_STEP_ID' > {o3} &\n\
+    format!(
+        "S=\"{srun} -n1 --exact --mem=64M\"\n\
+         $S sh -c 'echo $SLURM_STEP_ID' > {o0}\n\
+         $S sh -c 'echo $SLURM_STEP_ID' > {o1}\n\
+         $S sh -c 'touch {r2}; while [ ! -e {r3} ]; do sleep 0.1; done; echo $SLURM_STEP_ID' > {o2} &\n\
+         $S sh -c 'touch {r3}; while [ ! -e {r2} ]; do sleep 0.1; done; echo $SLURM_STEP_ID' > {o3} &\n\
          wait\n\
-         $S -n1 sh -c 'echo $SLURM_STEP_ID; exit 7' > {o4}\n\
+         $S sh -c 'echo $SLURM_STEP_ID; exit 7' > {o4}\n\
          echo \"step4 exit $?\" > {rc4}\n\
-         $S -n1 sh -c 'echo $SLURM_STEP_ID; touch {r5}; sleep 300' > {o5}\n\
+         $S sh -c 'echo $SLURM_STEP_ID; touch {r5}; sleep 300' > {o5}\n\
          echo \"step5 exit $?\" > {rc5}\n\
          echo after-cancel\n",
-        srun = q(&srun),
+        srun = ctx.cluster.bin("srun").display(),
         o0 = f("step0.out"),
         o1 = f("step1.out"),
         o2 = f("step2.out"),
@@ -66,36 +65,50 @@ pub fn six_steps(ctx: &mut Ctx<'_>) -> Result<String> {
         r5 = f("step5.ready"),
         rc4 = f("step4.rc"),
         rc5 = f("step5.rc"),
-    );
-    let id = ctx.sbatch("six-steps", &["-n2", "-N1"], &body)?;
-    ctx.wait_lines(&ctx.path("step5.ready"), 0, JOB_TIMEOUT)?;
-    ctx.read("scancel", &[&format!("{id}.5")])?;
-    ctx.wait_state(id, &["COMPLETED"], JOB_TIMEOUT)?;
+    )
+}
+
+/// What the six steps wrote: the batch script went on after the cancel, each step printed
+/// its own id, srun of step 4 returned 7.
+fn check_step_outputs(ctx: &Ctx<'_>, id: u32) -> Result<()> {
     let out = ctx.wait_lines(&ctx.path("six-steps.out"), 1, JOB_TIMEOUT)?;
     if out.last().map(String::as_str) != Some("after-cancel") {
         return Err(Error::Scenario(format!(
             "job {id}: the batch script did not go on after step 5 was cancelled: {out:?}"
         )));
     }
+    let mut printed = Vec::new();
     for s in 0..6 {
         let lines = ctx.wait_lines(&ctx.path(&format!("step{s}.out")), 1, JOB_TIMEOUT)?;
-        if lines[0].trim() != s.to_string() {
-            return Err(Error::Scenario(format!(
-                "step {s} printed {lines:?} (its own step id expected)"
-            )));
-        }
+        printed.push(lines[0].trim().to_string());
+    }
+    // The two concurrent steps take ids 2 and 3 in whichever order slurmctld creates them.
+    let mut together = [printed[2].clone(), printed[3].clone()];
+    together.sort();
+    let others = [0, 1, 4, 5].iter().all(|&s| printed[s] == s.to_string());
+    if !others || together != ["2", "3"] {
+        return Err(Error::Scenario(format!(
+            "the steps printed {printed:?} (each its own step id: 0..5, 2 and 3 in either order)"
+        )));
     }
     let rc4 = ctx.wait_lines(&ctx.path("step4.rc"), 1, JOB_TIMEOUT)?;
     if rc4 != ["step4 exit 7"] {
         return Err(Error::Scenario(format!("srun of step 4 returned {rc4:?}")));
     }
+    Ok(())
+}
+
+/// sacct's record of the six steps: 0-3 COMPLETED, 4 FAILED 7:0, 5 CANCELLED, the batch
+/// step and the job COMPLETED 0:0.
+fn check_step_records(ctx: &Ctx<'_>, id: u32) -> Result<()> {
+    let ok = Some("0:0");
     let want: [(String, &str, Option<&str>); 8] = [
-        (id.to_string(), "COMPLETED", Some("0:0")),
-        (format!("{id}.batch"), "COMPLETED", Some("0:0")),
-        (format!("{id}.0"), "COMPLETED", Some("0:0")),
-        (format!("{id}.1"), "COMPLETED", Some("0:0")),
-        (format!("{id}.2"), "COMPLETED", Some("0:0")),
-        (format!("{id}.3"), "COMPLETED", Some("0:0")),
+        (id.to_string(), "COMPLETED", ok),
+        (format!("{id}.batch"), "COMPLETED", ok),
+        (format!("{id}.0"), "COMPLETED", ok),
+        (format!("{id}.1"), "COMPLETED", ok),
+        (format!("{id}.2"), "COMPLETED", ok),
+        (format!("{id}.3"), "COMPLETED", ok),
         (format!("{id}.4"), "FAILED", Some("7:0")),
         (format!("{id}.5"), "CANCELLED", None),
     ];
@@ -112,20 +125,33 @@ pub fn six_steps(ctx: &mut Ctx<'_>) -> Result<String> {
             Ok(done.then_some(s))
         },
     )?;
-    let mut bad = Vec::new();
-    for (w, state, code) in &want {
-        let got = steps.iter().find(|(j, _, _)| j == w);
-        let ok = got.is_some_and(|(_, st, ec)| st == state && code.is_none_or(|c| c == ec));
-        if !ok {
-            bad.push(format!(
-                "{w}: {got:?}, expected {state} {}",
-                code.unwrap_or("")
-            ));
-        }
-    }
+    let bad: Vec<String> = want
+        .iter()
+        .filter_map(|(w, state, code)| {
+            let got = steps.iter().find(|(j, _, _)| j == w);
+            let ok = got.is_some_and(|(_, st, ec)| st == state && code.is_none_or(|c| c == ec));
+            (!ok).then(|| format!("{w}: {got:?}, expected {state} {}", code.unwrap_or("")))
+        })
+        .collect();
     if !bad.is_empty() {
         return Err(Error::Scenario(format!("sacct: {}", bad.join("; "))));
     }
+    Ok(())
+}
+
+/// SMD-107: six steps in one two-CPU allocation: two in sequence, two at once, one that
+/// exits 7, and one the harness cancels alone (`scancel ID.5`) while the batch script waits
+/// for it. Each step prints its own step id to its own file; sacct has 0-3 COMPLETED, 4
+/// FAILED 7:0, 5 CANCELLED, the batch step and the job COMPLETED: the failure and the cancel
+/// stay inside their steps.
+pub fn six_steps(ctx: &mut Ctx<'_>) -> Result<String> {
+    let body = six_steps_body(ctx);
+    let id = ctx.sbatch("six-steps", &["-n2", "-N1"], &body)?;
+    ctx.wait_lines(&ctx.path("step5.ready"), 0, JOB_TIMEOUT)?;
+    ctx.read("scancel", &[&format!("{id}.5")])?;
+    ctx.wait_state(id, &["COMPLETED"], JOB_TIMEOUT)?;
+    check_step_outputs(ctx, id)?;
+    check_step_records(ctx, id)?;
     Ok(format!(
         "job {id}: steps 0,1 in sequence, 2+3 together, 4 exited 7 (FAILED 7:0), 5 cancelled alone (CANCELLED); each printed its own id; batch script went on; job COMPLETED 0:0"
     ))

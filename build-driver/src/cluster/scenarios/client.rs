@@ -359,13 +359,37 @@ impl<'a> Ctx<'a> {
     /// queue was empty (native and darwin alike).
     pub fn state_of(&self, name: &str) -> Result<(String, String)> {
         let f = self.node_fields(name)?;
-        let get = |k: &str| {
-            f.iter()
-                .find(|(x, _)| x == k)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default()
-        };
-        Ok((get("State"), get("CPUAlloc")))
+        Ok((field(&f, "State"), field(&f, "CPUAlloc")))
+    }
+
+    /// The first node's `State` and `Reason` (`scontrol show node`).
+    pub fn state_reason(&self) -> Result<(String, String)> {
+        let f = self.node()?;
+        Ok((field(&f, "State"), field(&f, "Reason")))
+    }
+
+    /// `scontrol update NodeName=<first node> State=RESUME`, then wait until it is idle.
+    pub fn resume_node(&self, timeout: Duration) -> Result<()> {
+        let node = format!("NodeName={}", self.first_node());
+        self.read("scontrol", &["update", &node, "State=RESUME"])?;
+        self.wait_node_idle(timeout)
+    }
+
+    /// Wait for the first node to be drained (or draining) with a reason containing
+    /// `needle` (any reason when empty); returns its state and reason. A daemon that died
+    /// meanwhile is an error at once.
+    pub fn wait_drained(&self, needle: &str) -> Result<(String, String)> {
+        poll(
+            &format!("node {} to drain ({needle})", self.first_node()),
+            JOB_TIMEOUT,
+            POLL,
+            || {
+                self.cluster.check_daemons()?;
+                let (state, reason) = self.state_reason()?;
+                Ok((state.contains("DRAIN") && reason.contains(needle))
+                    .then_some((state, reason)))
+            },
+        )
     }
 
     /// Wait until every node is usable: `State=IDLE` (no drain or completing flag), no CPU
@@ -464,6 +488,61 @@ pub fn parse_fields(out: &str) -> Vec<(String, String)> {
         .filter_map(|w| w.split_once('='))
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
+}
+
+/// The value of `key` in parsed fields ("" when absent).
+pub fn field(fields: &[(String, String)], key: &str) -> String {
+    fields
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default()
+}
+
+/// A client's output that must have succeeded: its stdout, else an error naming `what`,
+/// the exit status and stderr.
+pub fn succeeded(what: &str, out: &Output) -> Result<String> {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        return Err(Error::Scenario(format!(
+            "{what}: {}, stdout {stdout:?}, stderr {:?}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(stdout)
+}
+
+/// Every check must hold: else an error `what: failed: ...` naming the ones that did not.
+pub fn all_hold(what: &str, checks: &[(bool, String)]) -> Result<()> {
+    let failed: Vec<&str> = checks
+        .iter()
+        .filter(|(ok, _)| !ok)
+        .map(|(_, w)| w.as_str())
+        .collect();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Scenario(format!(
+        "{what}: failed: {}",
+        failed.join("; ")
+    )))
+}
+
+/// Where a log ends now: a mark for [`log_since`].
+pub fn log_mark(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+/// What a log gained after `mark` bytes ("" when it cannot be read).
+pub fn log_since(path: &Path, mark: u64) -> String {
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| {
+            b.get(mark as usize..)
+                .map(|t| String::from_utf8_lossy(t).into_owned())
+        })
+        .unwrap_or_default()
 }
 
 /// One `sacct -P -o State,ExitCode,AllocTRES,User,Start,End` line. `CANCELLED by 0` keeps

@@ -45,11 +45,45 @@ pub fn node_field(cluster: &Cluster, node: &str, key: &str) -> Option<String> {
         .map(|(_, v)| v)
 }
 
+/// This machine's local time as Slurm prints it (`2026-12-01T16:11:13`), None if the C
+/// library cannot convert it.
+fn local_now() -> Option<String> {
+    let t: libc::time_t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs()
+        .try_into()
+        .ok()?;
+    // SAFETY: an all-zero `tm` is a valid value of that plain C struct.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to live locals; localtime_r writes only into `tm`.
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return None;
+    }
+    Some(format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    ))
+}
+
 /// `scontrol reconfigure`, then wait until every node's slurmd registered again: a new
 /// `SlurmdStartTime` and a state without flags (IDLE, MIXED or ALLOCATED). Returns how long
 /// that took.
 pub fn reconfigure(cluster: &Cluster) -> Result<Duration> {
-    let before = start_times(cluster);
+    let mut before = start_times(cluster);
+    // SlurmdStartTime counts whole seconds: a slurmd started in this second (a restart just
+    // before) would re-register after the reconfigure with the same time, and look as if it
+    // never did. Wait for the next second first.
+    let now = local_now();
+    if now.is_some() && before.contains(&now) {
+        std::thread::sleep(Duration::from_millis(1100));
+        before = start_times(cluster);
+    }
     let t = Instant::now();
     let mut c = cluster.tool("scontrol");
     c.arg("reconfigure");
@@ -114,6 +148,12 @@ impl ConfChange {
             return Err(e.context(format!("slurm.conf with {}", lines.join(" "))));
         }
         Ok(change)
+    }
+
+    /// Take the cluster's records again after a scenario restarted a daemon while the change
+    /// was in place (the change keeps its own copy, whose PIDs would be the dead ones).
+    pub fn refresh(&mut self, cluster: &Cluster) {
+        self.cluster = cluster.clone();
     }
 
     /// The original bytes back, then reconfigure. Returns how long the reconfigure took.

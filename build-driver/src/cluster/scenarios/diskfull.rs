@@ -54,18 +54,6 @@ fn in_slurmd(ctx: &Ctx<'_>, path: &Path) -> PathBuf {
     ctx.cluster.seen_by(Daemon::Slurmd(0), path)
 }
 
-fn resume_node(ctx: &Ctx<'_>) -> Result<()> {
-    ctx.read(
-        "scontrol",
-        &[
-            "update",
-            &format!("NodeName={}", ctx.first_node()),
-            "State=RESUME",
-        ],
-    )?;
-    ctx.wait_node_idle(Duration::from_secs(60))
-}
-
 /// SMD-113, spool: slurmd runs on a 512 kB spool that is then filled. A batch job's launch
 /// fails (its script cannot be written): the node drains with a reason, the job is requeued
 /// and its payload never runs, slurmd keeps running. Space freed, the node resumed and the
@@ -85,26 +73,7 @@ pub fn spool_full(ctx: &mut Ctx<'_>) -> Result<String> {
             &["-n1"],
             &format!("touch {}\n", super::client::q(&marker)),
         )?;
-        let (state, reason) = poll(
-            &format!(
-                "node {} to drain after a batch launch on a full spool",
-                ctx.first_node()
-            ),
-            JOB_TIMEOUT,
-            POLL,
-            || {
-                ctx.cluster.check_daemons()?;
-                let f = ctx.node()?;
-                let get = |k: &str| {
-                    f.iter()
-                        .find(|(x, _)| x == k)
-                        .map(|(_, v)| v.clone())
-                        .unwrap_or_default()
-                };
-                let (s, r) = (get("State"), get("Reason"));
-                Ok(s.contains("DRAIN").then_some((s, r)))
-            },
-        )?;
+        let (state, reason) = ctx.wait_drained("")?;
         let job_state = ctx.job_state(id)?;
         if marker.exists() {
             return Err(Error::Scenario(format!(
@@ -113,9 +82,13 @@ pub fn spool_full(ctx: &mut Ctx<'_>) -> Result<String> {
         }
         ctx.cluster.check_daemons()?;
         std::fs::remove_file(&filler).map_err(|e| Error::io(&filler, e))?;
-        resume_node(ctx)?;
-        // A requeued job is held after a launch failure: release it.
-        ctx.run("scontrol", &["release", &id.to_string()])?;
+        ctx.resume_node(Duration::from_secs(60))?;
+        // A requeued job is held after a launch failure: release it. Its begin time was also
+        // put past the credential's lifetime (120 s by default; src/slurmctld/job_mgr.c,
+        // batch_requeue_fini(), 24.11.5): bring it back to now.
+        ctx.read("scontrol", &["release", &id.to_string()])?;
+        let job = format!("JobId={id}");
+        ctx.read("scontrol", &["update", &job, "StartTime=now"])?;
         ctx.wait_state(id, &["COMPLETED"], JOB_TIMEOUT)?;
         if !marker.exists() {
             return Err(Error::Scenario(format!(
@@ -147,12 +120,9 @@ pub fn log_full(ctx: &mut Ctx<'_>) -> Result<String> {
         ctx.wait_state(a, &["COMPLETED"], JOB_TIMEOUT)?;
         ctx.srun_expect(&["-N1", "/bin/echo", "log-full"], "log-full")?;
         ctx.cluster.check_daemons()?;
-        let (state, _) = ctx.state_of(&ctx.first_node())?;
-        if state != "IDLE" {
-            return Err(Error::Scenario(format!(
-                "node is {state} with its log directory full (expected IDLE)"
-            )));
-        }
+        // The node must become usable (IDLE, nothing allocated) with its log still full.
+        ctx.wait_node_idle(Duration::from_secs(30))
+            .map_err(|e| e.context("with its log directory full"))?;
         let size_after = std::fs::metadata(&inner_log).map(|m| m.len()).unwrap_or(0);
         std::fs::remove_file(&filler).map_err(|e| Error::io(&filler, e))?;
         let b = ctx.sbatch("log-freed", &["-n1"], "echo ran\n")?;

@@ -88,29 +88,6 @@ fn wait_runs(p: &Program, from: usize, n: usize, timeout: Duration) -> Result<Ve
     )
 }
 
-fn node_state_reason(ctx: &Ctx<'_>) -> Result<(String, String)> {
-    let f = ctx.node()?;
-    let get = |k: &str| {
-        f.iter()
-            .find(|(x, _)| x == k)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    };
-    Ok((get("State"), get("Reason")))
-}
-
-fn resume(ctx: &Ctx<'_>) -> Result<()> {
-    ctx.read(
-        "scontrol",
-        &[
-            "update",
-            &format!("NodeName={}", ctx.first_node()),
-            "State=RESUME",
-        ],
-    )?;
-    ctx.wait_node_idle(Duration::from_secs(30))
-}
-
 /// SMD-125: the health check runs every few seconds as root on the node and leaves the node
 /// IDLE while it succeeds; made to fail, it drains the node itself with its reason (slurmd
 /// only logs the exit code); the flag removed and the node resumed, it passes again, the node
@@ -127,7 +104,7 @@ pub fn drain_and_recover(ctx: &mut Ctx<'_>) -> Result<String> {
                 ctx.first_node()
             )));
         }
-        let (state, _) = node_state_reason(ctx)?;
+        let (state, _) = ctx.state_reason()?;
         if state != "IDLE" {
             return Err(Error::Scenario(format!(
                 "the node is {state} while the health check passes"
@@ -139,7 +116,7 @@ pub fn drain_and_recover(ctx: &mut Ctx<'_>) -> Result<String> {
             Duration::from_secs(60),
             POLL,
             || {
-                let (s, r) = node_state_reason(ctx)?;
+                let (s, r) = ctx.state_reason()?;
                 Ok(
                     (s.contains("DRAIN") && r.contains("xtask_health_check_failed"))
                         .then_some((s, r)),
@@ -149,9 +126,9 @@ pub fn drain_and_recover(ctx: &mut Ctx<'_>) -> Result<String> {
         std::fs::remove_file(&p.drain_flag).map_err(|e| Error::io(&p.drain_flag, e))?;
         let (dstate, dreason) = drained?;
         let mark = runs(&p.log).len();
-        resume(ctx)?;
+        ctx.resume_node(Duration::from_secs(30))?;
         wait_runs(&p, mark, 2, Duration::from_secs(60))?;
-        let (after, _) = node_state_reason(ctx)?;
+        let (after, _) = ctx.state_reason()?;
         if after != "IDLE" {
             return Err(Error::Scenario(format!(
                 "after recovery the health check passes but the node is {after}"
@@ -168,6 +145,28 @@ pub fn drain_and_recover(ctx: &mut Ctx<'_>) -> Result<String> {
     let done = result?;
     restored?;
     Ok(format!("{done}; slurm.conf restored"))
+}
+
+/// Wait (10 s: the group's last members are reaped by their new parent) until no process
+/// of group `pgid` is left; an error names each one left with its state and command.
+fn group_gone(pgid: u32) -> Result<()> {
+    let left = || super::super::procs::processes_where(|_, _, _, g| g == pgid);
+    poll(
+        &format!("the health check's group {pgid} to be gone"),
+        Duration::from_secs(10),
+        POLL,
+        || Ok(left().is_empty().then_some(())),
+    )
+    .map_err(|e| {
+        let who: Vec<String> = left()
+            .iter()
+            .map(|p| {
+                let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+                format!("{p}: {}", stat.split(' ').take(5).collect::<Vec<_>>().join(" "))
+            })
+            .collect();
+        Error::Scenario(format!("{e}: left {who:?}"))
+    })
 }
 
 /// SMD-125, timeout (local: it waits for slurmd's 60 s limit): a health check that drains the
@@ -194,15 +193,15 @@ pub fn timeout(ctx: &mut Ctx<'_>) -> Result<String> {
                 "the hanging health check {pid} ended {killed_after:.0?} after it was seen, well before slurmd's {SLURMD_LIMIT:?} limit"
             )));
         }
-        let group_left = super::super::procs::processes_where(|_, _, _, g| g == pgid).len();
+        group_gone(pgid)?;
         ctx.cluster.check_daemons()?;
-        let (state, reason) = node_state_reason(ctx)?;
-        if group_left > 0 || !state.contains("DRAIN") {
+        let (state, reason) = ctx.state_reason()?;
+        if !state.contains("DRAIN") {
             return Err(Error::Scenario(format!(
-                "after the hanging health check: {group_left} process(es) of its group {pgid} left, node {state} ({reason})"
+                "after the hanging health check: node {state} ({reason}), expected it drained"
             )));
         }
-        resume(ctx)?;
+        ctx.resume_node(Duration::from_secs(30))?;
         let id = ctx.sbatch("after-health-timeout", &["-n1"], "true\n")?;
         ctx.wait_state(id, &["COMPLETED"], JOB_TIMEOUT)?;
         change.restore()?;

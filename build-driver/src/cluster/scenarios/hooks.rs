@@ -42,38 +42,6 @@ pub fn prolog_epilog(ctx: &mut Ctx<'_>) -> Result<String> {
     Ok(format!("job {id}: prolog, then epilog"))
 }
 
-/// Wait for the node to be drained (or draining) with a reason containing `needle`.
-fn wait_drained(ctx: &Ctx<'_>, needle: &str) -> Result<(String, String)> {
-    crate::util::process::bounded::poll(
-        &format!("node {} to drain ({needle})", ctx.first_node()),
-        JOB_TIMEOUT,
-        super::client::POLL,
-        || {
-            let f = ctx.node()?;
-            let get = |k: &str| {
-                f.iter()
-                    .find(|(x, _)| x == k)
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or_default()
-            };
-            let (state, reason) = (get("State"), get("Reason"));
-            Ok((state.contains("DRAIN") && reason.contains(needle)).then_some((state, reason)))
-        },
-    )
-}
-
-fn resume(ctx: &Ctx<'_>) -> Result<()> {
-    ctx.read(
-        "scontrol",
-        &[
-            "update",
-            &format!("NodeName={}", ctx.first_node()),
-            "State=RESUME",
-        ],
-    )?;
-    ctx.wait_node_idle(Duration::from_secs(30))
-}
-
 /// A failing prolog: the node drains with a prolog reason and the job does not run its
 /// script; after the flag is removed, the job is cancelled and the node resumed, the next job
 /// runs.
@@ -86,7 +54,7 @@ pub fn prolog_failure(ctx: &mut Ctx<'_>) -> Result<String> {
         &["-n1"],
         &format!("touch {}\n", super::client::q(&marker)),
     )?;
-    let drained = wait_drained(ctx, "rolog");
+    let drained = ctx.wait_drained("rolog");
     std::fs::remove_file(&flag).map_err(|e| Error::io(&flag, e))?;
     let (state, reason) = drained?;
     let job_state = ctx.job_state(id)?;
@@ -96,7 +64,7 @@ pub fn prolog_failure(ctx: &mut Ctx<'_>) -> Result<String> {
         )));
     }
     ctx.run("scancel", &[&id.to_string()])?;
-    resume(ctx)?;
+    ctx.resume_node(Duration::from_secs(30))?;
     let next = ctx.sbatch("after-prolog", &["-n1"], "true\n")?;
     ctx.wait_state(next, &["COMPLETED"], JOB_TIMEOUT)?;
     Ok(format!(
@@ -110,11 +78,11 @@ pub fn epilog_failure(ctx: &mut Ctx<'_>) -> Result<String> {
     let flag = ctx.cluster.layout().fail_flag("epilog");
     std::fs::write(&flag, "").map_err(|e| Error::io(&flag, e))?;
     let id = ctx.sbatch("epilog-fail", &["-n1"], "true\n")?;
-    let drained = wait_drained(ctx, "pilog");
+    let drained = ctx.wait_drained("pilog");
     std::fs::remove_file(&flag).map_err(|e| Error::io(&flag, e))?;
     let (state, reason) = drained?;
     let acct = ctx.acct_final(id, JOB_TIMEOUT)?;
-    resume(ctx)?;
+    ctx.resume_node(Duration::from_secs(30))?;
     let next = ctx.sbatch("after-epilog", &["-n1"], "true\n")?;
     ctx.wait_state(next, &["COMPLETED"], JOB_TIMEOUT)?;
     Ok(format!(
@@ -152,7 +120,7 @@ fn timed_out(ctx: &Ctx<'_>, name: &str, id: u32, needle: &str) -> Result<(u32, S
             "the {name} of job {id} (pid {pid}) does not lead its process group ({pgid})"
         )));
     }
-    let (state, reason) = wait_drained(ctx, needle)?;
+    let (state, reason) = ctx.wait_drained(needle)?;
     crate::util::process::bounded::poll(
         &format!("the {name}'s process group {pgid} to be gone"),
         Duration::from_secs(30),
@@ -194,7 +162,7 @@ pub fn prolog_timeout(ctx: &mut Ctx<'_>) -> Result<String> {
         )));
     }
     ctx.run("scancel", &[&id.to_string()])?;
-    resume(ctx)?;
+    ctx.resume_node(Duration::from_secs(30))?;
     let next = ctx.sbatch("after-prolog-timeout", &["-n1"], "true\n")?;
     ctx.wait_state(next, &["COMPLETED"], JOB_TIMEOUT)?;
     change.restore()?;
@@ -225,7 +193,7 @@ pub fn epilog_timeout(ctx: &mut Ctx<'_>) -> Result<String> {
             acct.state, acct.exit_code
         )));
     }
-    resume(ctx)?;
+    ctx.resume_node(Duration::from_secs(30))?;
     let next = ctx.sbatch("after-epilog-timeout", &["-n1"], "true\n")?;
     ctx.wait_state(next, &["COMPLETED"], JOB_TIMEOUT)?;
     change.restore()?;

@@ -11,7 +11,8 @@
 use super::super::daemon::Daemon;
 use super::super::handle::NodeMount;
 use super::super::user::{TestUser, ensure_test_user, ensure_user, group_gid};
-use super::client::{Ctx, JOB_TIMEOUT, q};
+use super::client::{CLIENT_TIMEOUT, Ctx, JOB_TIMEOUT, log_mark, log_since, q};
+use crate::util::process::bounded::{read_bounded, run_bounded};
 use super::node_view::with_node_mounts;
 use crate::error::{Error, Result};
 use crate::personality::Personality;
@@ -194,6 +195,126 @@ fn node_user_db(dir: &Path, user: &str, uid: u32, gid: u32) -> Result<Vec<NodeMo
     Ok(mounts)
 }
 
+/// What `slurmalien`'s srun step and batch job did on a node that gives it other numbers.
+struct AlienRun {
+    step: std::process::ExitStatus,
+    stdout: String,
+    stderr: String,
+    step_marker: PathBuf,
+    batch_marker: PathBuf,
+    job: u32,
+    job_state: String,
+    reason: String,
+    node_reason: String,
+    /// slurmd's log line that refuses the user (patch 0060), if any.
+    refusal: Option<String>,
+}
+
+/// Run `alien`'s srun step (it prints its ids and leaves a marker) and batch job (the
+/// same), each refused or not; the batch job is cancelled once it ran or failed to launch.
+fn run_alien(ctx: &mut Ctx<'_>, alien: &TestUser) -> Result<AlienRun> {
+    let log = ctx.cluster.log(Daemon::Slurmd(0));
+    let mark = log_mark(&log);
+    let step_marker = ctx.path("step-payload-ran");
+    let mut c = ctx.tool_as(&alien.name, "srun");
+    c.args(["-N1", "sh", "-c"])
+        .arg(format!("touch {}; echo $(id -u):$(id -g)", q(&step_marker)));
+    let step = run_bounded(c, CLIENT_TIMEOUT)?;
+    let batch_marker = ctx.path("batch-payload-ran");
+    let job = ctx.sbatch_as(
+        &alien.name,
+        "alien-batch",
+        &["-n1"],
+        &format!("touch {}; echo $(id -u):$(id -g)\n", q(&batch_marker)),
+    )?;
+    let job_state = batch_outcome(ctx, job)?;
+    let reason = ctx.job_field(job, "Reason")?.unwrap_or_default();
+    let node_reason = ctx.node_field("Reason").unwrap_or_default();
+    ctx.read("scancel", &[&job.to_string()]).ok();
+    let refusal = log_since(&log, mark)
+        .lines()
+        .find(|l| l.contains(&alien.name) && l.contains("this node"))
+        .map(|l| l.trim().to_string());
+    Ok(AlienRun {
+        stdout: String::from_utf8_lossy(&step.stdout).trim().to_string(),
+        stderr: String::from_utf8_lossy(&step.stderr).trim().to_string(),
+        step: step.status,
+        step_marker,
+        batch_marker,
+        job,
+        job_state,
+        reason,
+        node_reason,
+        refusal,
+    })
+}
+
+/// A user whose numbers agree on both sides still runs on the node, as itself.
+fn same_numbers_run(ctx: &Ctx<'_>, user: &TestUser) -> Result<()> {
+    let mut c = ctx.tool_as(&user.name, "srun");
+    c.args(["-N1", "id", "-u"]);
+    let out = read_bounded(c, CLIENT_TIMEOUT)?;
+    if out.trim() != user.uid.to_string() {
+        return Err(Error::Scenario(format!(
+            "{} (same numbers on both sides) ran as {:?}",
+            user.name,
+            out.trim()
+        )));
+    }
+    Ok(())
+}
+
+/// Darwin: nothing of `alien` ran, srun failed, slurmd logged the refusal.
+fn darwin_refused(r: &AlienRun, alien: &TestUser, node_ids: &str) -> Result<String> {
+    let credential = format!("{}:{}", alien.uid, alien.gid);
+    let ran: Vec<String> = [&r.step_marker, &r.batch_marker]
+        .iter()
+        .filter(|m| m.exists())
+        .map(|m| m.display().to_string())
+        .collect();
+    if r.step.success() || !ran.is_empty() || r.refusal.is_none() {
+        return Err(Error::Scenario(format!(
+            "darwin: {} is {credential} on the controller and {node_ids} on the node, yet: srun {} (stdout {:?}), payloads that ran: {ran:?}, refusal logged: {:?}",
+            alien.name, r.step, r.stdout, r.refusal
+        )));
+    }
+    Ok(format!(
+        "darwin: {} ({credential} on the controller, {node_ids} on the node) refused before the payload: srun {} ({:?}); batch job {} {} ({}; node reason {:?}); slurmd: {:?}",
+        alien.name,
+        r.step,
+        r.stderr,
+        r.job,
+        r.job_state,
+        r.reason,
+        r.node_reason,
+        r.refusal.as_deref().unwrap_or_default()
+    ))
+}
+
+/// Native (Linux, Slurm's design): both payloads ran as the credential's numbers.
+fn native_trusted(r: &AlienRun, alien: &TestUser, node_ids: &str) -> Result<String> {
+    let credential = format!("{}:{}", alien.uid, alien.gid);
+    if r.job_state != "COMPLETED" {
+        return Err(Error::Scenario(format!(
+            "native: batch job {} of {} ended {} ({}), expected COMPLETED",
+            r.job, alien.name, r.job_state, r.reason
+        )));
+    }
+    if !r.step.success() || r.stdout != credential || !r.step_marker.exists() {
+        return Err(Error::Scenario(format!(
+            "native: srun of {} {} printed {:?} ({:?}), expected it to run as the credential's {credential} (Slurm's design on Linux)",
+            alien.name, r.step, r.stdout, r.stderr
+        )));
+    }
+    let owner = std::fs::metadata(&r.step_marker)
+        .map_err(|e| Error::io(&r.step_marker, e))?
+        .uid();
+    Ok(format!(
+        "native (Linux, upstream design): {} is {credential} on the controller and {node_ids} on the node; the payload ran as the credential's {} (marker owned by uid {owner}); batch job {} {}",
+        alien.name, r.stdout, r.job, r.job_state
+    ))
+}
+
 /// SMD-102: `slurmalien` is `U:G` on the controller and `U2:G2` on the node (the node's own
 /// user database). In the darwin personality the step and the batch job are refused before
 /// their payload runs (patches/*/0060, macOS only: the credential's user is looked up on the
@@ -212,95 +333,18 @@ pub fn uid_mismatch(ctx: &mut Ctx<'_>) -> Result<String> {
     let dir = ctx.cluster.layout().node_dir(&ctx.first_node()).join("etc");
     let mounts = node_user_db(&dir, &alien.name, uid2, gid2)?;
     let personality = node_personality(ctx)?;
-    let log = ctx.cluster.log(Daemon::Slurmd(0));
+    let node_ids = format!("{uid2}:{gid2}");
     with_node_mounts(ctx, &mounts, |ctx| {
-        let mark = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
-        let step_marker = ctx.path("step-payload-ran");
-        let mut c = ctx.tool_as(&alien.name, "srun");
-        c.args(["-N1", "sh", "-c"])
-            .arg(format!("touch {}; echo $(id -u):$(id -g)", q(&step_marker)));
-        let step = crate::util::process::bounded::run_bounded(c, super::client::CLIENT_TIMEOUT)?;
-        let stdout = String::from_utf8_lossy(&step.stdout).trim().to_string();
-        let stderr = String::from_utf8_lossy(&step.stderr).trim().to_string();
-        // A user whose numbers agree on both sides still runs there.
-        let mut c = ctx.tool_as(&ok_user.name, "srun");
-        c.args(["-N1", "id", "-u"]);
-        let control =
-            crate::util::process::bounded::read_bounded(c, super::client::CLIENT_TIMEOUT)?;
-        if control.trim() != ok_user.uid.to_string() {
-            return Err(Error::Scenario(format!(
-                "{} (same numbers on both sides) ran as {:?}",
-                ok_user.name,
-                control.trim()
-            )));
-        }
-        let batch_marker = ctx.path("batch-payload-ran");
-        let job = ctx.sbatch_as(
-            &alien.name,
-            "alien-batch",
-            &["-n1"],
-            &format!("touch {}; echo $(id -u):$(id -g)\n", q(&batch_marker)),
-        )?;
-        let job_state = batch_outcome(ctx, job)?;
-        let reason = ctx.job_field(job, "Reason")?.unwrap_or_default();
-        let node_reason = ctx.node_field("Reason").unwrap_or_default();
-        ctx.read("scancel", &[&job.to_string()]).ok();
-        let logged = std::fs::read(&log)
-            .ok()
-            .and_then(|b| {
-                b.get(mark as usize..)
-                    .map(|t| String::from_utf8_lossy(t).into_owned())
-            })
-            .unwrap_or_default();
-        let refusal = logged
-            .lines()
-            .find(|l| l.contains("slurmalien") && l.contains("this node"))
-            .map(|l| l.trim().to_string());
-        let credential = format!("{}:{}", alien.uid, alien.gid);
-        match personality {
-            Personality::Darwin => {
-                let ran: Vec<String> = [&step_marker, &batch_marker]
-                    .iter()
-                    .filter(|m| m.exists())
-                    .map(|m| m.display().to_string())
-                    .collect();
-                if step.status.success() || !ran.is_empty() || refusal.is_none() {
-                    return Err(Error::Scenario(format!(
-                        "darwin: {} is {credential} on the controller and {uid2}:{gid2} on the node, yet: srun {} (stdout {stdout:?}), payloads that ran: {ran:?}, refusal logged: {refusal:?}",
-                        alien.name, step.status
-                    )));
-                }
-                Ok(format!(
-                    "darwin: {} ({credential} on the controller, {uid2}:{gid2} on the node) refused before the payload: srun {} ({stderr:?}); batch job {job} {job_state} ({reason}; node reason {node_reason:?}); slurmd: {:?}; {} ({}) still runs",
-                    alien.name,
-                    step.status,
-                    refusal.unwrap_or_default(),
-                    ok_user.name,
-                    ok_user.uid
-                ))
-            }
-            Personality::Native => {
-                if job_state != "COMPLETED" {
-                    return Err(Error::Scenario(format!(
-                        "native: batch job {job} of {} ended {job_state} ({reason}), expected COMPLETED",
-                        alien.name
-                    )));
-                }
-                if !step.status.success() || stdout != credential || !step_marker.exists() {
-                    return Err(Error::Scenario(format!(
-                        "native: srun of {} {} printed {stdout:?} ({stderr:?}), expected it to run as the credential's {credential} (Slurm's design on Linux)",
-                        alien.name, step.status
-                    )));
-                }
-                let owner = std::fs::metadata(&step_marker)
-                    .map_err(|e| Error::io(&step_marker, e))?
-                    .uid();
-                Ok(format!(
-                    "native (Linux, upstream design): {} is {credential} on the controller and {uid2}:{gid2} on the node; the payload ran as the credential's {stdout} (marker owned by uid {owner}); batch job {job} {job_state}; {} still runs",
-                    alien.name, ok_user.name
-                ))
-            }
-        }
+        let run = run_alien(ctx, &alien)?;
+        same_numbers_run(ctx, &ok_user)?;
+        let verdict = match personality {
+            Personality::Darwin => darwin_refused(&run, &alien, &node_ids)?,
+            Personality::Native => native_trusted(&run, &alien, &node_ids)?,
+        };
+        Ok(format!(
+            "{verdict}; {} ({}) still runs",
+            ok_user.name, ok_user.uid
+        ))
     })
 }
 
@@ -348,7 +392,7 @@ pub fn many_groups(ctx: &mut Ctx<'_>) -> Result<String> {
     )
     .map_err(|e| Error::io(&secret, std::io::Error::from(e)))?;
     let log = ctx.cluster.log(Daemon::Slurmd(0));
-    let mark = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+    let mark = log_mark(&log);
     let id = ctx.sbatch_as(
         &user.name,
         "many-groups",
@@ -365,14 +409,7 @@ pub fn many_groups(ctx: &mut Ctx<'_>) -> Result<String> {
             names[MANY - 1]
         )));
     }
-    let logged = std::fs::read(&log)
-        .ok()
-        .and_then(|b| {
-            b.get(mark as usize..)
-                .map(|t| String::from_utf8_lossy(t).into_owned())
-        })
-        .unwrap_or_default();
-    let branch = logged
+    let branch = log_since(&log, mark)
         .lines()
         .find(|l| l.contains("setgroups_darwin"))
         .map(|l| l.trim().to_string());

@@ -215,11 +215,14 @@ pub const ALL: &[Scenario] = &[
     one("smd-112-memory-pressure", memory::pressure),
     one("smd-113-spool-full", diskfull::spool_full),
     one("smd-113-log-full", diskfull::log_full),
-    one("smd-121-prolog-timeout", hooks::prolog_timeout),
-    one("smd-122-epilog-timeout", hooks::epilog_timeout),
+    one("smd-121-prolog-timeout", hooks::prolog_timeout)
+        .local("waits out PrologEpilogTimeout and the drain, about 15 s"),
+    one("smd-122-epilog-timeout", hooks::epilog_timeout)
+        .local("waits out PrologEpilogTimeout and the drain, about 15 s"),
     one("smd-123-task-prolog", task_hooks::task_prolog_epilog),
     one("smd-124-spank", spank::callbacks),
-    one("smd-125-health-check", health::drain_and_recover),
+    one("smd-125-health-check", health::drain_and_recover)
+        .local("several 5 s health check intervals, about 30 s"),
     one("smd-125-health-timeout", health::timeout)
         .local("a health check killed after slurmd's 60 s limit"),
     one("smd-127-log-rotate", logrotate::rename_and_reopen),

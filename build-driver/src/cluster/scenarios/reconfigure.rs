@@ -8,10 +8,9 @@
 //! interrupt pipe just before the exec (D14, not fixed).
 
 use super::super::daemon::Daemon;
-use super::client::{Ctx, JOB_TIMEOUT};
+use super::client::{Ctx, JOB_TIMEOUT, log_mark, log_since};
 use super::conf::ConfChange;
 use crate::error::{Error, Result};
-use std::path::Path;
 use std::time::Duration;
 
 /// Whether slurmd's log text mentions job `id` (`job 12`, `JobId=12`, `StepId=12.0`,
@@ -29,20 +28,6 @@ pub fn mentions_job(text: &str, id: u32) -> bool {
             }
         })
     })
-}
-
-fn size(p: &Path) -> u64 {
-    std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
-}
-
-fn text_after(p: &Path, from: u64) -> String {
-    std::fs::read(p)
-        .ok()
-        .and_then(|b| {
-            b.get(from as usize..)
-                .map(|t| String::from_utf8_lossy(t).into_owned())
-        })
-        .unwrap_or_default()
 }
 
 /// SMD-012: `SlurmdLogFile` changed to another file and `scontrol reconfigure`d, a job run,
@@ -63,19 +48,19 @@ pub fn log_file_change(ctx: &mut Ctx<'_>) -> Result<String> {
         "SlurmdLogFile={}",
         layout.logs().join("slurmd-%n.reconfigured.log").display()
     );
-    let mark_main = size(&main_log);
+    let mark_main = log_mark(&main_log);
     let change = ConfChange::apply(ctx.cluster, &[alt_setting])?;
     let pid_alt = ctx.cluster.record(Daemon::Slurmd(0)).map(|d| d.pid);
     let a = ctx.sbatch("in-new-log", &["-n1"], "echo a\n")?;
     ctx.wait_state(a, &["COMPLETED"], JOB_TIMEOUT)?;
     let back = change.restore()?;
-    let main_during = text_after(&main_log, mark_main);
-    let mark_main = size(&main_log);
+    let main_during = log_since(&main_log, mark_main);
+    let mark_main = log_mark(&main_log);
     let b = ctx.sbatch("in-old-log", &["-n1"], "echo b\n")?;
     ctx.wait_state(b, &["COMPLETED"], JOB_TIMEOUT)?;
     ctx.wait_no_job_processes(Duration::from_secs(30))?;
     let alt = std::fs::read_to_string(&alt_log).map_err(|e| Error::io(&alt_log, e))?;
-    let main_after = text_after(&main_log, mark_main);
+    let main_after = log_since(&main_log, mark_main);
     let conf_after = crate::util::fs::sha256_file(&layout.conf())?;
     let pid_after = ctx.cluster.record(Daemon::Slurmd(0)).map(|d| d.pid);
     let alive = ctx.cluster.is_running(Daemon::Slurmd(0));
@@ -107,21 +92,7 @@ pub fn log_file_change(ctx: &mut Ctx<'_>) -> Result<String> {
             format!("slurm.conf restored byte for byte ({conf_before} / {conf_after})"),
         ),
     ];
-    let failed: Vec<&String> = checks
-        .iter()
-        .filter(|(ok, _)| !ok)
-        .map(|(_, w)| w)
-        .collect();
-    if !failed.is_empty() {
-        return Err(Error::Scenario(format!(
-            "after two reconfigures: {}",
-            failed
-                .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        )));
-    }
+    super::client::all_hold("after two reconfigures", &checks)?;
     Ok(format!(
         "SlurmdLogFile changed and back, each by scontrol reconfigure (back in {back:.1?}); slurmd kept PID {}; job {a} logged in the new file only, job {b} in the original; slurm.conf restored byte for byte; nothing left",
         pid.unwrap_or(0)

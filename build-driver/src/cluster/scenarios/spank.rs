@@ -10,12 +10,13 @@
 //! `task_post_fork`, `task_exit` per task; and `slurmd_exit` when slurmd shuts down.
 
 use super::super::daemon::Daemon;
-use super::client::{CLIENT_TIMEOUT, Ctx, JOB_TIMEOUT};
+use super::client::{CLIENT_TIMEOUT, Ctx, JOB_TIMEOUT, succeeded};
 use super::conf::ConfChange;
 use super::fixtures::{self, Kind};
 use crate::error::{Error, Result};
 use crate::util::process::bounded::{poll, run_bounded};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 /// The marks one two-task step leaves: (callback, context) -> count.
 const STEP_MARKS: [(&str, &str, usize); 14] = [
@@ -47,7 +48,7 @@ fn count(lines: &[String]) -> BTreeMap<(String, String), usize> {
     m
 }
 
-fn read_marks(path: &std::path::Path) -> Vec<String> {
+fn read_marks(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -55,11 +56,17 @@ fn read_marks(path: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
-/// SMD-124: the plugin in `PlugStackConfig` (reconfigure: slurmd's `init`), a two-task srun
-/// (the 14 kinds of marks above, 18 in all, with the job's id; the task callbacks as the
-/// job's user), then slurmd stopped (its `slurmd_exit`) and started again (`init`). Nothing
-/// crashes: srun succeeds, slurmd stops and starts cleanly. `slurm.conf` is restored.
-pub fn callbacks(ctx: &mut Ctx<'_>) -> Result<String> {
+/// How many marks of `cb` in context `cx`.
+fn got(counts: &BTreeMap<(String, String), usize>, cb: &str, cx: &str) -> usize {
+    counts
+        .get(&(cb.to_string(), cx.to_string()))
+        .copied()
+        .unwrap_or(0)
+}
+
+/// Build the plugin, write the log it marks and a plugstack.conf naming both; returns the
+/// log and the plugstack.conf.
+fn plugin_stack(ctx: &Ctx<'_>) -> Result<(PathBuf, PathBuf)> {
     let plugin = fixtures::build(ctx, "spank_marks", fixtures::SPANK_MARKS, Kind::SlurmPlugin)?;
     let marks = ctx.path("spank-marks.log");
     crate::util::fs::write_atomic(&marks, b"", 0o666)?;
@@ -69,83 +76,90 @@ pub fn callbacks(ctx: &mut Ctx<'_>) -> Result<String> {
         format!("required {} log={}\n", plugin.display(), marks.display()).as_bytes(),
         0o644,
     )?;
-    let change = ConfChange::apply(
-        ctx.cluster,
-        &[format!("PlugStackConfig={}", plugstack.display())],
-    )?;
-    let at_load = count(&read_marks(&marks));
-    let user = super::super::user::ensure_test_user()?;
-    let mut c = ctx.tool_as(&user.name, "srun");
+    Ok((marks, plugstack))
+}
+
+/// A two-task srun of `user`, then its job's epilog marks; returns the job's id and the
+/// marks by then.
+fn marked_step(ctx: &Ctx<'_>, user: &str, marks: &Path) -> Result<(u32, Vec<String>)> {
+    let mut c = ctx.tool_as(user, "srun");
     c.args(["-N1", "-n2", "true"]);
-    let out = run_bounded(c, CLIENT_TIMEOUT)?;
-    if !out.status.success() {
-        return Err(Error::Scenario(format!(
-            "srun -n2 with the SPANK plugin: {}, {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    let job: u32 = {
-        let l = read_marks(&marks);
-        l.iter()
-            .filter_map(|x| x.split_whitespace().find_map(|w| w.strip_prefix("job=")))
-            .filter_map(|j| j.parse().ok())
-            .find(|&j| j > 0)
-            .ok_or_else(|| Error::Scenario(format!("no mark names a job: {l:?}")))?
-    };
+    succeeded("srun -n2 with the SPANK plugin", &run_bounded(c, CLIENT_TIMEOUT)?)?;
+    let l = read_marks(marks);
+    let job = l
+        .iter()
+        .filter_map(|x| x.split_whitespace().find_map(|w| w.strip_prefix("job=")))
+        .filter_map(|j| j.parse().ok())
+        .find(|&j| j > 0)
+        .ok_or_else(|| Error::Scenario(format!("no mark names a job: {l:?}")))?;
     // job_epilog runs once the job is over.
-    let after_step = poll(
-        "the job's epilog marks",
-        JOB_TIMEOUT,
-        super::client::POLL,
-        || {
-            let l = read_marks(&marks);
-            Ok(l.iter().any(|x| x.starts_with("job_epilog ")).then_some(l))
-        },
-    )?;
-    let before_stop = after_step.len();
-    ctx.cluster.restart(ctx.sh, Daemon::Slurmd(0))?;
-    let all = read_marks(&marks);
-    change.restore()?;
-    let counts = count(&all);
+    let after_step = poll("the job's epilog marks", JOB_TIMEOUT, super::client::POLL, || {
+        let l = read_marks(marks);
+        Ok(l.iter().any(|x| x.starts_with("job_epilog ")).then_some(l))
+    })?;
+    Ok((job, after_step))
+}
+
+/// What is wrong with the marks: slurmd's `init` at load, the step's [`STEP_MARKS`], the
+/// restart's `slurmd_exit` and `init`, the task callbacks as `ids`, the job's id in the
+/// remote ones.
+fn mark_faults(
+    at_load: &BTreeMap<(String, String), usize>,
+    all: &[String],
+    before_stop: usize,
+    job: u32,
+    ids: &str,
+) -> Vec<String> {
+    let counts = count(all);
     let mut bad = Vec::new();
-    let got = |cb: &str, cx: &str| {
-        counts
-            .get(&(cb.to_string(), cx.to_string()))
-            .copied()
-            .unwrap_or(0)
-    };
-    if at_load
-        .get(&("init".to_string(), "slurmd".to_string()))
-        .copied()
-        .unwrap_or(0)
-        != 1
-    {
+    if got(at_load, "init", "slurmd") != 1 {
         bad.push(format!("slurmd's init at plugstack load: {at_load:?}"));
     }
     for (cb, cx, n) in STEP_MARKS {
-        if got(cb, cx) != n {
-            bad.push(format!("{cb} in {cx}: {} (expected {n})", got(cb, cx)));
+        if got(&counts, cb, cx) != n {
+            bad.push(format!("{cb} in {cx}: {} (expected {n})", got(&counts, cb, cx)));
         }
     }
-    let stop: Vec<&String> = all[before_stop..].iter().collect();
-    let stopped = count(&all[before_stop..]);
-    if stopped.get(&("slurmd_exit".to_string(), "slurmd".to_string())) != Some(&1)
-        || stopped.get(&("init".to_string(), "slurmd".to_string())) != Some(&1)
-    {
+    let (step, stop) = all.split_at(before_stop.min(all.len()));
+    let stopped = count(stop);
+    if got(&stopped, "slurmd_exit", "slurmd") != 1 || got(&stopped, "init", "slurmd") != 1 {
         bad.push(format!(
             "slurmd restart marks: {stop:?} (expected slurmd_exit, then init)"
         ));
     }
-    let ids = format!("uid={} gid={}", user.uid, user.gid);
-    for l in &after_step {
-        if l.starts_with("task_init ") && !l.contains(&ids) {
-            bad.push(format!("{l:?} did not run as {}", user.name));
+    for l in step {
+        if l.starts_with("task_init ") && !l.contains(ids) {
+            bad.push(format!("{l:?} did not run as {ids}"));
         }
         if l.contains(" remote ") && !l.contains(&format!("job={job}")) {
             bad.push(format!("{l:?} does not name job {job}"));
         }
     }
+    bad
+}
+
+/// SMD-124: the plugin in `PlugStackConfig` (reconfigure: slurmd's `init`), a two-task srun
+/// (the 14 kinds of marks above, 18 in all, with the job's id; the task callbacks as the
+/// job's user), then slurmd stopped (its `slurmd_exit`) and started again (`init`). Nothing
+/// crashes: srun succeeds, slurmd stops and starts cleanly. `slurm.conf` is restored.
+pub fn callbacks(ctx: &mut Ctx<'_>) -> Result<String> {
+    let (marks, plugstack) = plugin_stack(ctx)?;
+    let mut change = ConfChange::apply(
+        ctx.cluster,
+        &[format!("PlugStackConfig={}", plugstack.display())],
+    )?;
+    let at_load = count(&read_marks(&marks));
+    let user = super::super::user::ensure_test_user()?;
+    let stepped = marked_step(ctx, &user.name, &marks).and_then(|(job, after)| {
+        ctx.cluster.restart(ctx.sh, Daemon::Slurmd(0))?;
+        Ok((job, after.len()))
+    });
+    change.refresh(ctx.cluster);
+    change.restore()?;
+    let (job, before_stop) = stepped?;
+    let all = read_marks(&marks);
+    let ids = format!("uid={} gid={}", user.uid, user.gid);
+    let bad = mark_faults(&at_load, &all, before_stop, job, &ids);
     if !bad.is_empty() {
         return Err(Error::Scenario(format!(
             "{}; marks {all:?}",
