@@ -353,13 +353,31 @@ impl<'a> Ctx<'a> {
     /// queue was empty (native and darwin alike).
     pub fn state_of(&self, name: &str) -> Result<(String, String)> {
         let f = self.node_fields(name)?;
-        let get = |k: &str| {
-            f.iter()
-                .find(|(x, _)| x == k)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default()
-        };
-        Ok((get("State"), get("CPUAlloc")))
+        Ok((field(&f, "State").into(), field(&f, "CPUAlloc").into()))
+    }
+
+    /// Wait until field `key` of node `name` satisfies `ok` (`what` says what is awaited);
+    /// its value then. The error has the last value seen.
+    pub fn wait_node_value(
+        &self,
+        name: &str,
+        key: &str,
+        what: &str,
+        ok: impl Fn(&str) -> bool,
+    ) -> Result<String> {
+        let mut last = None;
+        poll(what, Duration::from_secs(60), POLL, || {
+            let v = self.node_value(name, key)?;
+            let done = ok(&v);
+            last = Some(v.clone());
+            Ok(done.then_some(v))
+        })
+        .map_err(|e| Error::Scenario(format!("{e}; last {key}={last:?}")))
+    }
+
+    /// One field of node `name` (`scontrol show node -d -o`); empty when it is absent.
+    pub fn node_value(&self, name: &str, key: &str) -> Result<String> {
+        Ok(field(&self.node_fields(name)?, key).to_string())
     }
 
     /// Wait until every node is usable: `State=IDLE` (no drain or completing flag), no CPU
@@ -409,6 +427,55 @@ impl<'a> Ctx<'a> {
         self.run("srun", args)
     }
 
+    /// `srun ARGS` must succeed: its stdout; else an error naming `what`, the status and
+    /// stderr.
+    pub fn srun_stdout(&self, what: &str, args: &[&str]) -> Result<String> {
+        let out = self.srun(args)?;
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        if !out.status.success() {
+            return Err(Error::Scenario(format!(
+                "{what}: {}, stdout {stdout:?}, stderr {:?}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(stdout)
+    }
+
+    /// Job `id` is in state `want` now; else an error saying `when`.
+    pub fn expect_state(&self, id: u32, want: &str, when: &str) -> Result<()> {
+        match self.job_state(id)? {
+            s if s == want => Ok(()),
+            s => Err(Error::Scenario(format!(
+                "job {id} is {s} {when}, expected {want}"
+            ))),
+        }
+    }
+
+    /// sacct has job `id` finished in state `want` (within `JOB_TIMEOUT`); its record.
+    pub fn expect_acct(&self, id: u32, want: &str) -> Result<Acct> {
+        let a = self.acct_final(id, JOB_TIMEOUT)?;
+        if a.state != want {
+            return Err(Error::Scenario(format!(
+                "sacct: job {id} {}, expected {want}",
+                a.state
+            )));
+        }
+        Ok(a)
+    }
+
+    /// Every node's host name, sorted.
+    pub fn hostnames(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .cluster
+            .nodes()
+            .iter()
+            .map(|n| n.hostname.clone())
+            .collect();
+        v.sort();
+        v
+    }
+
     /// `srun ARGS` must succeed and print exactly `expected`.
     pub fn srun_expect(&self, args: &[&str], expected: &str) -> Result<()> {
         let out = self.srun(args)?;
@@ -441,6 +508,28 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// Where a log file ended when the mark was taken: [`LogMark::added`] is what it gained.
+#[derive(Debug, Clone)]
+pub struct LogMark {
+    path: PathBuf,
+    from: u64,
+}
+
+impl LogMark {
+    pub fn take(path: &Path) -> LogMark {
+        LogMark {
+            path: path.to_path_buf(),
+            from: std::fs::metadata(path).map_or(0, |m| m.len()),
+        }
+    }
+
+    /// The text written to the log since the mark (lossy UTF-8; empty if unreadable).
+    pub fn added(&self) -> String {
+        let bytes = std::fs::read(&self.path).unwrap_or_default();
+        String::from_utf8_lossy(bytes.get(self.from as usize..).unwrap_or_default()).into_owned()
+    }
+}
+
 pub fn is_terminal(state: &str) -> bool {
     matches!(
         state.split_whitespace().next().unwrap_or(""),
@@ -466,6 +555,14 @@ pub fn parse_fields(out: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The value of `key` among [`parse_fields`]'s fields; empty when it is absent.
+pub fn field<'f>(fields: &'f [(String, String)], key: &str) -> &'f str {
+    fields
+        .iter()
+        .find(|(k, _)| k == key)
+        .map_or("", |(_, v)| v.as_str())
+}
+
 /// One `sacct -P -o State,ExitCode,AllocTRES,User,Start,End` line. `CANCELLED by 0` keeps
 /// only the first word of the state.
 pub fn parse_acct(line: &str) -> Option<Acct> {
@@ -481,6 +578,12 @@ pub fn parse_acct(line: &str) -> Option<Acct> {
         start: f[4].to_string(),
         end: f[5].to_string(),
     })
+}
+
+/// A job script's lines that wait until file `go` exists, then run `then` (a job held
+/// until the scenario lets it finish).
+pub fn hold_until(go: &Path, then: &str) -> String {
+    format!("while [ ! -e {} ]; do sleep 0.1; done\n{then}", q(go))
 }
 
 /// Single-quote for /bin/sh.

@@ -50,6 +50,7 @@ mod sack;
 mod spank;
 mod steps;
 mod task_hooks;
+mod unsupported;
 mod upgrade;
 mod workdirs;
 
@@ -280,6 +281,19 @@ pub const ALL: &[Scenario] = &[
         Needs::Nodes(1),
         gpu_node::slurmd_restart,
     ),
+    with("smd-301-cpu-bind", Needs::Nodes(1), unsupported::cpu_bind),
+    with(
+        "smd-302-proctrack-cgroup",
+        Needs::Nodes(1),
+        unsupported::proctrack_cgroup,
+    ),
+    with(
+        "smd-303-task-cgroup-devices",
+        Needs::Nodes(1),
+        unsupported::task_cgroup_devices,
+    ),
+    with("smd-304-core-spec", Needs::Nodes(1), unsupported::core_spec),
+    with("smd-305-cpu-freq", Needs::Nodes(1), unsupported::cpu_freq),
     with("smd-401-pmi2-kvs", Needs::Nodes(2), pmi2::across_nodes),
     with("smd-402-pmi2-mixed-builds", Needs::Mix, pmi2::across_builds),
     with(
