@@ -375,6 +375,17 @@ impl<'a> Ctx<'a> {
         .map_err(|e| Error::Scenario(format!("{e}; last {key}={last:?}")))
     }
 
+    /// If node `name` is drained: resume it; its drain reason (whole: sinfo's `%E`).
+    pub fn resume_if_drained(&self, name: &str) -> Result<Option<String>> {
+        if !self.node_value(name, "State")?.contains("DRAIN") {
+            return Ok(None);
+        }
+        let reason = self.read("sinfo", &["-h", "-n", name, "-o", "%E"])?;
+        let node = format!("NodeName={name}");
+        self.read("scontrol", &["update", &node, "State=RESUME"])?;
+        Ok(Some(reason.trim().to_string()))
+    }
+
     /// One field of node `name` (`scontrol show node -d -o`); empty when it is absent.
     pub fn node_value(&self, name: &str, key: &str) -> Result<String> {
         Ok(field(&self.node_fields(name)?, key).to_string())
@@ -432,14 +443,15 @@ impl<'a> Ctx<'a> {
     pub fn srun_stdout(&self, what: &str, args: &[&str]) -> Result<String> {
         let out = self.srun(args)?;
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-        if !out.status.success() {
-            return Err(Error::Scenario(format!(
+        let stderr = || String::from_utf8_lossy(&out.stderr).trim().to_string();
+        match out.status.success() {
+            true => Ok(stdout),
+            false => Err(Error::Scenario(format!(
                 "{what}: {}, stdout {stdout:?}, stderr {:?}",
                 out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
+                stderr()
+            ))),
         }
-        Ok(stdout)
     }
 
     /// Job `id` is in state `want` now; else an error saying `when`.

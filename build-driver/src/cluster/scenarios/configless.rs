@@ -23,6 +23,9 @@ use std::path::{Path, PathBuf};
 /// Where patch 0015's temporary files go (its `mkostemp` template).
 const MEMFD_DIR: &str = "/tmp";
 const MEMFD_PREFIX: &str = "slurm-memfd-";
+/// slurmd's link to the fetched configuration, in the node's namespace (macOS: patch
+/// 0011's `/var/run/slurm/conf`; `/var/run` is `/run` on Linux).
+const RUN_CONF: &str = "/run/slurm/conf";
 
 /// The `/tmp/slurm-memfd-*` files that name this cluster's controller port (another
 /// cluster's configless runs on this machine write their own).
@@ -192,11 +195,6 @@ fn client_without_conf(ctx: &Ctx<'_>, i: usize) -> Result<String> {
         ))
     })?;
     let name = &ctx.cluster.state.name;
-    let path = out
-        .lines()
-        .find_map(|l| l.strip_prefix("SLURM_CONF"))
-        .map(|v| v.trim_start_matches([' ', '=']).trim().to_string())
-        .unwrap_or_default();
     if !out
         .lines()
         .any(|l| l.starts_with("ClusterName") && l.trim_end().ends_with(&format!("= {name}")))
@@ -205,9 +203,26 @@ fn client_without_conf(ctx: &Ctx<'_>, i: usize) -> Result<String> {
             "scontrol show config on the configless node does not name cluster {name}"
         )));
     }
-    let link = Path::new(&path);
+    // Without SLURM_CONF a client reads the build's default file, else slurmd's link.
+    let default = ctx.cluster.nodes()[i].prefix.join("etc/slurm.conf");
+    if default.exists() {
+        return Err(Error::Scenario(format!(
+            "{} exists: the client may have read it instead of the fetched configuration",
+            default.display()
+        )));
+    }
+    let link = Path::new(RUN_CONF);
+    let seen = ctx.cluster.seen_by(Daemon::Slurmd(i), link);
+    if !seen.join("slurm.conf").is_file() {
+        return Err(Error::Scenario(format!(
+            "no {}/slurm.conf on the configless node ({}): slurmd made no run-directory link",
+            link.display(),
+            seen.display()
+        )));
+    }
     Ok(format!(
-        "scontrol there without SLURM_CONF read {}",
+        "scontrol there without SLURM_CONF (and no {}) reached cluster {name} through {}",
+        default.display(),
         link.display()
     ))
 }

@@ -5,7 +5,8 @@
 //! controller runs) and the same StateSaveLocation. Both would bind SlurmctldPort on every
 //! address; `CommunicationParameters=NoCtldInAddrAny` makes each bind the address its host
 //! name resolves to (src/common/slurm_protocol_api.c `slurm_setup_addr`), so the backup's
-//! mount namespace gets an `/etc/hosts` that adds `127.0.0.2 ctld2`.
+//! mount namespace gets an `/etc/hosts` that adds `127.0.0.2 ctld2`, and a pid directory
+//! of its own (one host per controller in a real cluster).
 //!
 //! The primary is stopped while a job runs: the backup must say it takes over, keep the
 //! job, run new work (a step on every node, a batch job that is accounted), take a slurmd
@@ -61,8 +62,13 @@ fn start_backup(ctx: &mut Ctx<'_>) -> Result<ProcRecord> {
         format!("{system}\n{BACKUP_ADDR} {BACKUP_HOST}\n").as_bytes(),
         0o644,
     )?;
+    // Its own pid directory: slurmctld kills the process its SlurmctldPidFile names when
+    // it starts ("killing old slurmctld"), which would be the primary.
+    let pids = dir.join("pid");
+    std::fs::create_dir_all(&pids).map_err(|e| Error::io(&pids, e))?;
     let iso = Isolation::node(&l.run(), BACKUP_HOST)?
-        .with_bind(&hosts, std::path::Path::new("/etc/hosts"))?;
+        .with_bind(&hosts, std::path::Path::new("/etc/hosts"))?
+        .with_bind(&pids, &l.pids())?;
     let sbin = ctx.cluster.state.prefix.join("sbin");
     let conf = l.conf();
     let sh = ctx.sh;

@@ -170,7 +170,8 @@ pub fn beside_gpu_job(ctx: &mut Ctx<'_>) -> Result<String> {
             a.alloc_tres, b.alloc_tres
         )));
     }
-    if b.start >= a.end {
+    // sacct's times are whole seconds: a start in the second the other ended is together.
+    if b.start > a.end {
         return Err(Error::Scenario(format!(
             "sacct: job {plain} started {} after GPU job {gpu} ended {}",
             b.start, a.end
@@ -254,14 +255,12 @@ fn drained_for_count(ctx: &Ctx<'_>, node: &str, has: &Gpus, conf: &Gpus) -> Resu
 /// resumes it (node_mgr.c validate_node_specs only sets the flag): resume it if so, then
 /// wait for it to be idle. Its state before, and whether it was resumed.
 fn usable_again(ctx: &Ctx<'_>, node: &str) -> Result<(String, bool)> {
-    let after = ctx.state_of(node)?.0;
-    let resumed = after.contains("DRAIN");
-    if resumed {
-        ctx.read(
-            "scontrol",
-            &["update", &format!("NodeName={node}"), "State=RESUME"],
-        )?;
-    }
+    // Until the node registers with the restarted slurmctld its state is UNKNOWN, which
+    // RESUME refuses ("Invalid node state specified").
+    let after = ctx.wait_node_value(node, "State", &format!("{node} to register again"), |s| {
+        !s.starts_with("UNKNOWN") && !s.contains("NOT_RESPONDING")
+    })?;
+    let resumed = ctx.resume_if_drained(node)?.is_some();
     ctx.wait_node_idle(Duration::from_secs(60))?;
     Ok((after, resumed))
 }

@@ -25,6 +25,9 @@ use super::reconf::{self, Change};
 use crate::error::{Error, Result};
 use std::process::Output;
 
+/// `UnkillableStepTimeout` while task/affinity is on (Slurm's default is 60 s).
+const UNKILLABLE: u64 = 10;
+
 /// How a case came out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Verdict {
@@ -103,7 +106,11 @@ pub fn cpu_bind(ctx: &mut Ctx<'_>) -> Result<String> {
         Change::default()
     } else {
         Change {
-            lines: vec!["TaskPlugin=task/affinity".into()],
+            // A task that fails between fork and exec stalls its step this long (below).
+            lines: vec![
+                "TaskPlugin=task/affinity".into(),
+                format!("UnkillableStepTimeout={UNKILLABLE}"),
+            ],
             restart: Change::controller_and_nodes(ctx),
             ..Change::default()
         }
@@ -111,6 +118,7 @@ pub fn cpu_bind(ctx: &mut Ctx<'_>) -> Result<String> {
     let log = LogMark::take(&ctx.cluster.log(Daemon::Slurmd(0)));
     reconf::with_change(ctx, &change, |ctx| {
         let node = ctx.first_node();
+        let t = std::time::Instant::now();
         let p = probe(
             ctx,
             &log,
@@ -139,11 +147,31 @@ pub fn cpu_bind(ctx: &mut Ctx<'_>) -> Result<String> {
         } else {
             said(&p, words).ok_or_else(|| silent("srun --cpu-bind=map_cpu:0", &p.text))?
         };
+        stalled(ctx, &v, t.elapsed().as_secs(), &node)?;
         Ok(format!(
             "--cpu-bind=map_cpu:0 with {}: {v}",
             task_plugin(ctx)
         ))
     })
+}
+
+/// A refused step that failed only after UnkillableStepTimeout, and drained the node
+/// ("Kill task failed"): the task's child exits before exec, and proctrack/pgid waits for
+/// its process group, which the unreaped child keeps alive. Reported as GAP; the node
+/// is resumed.
+fn stalled(ctx: &mut Ctx<'_>, v: &Verdict, took: u64, node: &str) -> Result<()> {
+    if took >= UNKILLABLE / 2 {
+        // slurmctld drains the node when the step's completion reaches it.
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    }
+    let drained = ctx.resume_if_drained(node)?;
+    if matches!(v, Verdict::Refused(_)) && (took >= UNKILLABLE / 2 || drained.is_some()) {
+        ctx.gap = Some(format!(
+            "the refused step failed after {took} s and the node was {}: the task's child exits before exec and proctrack/pgid waits on its unreaped process group until UnkillableStepTimeout ({UNKILLABLE} s here, 60 s by default)",
+            drained.map_or("left up".to_string(), |r| format!("drained ({r}; resumed)"))
+        ));
+    }
+    Ok(())
 }
 
 fn task_plugin(ctx: &Ctx<'_>) -> &'static str {
@@ -215,64 +243,63 @@ fn in_own_cgroup(ctx: &Ctx<'_>) -> Result<Verdict> {
     }
 }
 
-/// SMD-304: `CoreSpecCount=1` on the node, `AllowSpecResourcesUsage=yes`, a job with
+/// SMD-304: `CoreSpecCount=1` on the node, `AllowSpecResourcesUsage=yes`, a step with
 /// `--core-spec=1`.
 pub fn core_spec(ctx: &mut Ctx<'_>) -> Result<String> {
-    let node = ctx.first_node();
     let change = Change {
         lines: vec!["AllowSpecResourcesUsage=yes".into()],
-        node_params: vec![(node.clone(), "CoreSpecCount=1".into())],
+        node_params: vec![(ctx.first_node(), "CoreSpecCount=1".into())],
         restart: Change::controller_and_nodes(ctx),
         ..Change::default()
     };
-    let log = LogMark::take(&ctx.cluster.log(Daemon::Slurmd(0)));
-    reconf::with_change(ctx, &change, |ctx| {
-        let p = probe(
-            ctx,
-            &log,
-            &["-N1", "-w", &node, "--core-spec=1", "/bin/true"],
-        )?;
-        let words: &[&[&str]] = &[
-            &["core_spec", "not supported"],
-            &["resource spec", "unable"],
-            &["specialization", "disabled"],
-            &["core", "spec", "invalid"],
-        ];
-        let v = match said(&p, words) {
-            Some(v) => v,
-            None if p.ok && p.text.contains("Resource spec: Reserved abstract CPU IDs") => {
-                Verdict::Enforced("slurmd reserved the specialized core".into())
-            }
-            None => return Err(silent("srun --core-spec=1", &p.text)),
-        };
-        only_at_start(ctx, &v, &p.output, "core specialization");
-        Ok(format!("CoreSpecCount=1, --core-spec=1: {v}"))
-    })
+    let words: &[&[&str]] = &[
+        &["core_spec", "not supported"],
+        &["resource spec", "unable"],
+        &["specialization", "disabled"],
+        &["core", "spec", "invalid"],
+    ];
+    let enforced = "Resource spec: Reserved abstract CPU IDs";
+    step_with(ctx, &change, "--core-spec=1", words, Some(enforced))
 }
 
-/// SMD-305: `srun --cpu-freq=Low`.
+/// SMD-305: `srun --cpu-freq=Low`. slurmd says whether it can set frequencies when it
+/// starts: it is restarted to see that.
 pub fn cpu_freq(ctx: &mut Ctx<'_>) -> Result<String> {
-    // slurmd says whether it can set frequencies when it starts: restart it to see that.
     let change = Change {
         restart: vec![Daemon::Slurmd(0)],
         ..Change::default()
     };
+    let words: &[&[&str]] = &[
+        &["cpu frequency", "not configured"],
+        &["cpu_freq", "not supported"],
+        &["cpu-freq", "invalid"],
+    ];
+    step_with(ctx, &change, "--cpu-freq=Low", words, None)
+}
+
+/// Apply `change`, run a one-task step with `option` on the first node, and judge it by
+/// `words` in its output and in slurmd's log since before the change; `enforced` is what
+/// slurmd logs when it applied the feature.
+fn step_with(
+    ctx: &mut Ctx<'_>,
+    change: &Change,
+    option: &str,
+    words: &[&[&str]],
+    enforced: Option<&str>,
+) -> Result<String> {
     let log = LogMark::take(&ctx.cluster.log(Daemon::Slurmd(0)));
-    reconf::with_change(ctx, &change, |ctx| {
+    reconf::with_change(ctx, change, |ctx| {
         let node = ctx.first_node();
-        let p = probe(
-            ctx,
-            &log,
-            &["-n1", "-w", &node, "--cpu-freq=Low", "/bin/true"],
-        )?;
-        let words: &[&[&str]] = &[
-            &["cpu frequency", "not configured"],
-            &["cpu_freq", "not supported"],
-            &["cpu-freq", "invalid"],
-        ];
-        let v = said(&p, words).ok_or_else(|| silent("srun --cpu-freq=Low", &p.text))?;
-        only_at_start(ctx, &v, &p.output, "CPU frequency");
-        Ok(format!("--cpu-freq=Low: {v}"))
+        let p = probe(ctx, &log, &["-n1", "-w", &node, option, "/bin/true"])?;
+        let v = match (said(&p, words), enforced) {
+            (Some(v), _) => v,
+            (None, Some(m)) if p.ok && p.text.contains(m) => {
+                Verdict::Enforced(format!("slurmd logged {m:?}"))
+            }
+            _ => return Err(silent(&format!("srun {option}"), &p.text)),
+        };
+        only_at_start(ctx, &v, &p.output, option);
+        Ok(format!("{option}: {v}"))
     })
 }
 
