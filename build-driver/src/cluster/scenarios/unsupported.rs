@@ -308,7 +308,7 @@ fn only_at_start(ctx: &mut Ctx<'_>, v: &Verdict, job_output: &str, what: &str) {
     if let Verdict::NotEnforced(l) = v {
         if !job_output.contains(l.as_str()) {
             ctx.gap = Some(format!(
-                "{what}: accepted, and only slurmd's log says it is not applied ({l:?}); the job is told nothing"
+                "{what}: the job is told nothing; only slurmd's log (at its start) says it is not applied"
             ));
         }
     }
