@@ -275,7 +275,7 @@ fn cluster_lanes(
                 "cluster multi-node: 3 nodes, native head + darwin node",
                 || {
                     crate::cluster::multi_node_smoke(sh, &native.prefix, &dar.prefix)
-                        .map(|()| "nodes-* and mix-* scenarios passed".to_string())
+                        .map(|()| "nodes-*, mix-* and PMI-2 scenarios passed".to_string())
                 },
             );
         }

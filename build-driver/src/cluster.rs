@@ -315,7 +315,8 @@ pub fn macos_native_scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
 }
 
 /// The multi-node scenarios CI runs: a cluster of 3 nodes, the first two of the native build
-/// (with slurmctld and slurmdbd), the third of the darwin personality.
+/// (with slurmctld and slurmdbd), the third of the darwin personality; with PMI-2 across
+/// them (smd-401, smd-402: under a second together).
 pub fn multi_node_smoke(sh: &Shell, native: &Path, darwin: &Path) -> Result<()> {
     let name = "ci_multi_node".to_string();
     let mut up = UpOptions::new(PathBuf::new(), name.clone(), default_dir(&name));
@@ -334,7 +335,12 @@ pub fn multi_node_smoke(sh: &Shell, native: &Path, darwin: &Path) -> Result<()> 
         sh,
         &TestOptions {
             up,
-            only: vec!["nodes-".into(), "mix-".into()],
+            only: vec![
+                "nodes-".into(),
+                "mix-".into(),
+                "smd-401".into(),
+                "smd-402".into(),
+            ],
             keep: false,
         },
     )

@@ -12,8 +12,7 @@
 //! reason = "..."
 //! ```
 
-use super::{Recorded, load};
-use crate::error::Result;
+use super::Recorded;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -22,12 +21,8 @@ pub fn path(root: &Path, line: &str) -> PathBuf {
     super::file(root, &format!("proc-access-{line}.toml"))
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Accepted {
-    #[serde(default)]
-    pub accepted: Vec<Access>,
-}
+/// The accepted accesses of one line.
+pub type Accepted = super::AcceptedList<Access>;
 
 /// One accepted access: a call site and a path prefix, with its reason.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -39,10 +34,6 @@ pub struct Access {
 }
 
 impl Accepted {
-    pub fn load(path: &Path) -> Result<Accepted> {
-        load(path)
-    }
-
     /// The entry that accepts `seen`, if any.
     pub fn find(&self, seen: &Seen) -> Option<&Access> {
         self.accepted

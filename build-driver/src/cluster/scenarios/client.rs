@@ -359,13 +359,13 @@ impl<'a> Ctx<'a> {
     /// queue was empty (native and darwin alike).
     pub fn state_of(&self, name: &str) -> Result<(String, String)> {
         let f = self.node_fields(name)?;
-        Ok((field(&f, "State"), field(&f, "CPUAlloc")))
+        Ok((field(&f, "State").into(), field(&f, "CPUAlloc").into()))
     }
 
     /// The first node's `State` and `Reason` (`scontrol show node`).
     pub fn state_reason(&self) -> Result<(String, String)> {
         let f = self.node()?;
-        Ok((field(&f, "State"), field(&f, "Reason")))
+        Ok((field(&f, "State").into(), field(&f, "Reason").into()))
     }
 
     /// `scontrol update NodeName=<first node> State=RESUME`, then wait until it is idle.
@@ -390,6 +390,41 @@ impl<'a> Ctx<'a> {
                     .then_some((state, reason)))
             },
         )
+    }
+
+    /// Wait until field `key` of node `name` satisfies `ok` (`what` says what is awaited);
+    /// its value then. The error has the last value seen.
+    pub fn wait_node_value(
+        &self,
+        name: &str,
+        key: &str,
+        what: &str,
+        ok: impl Fn(&str) -> bool,
+    ) -> Result<String> {
+        let mut last = None;
+        poll(what, Duration::from_secs(60), POLL, || {
+            let v = self.node_value(name, key)?;
+            let done = ok(&v);
+            last = Some(v.clone());
+            Ok(done.then_some(v))
+        })
+        .map_err(|e| Error::Scenario(format!("{e}; last {key}={last:?}")))
+    }
+
+    /// If node `name` is drained: resume it; its drain reason (whole: sinfo's `%E`).
+    pub fn resume_if_drained(&self, name: &str) -> Result<Option<String>> {
+        if !self.node_value(name, "State")?.contains("DRAIN") {
+            return Ok(None);
+        }
+        let reason = self.read("sinfo", &["-h", "-n", name, "-o", "%E"])?;
+        let node = format!("NodeName={name}");
+        self.read("scontrol", &["update", &node, "State=RESUME"])?;
+        Ok(Some(reason.trim().to_string()))
+    }
+
+    /// One field of node `name` (`scontrol show node -d -o`); empty when it is absent.
+    pub fn node_value(&self, name: &str, key: &str) -> Result<String> {
+        Ok(field(&self.node_fields(name)?, key).to_string())
     }
 
     /// Wait until every node is usable: `State=IDLE` (no drain or completing flag), no CPU
@@ -439,6 +474,56 @@ impl<'a> Ctx<'a> {
         self.run("srun", args)
     }
 
+    /// `srun ARGS` must succeed: its stdout; else an error naming `what`, the status and
+    /// stderr.
+    pub fn srun_stdout(&self, what: &str, args: &[&str]) -> Result<String> {
+        let out = self.srun(args)?;
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = || String::from_utf8_lossy(&out.stderr).trim().to_string();
+        match out.status.success() {
+            true => Ok(stdout),
+            false => Err(Error::Scenario(format!(
+                "{what}: {}, stdout {stdout:?}, stderr {:?}",
+                out.status,
+                stderr()
+            ))),
+        }
+    }
+
+    /// Job `id` is in state `want` now; else an error saying `when`.
+    pub fn expect_state(&self, id: u32, want: &str, when: &str) -> Result<()> {
+        match self.job_state(id)? {
+            s if s == want => Ok(()),
+            s => Err(Error::Scenario(format!(
+                "job {id} is {s} {when}, expected {want}"
+            ))),
+        }
+    }
+
+    /// sacct has job `id` finished in state `want` (within `JOB_TIMEOUT`); its record.
+    pub fn expect_acct(&self, id: u32, want: &str) -> Result<Acct> {
+        let a = self.acct_final(id, JOB_TIMEOUT)?;
+        if a.state != want {
+            return Err(Error::Scenario(format!(
+                "sacct: job {id} {}, expected {want}",
+                a.state
+            )));
+        }
+        Ok(a)
+    }
+
+    /// Every node's host name, sorted.
+    pub fn hostnames(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .cluster
+            .nodes()
+            .iter()
+            .map(|n| n.hostname.clone())
+            .collect();
+        v.sort();
+        v
+    }
+
     /// `srun ARGS` must succeed and print exactly `expected`.
     pub fn srun_expect(&self, args: &[&str], expected: &str) -> Result<()> {
         let out = self.srun(args)?;
@@ -474,6 +559,27 @@ impl<'a> Ctx<'a> {
 /// A job's final states (sacct and scontrol spell them alike).
 const TERMINAL: &str =
     "COMPLETED CANCELLED FAILED TIMEOUT NODE_FAIL PREEMPTED BOOT_FAIL DEADLINE OUT_OF_MEMORY";
+/// Where a log file ended when the mark was taken: [`LogMark::added`] is what it gained.
+#[derive(Debug, Clone)]
+pub struct LogMark {
+    path: PathBuf,
+    from: u64,
+}
+
+impl LogMark {
+    pub fn take(path: &Path) -> LogMark {
+        LogMark {
+            path: path.to_path_buf(),
+            from: std::fs::metadata(path).map_or(0, |m| m.len()),
+        }
+    }
+
+    /// The text written to the log since the mark (lossy UTF-8; empty if unreadable).
+    pub fn added(&self) -> String {
+        let bytes = std::fs::read(&self.path).unwrap_or_default();
+        String::from_utf8_lossy(bytes.get(self.from as usize..).unwrap_or_default()).into_owned()
+    }
+}
 
 pub fn is_terminal(state: &str) -> bool {
     let first = state.split_whitespace().next().unwrap_or("");
@@ -490,13 +596,12 @@ pub fn parse_fields(out: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The value of `key` in parsed fields ("" when absent).
-pub fn field(fields: &[(String, String)], key: &str) -> String {
+/// The value of `key` among [`parse_fields`]'s fields; empty when it is absent.
+pub fn field<'f>(fields: &'f [(String, String)], key: &str) -> &'f str {
     fields
         .iter()
         .find(|(k, _)| k == key)
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default()
+        .map_or("", |(_, v)| v.as_str())
 }
 
 /// A client's output that must have succeeded: its stdout, else an error naming `what`,
@@ -529,22 +634,6 @@ pub fn all_hold(what: &str, checks: &[(bool, String)]) -> Result<()> {
     )))
 }
 
-/// Where a log ends now: a mark for [`log_since`].
-pub fn log_mark(path: &Path) -> u64 {
-    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
-}
-
-/// What a log gained after `mark` bytes ("" when it cannot be read).
-pub fn log_since(path: &Path, mark: u64) -> String {
-    std::fs::read(path)
-        .ok()
-        .and_then(|b| {
-            b.get(mark as usize..)
-                .map(|t| String::from_utf8_lossy(t).into_owned())
-        })
-        .unwrap_or_default()
-}
-
 /// One `sacct -P -o State,ExitCode,AllocTRES,User,Start,End` line. `CANCELLED by 0` keeps
 /// only the first word of the state.
 pub fn parse_acct(line: &str) -> Option<Acct> {
@@ -560,6 +649,12 @@ pub fn parse_acct(line: &str) -> Option<Acct> {
         start: f[4].to_string(),
         end: f[5].to_string(),
     })
+}
+
+/// A job script's lines that wait until file `go` exists, then run `then` (a job held
+/// until the scenario lets it finish).
+pub fn hold_until(go: &Path, then: &str) -> String {
+    format!("while [ ! -e {} ]; do sleep 0.1; done\n{then}", q(go))
 }
 
 /// Single-quote for /bin/sh.

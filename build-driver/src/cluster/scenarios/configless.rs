@@ -14,7 +14,7 @@
 
 use super::super::daemon::Daemon;
 use super::super::handle::SlurmdLaunch;
-use super::client::{Ctx, JOB_TIMEOUT};
+use super::client::{Ctx, JOB_TIMEOUT, LogMark};
 use super::reconf::{self, Change};
 use crate::error::{Error, Result};
 use crate::util::process::bounded::read_bounded;
@@ -23,6 +23,9 @@ use std::path::{Path, PathBuf};
 /// Where patch 0015's temporary files go (its `mkostemp` template).
 const MEMFD_DIR: &str = "/tmp";
 const MEMFD_PREFIX: &str = "slurm-memfd-";
+/// slurmd's link to the fetched configuration, in the node's namespace (macOS: patch
+/// 0011's `/var/run/slurm/conf`; `/var/run` is `/run` on Linux).
+const RUN_CONF: &str = "/run/slurm/conf";
 
 /// The `/tmp/slurm-memfd-*` files that name this cluster's controller port (another
 /// cluster's configless runs on this machine write their own).
@@ -86,54 +89,19 @@ fn configless_node(ctx: &mut Ctx<'_>, i: usize) -> Result<String> {
     let node = ctx.cluster.nodes()[i].clone();
     let port = ctx.cluster.state.ports.slurmctld;
     let before = memfd_files(port);
-    let dir = key_only_dir(ctx, &node.name)?;
-    ctx.cluster.stop(Daemon::Slurmd(i))?;
-    let cache = ctx
-        .cluster
-        .layout()
-        .node_spool(&node.name)
-        .join("conf-cache");
-    if cache.exists() {
-        std::fs::remove_dir_all(&cache).map_err(|e| Error::io(&cache, e))?;
-    }
-    ctx.cluster.slurmd_launch.insert(
-        i,
-        SlurmdLaunch {
-            args: vec!["--conf-server".into(), format!("127.0.0.1:{port}")],
-            slurm_conf: Some(dir.join("slurm.conf")),
-        },
-    );
-    let log_path = ctx.cluster.log(Daemon::Slurmd(i));
-    let from = std::fs::metadata(&log_path).map_or(0, |m| m.len());
-    ctx.cluster.start(ctx.sh, Daemon::Slurmd(i))?;
-    // The configuration it runs with is the controller's, from the cache it wrote.
-    let l = ctx.cluster.layout();
-    for f in ["slurm.conf", "gres.conf"] {
-        let (ours, theirs) = (l.conf_dir().join(f), cache.join(f));
-        let same = std::fs::read(&ours).ok() == std::fs::read(&theirs).ok();
-        if !same {
-            return Err(Error::Scenario(format!(
-                "{} is not the controller's {f} ({}): the node did not fetch it",
-                theirs.display(),
-                ours.display()
-            )));
-        }
-    }
-    let log = std::fs::read(&log_path)
-        .ok()
-        .and_then(|b| {
-            b.get(from as usize..)
-                .map(|b| String::from_utf8_lossy(b).into_owned())
-        })
-        .unwrap_or_default();
-    let out = ctx.srun(&["-N1", "-w", &node.name, "/bin/sh", "-c", "hostname"])?;
-    let host = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    if !out.status.success() || host != node.hostname {
+    let log = LogMark::take(&ctx.cluster.log(Daemon::Slurmd(i)));
+    let cache = start_configless(ctx, i, port)?;
+    check_fetched(ctx, &cache)?;
+    let out = ctx.srun_stdout(
+        &format!("srun on configless {}", node.name),
+        &["-N1", "-w", &node.name, "/bin/sh", "-c", "hostname"],
+    )?;
+    if out.trim() != node.hostname {
         return Err(Error::Scenario(format!(
-            "srun on configless {}: {}, stdout {host:?}, stderr {:?}",
+            "srun on configless {} ran on {:?}, expected {}",
             node.name,
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
+            out.trim(),
+            node.hostname
         )));
     }
     let client = client_without_conf(ctx, i)?;
@@ -141,22 +109,9 @@ fn configless_node(ctx: &mut Ctx<'_>, i: usize) -> Result<String> {
     ctx.wait_state(id, &["COMPLETED"], JOB_TIMEOUT)?;
     // The fetch's temporary files (macOS: patch 0015) must be gone once slurmd stopped.
     ctx.cluster.stop(Daemon::Slurmd(i))?;
-    let left: Vec<PathBuf> = memfd_files(port)
-        .into_iter()
-        .filter(|p| !before.contains(p))
-        .collect();
-    if !left.is_empty() {
-        return Err(Error::Scenario(format!(
-            "configless fetch left {} temporary file(s) behind after {}'s slurmd stopped: {} (dump_to_memfd's macOS file, made in a child that _exit()s without its atexit handler)",
-            left.len(),
-            node.name,
-            left.iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
-    }
+    no_temp_left(port, &before, &node.name)?;
     if log
+        .added()
         .lines()
         .any(|l| l.contains("config will load from file"))
     {
@@ -170,6 +125,60 @@ fn configless_node(ctx: &mut Ctx<'_>, i: usize) -> Result<String> {
         node.name,
         cache.display()
     ))
+}
+
+/// Node `i`'s slurmd started again with `--conf-server` and no local configuration, its
+/// spool's `conf-cache` emptied first. The cache directory.
+fn start_configless(ctx: &mut Ctx<'_>, i: usize, port: u16) -> Result<PathBuf> {
+    let name = ctx.cluster.nodes()[i].name.clone();
+    let dir = key_only_dir(ctx, &name)?;
+    ctx.cluster.stop(Daemon::Slurmd(i))?;
+    let cache = ctx.cluster.layout().node_spool(&name).join("conf-cache");
+    if cache.exists() {
+        std::fs::remove_dir_all(&cache).map_err(|e| Error::io(&cache, e))?;
+    }
+    ctx.cluster.slurmd_launch.insert(
+        i,
+        SlurmdLaunch {
+            args: vec!["--conf-server".into(), format!("127.0.0.1:{port}")],
+            slurm_conf: Some(dir.join("slurm.conf")),
+        },
+    );
+    ctx.cluster.start(ctx.sh, Daemon::Slurmd(i))?;
+    Ok(cache)
+}
+
+/// The configuration the node runs with is the controller's, from the cache it wrote.
+fn check_fetched(ctx: &Ctx<'_>, cache: &Path) -> Result<()> {
+    let l = ctx.cluster.layout();
+    for f in ["slurm.conf", "gres.conf"] {
+        let (ours, theirs) = (l.conf_dir().join(f), cache.join(f));
+        if std::fs::read(&ours).ok() != std::fs::read(&theirs).ok() {
+            return Err(Error::Scenario(format!(
+                "{} is not the controller's {f} ({}): the node did not fetch it",
+                theirs.display(),
+                ours.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// No temporary file of this cluster's fetch is left beyond those in `before`.
+fn no_temp_left(port: u16, before: &[PathBuf], node: &str) -> Result<()> {
+    let left: Vec<String> = memfd_files(port)
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .map(|p| p.display().to_string())
+        .collect();
+    if left.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Scenario(format!(
+        "configless fetch left {} temporary file(s) behind after {node}'s slurmd stopped: {} (dump_to_memfd's macOS file, made in a child that _exit()s without its atexit handler)",
+        left.len(),
+        left.join(", ")
+    )))
 }
 
 /// A client on the node with no `SLURM_CONF`: it must find the configuration slurmd
@@ -186,11 +195,6 @@ fn client_without_conf(ctx: &Ctx<'_>, i: usize) -> Result<String> {
         ))
     })?;
     let name = &ctx.cluster.state.name;
-    let path = out
-        .lines()
-        .find_map(|l| l.strip_prefix("SLURM_CONF"))
-        .map(|v| v.trim_start_matches([' ', '=']).trim().to_string())
-        .unwrap_or_default();
     if !out
         .lines()
         .any(|l| l.starts_with("ClusterName") && l.trim_end().ends_with(&format!("= {name}")))
@@ -199,9 +203,26 @@ fn client_without_conf(ctx: &Ctx<'_>, i: usize) -> Result<String> {
             "scontrol show config on the configless node does not name cluster {name}"
         )));
     }
-    let link = Path::new(&path);
+    // Without SLURM_CONF a client reads the build's default file, else slurmd's link.
+    let default = ctx.cluster.nodes()[i].prefix.join("etc/slurm.conf");
+    if default.exists() {
+        return Err(Error::Scenario(format!(
+            "{} exists: the client may have read it instead of the fetched configuration",
+            default.display()
+        )));
+    }
+    let link = Path::new(RUN_CONF);
+    let seen = ctx.cluster.seen_by(Daemon::Slurmd(i), link);
+    if !seen.join("slurm.conf").is_file() {
+        return Err(Error::Scenario(format!(
+            "no {}/slurm.conf on the configless node ({}): slurmd made no run-directory link",
+            link.display(),
+            seen.display()
+        )));
+    }
     Ok(format!(
-        "scontrol there without SLURM_CONF read {}",
+        "scontrol there without SLURM_CONF (and no {}) reached cluster {name} through {}",
+        default.display(),
         link.display()
     ))
 }

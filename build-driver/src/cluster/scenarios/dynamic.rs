@@ -9,7 +9,7 @@
 use super::super::daemon::Daemon;
 use super::super::handle::SlurmdLaunch;
 use super::super::nodes::{Node, node_addr, node_name};
-use super::client::{Ctx, JOB_TIMEOUT};
+use super::client::{Ctx, JOB_TIMEOUT, field};
 use super::reconf::{self, Change};
 use crate::error::{Error, Result};
 
@@ -97,13 +97,7 @@ fn cycle(ctx: &mut Ctx<'_>, i: usize) -> Result<String> {
     for round in ["registered", "registered again"] {
         ctx.cluster.start(ctx.sh, Daemon::Slurmd(i))?;
         let fields = ctx.node_fields(&name)?;
-        let get = |k: &str| {
-            fields
-                .iter()
-                .find(|(x, _)| x == k)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default()
-        };
+        let get = |k: &str| field(&fields, k);
         if !get("AvailableFeatures").split(',').any(|f| f == FEATURE) {
             return Err(Error::Scenario(format!(
                 "dynamic node {name}: features {:?}, expected {FEATURE} (from --conf)",

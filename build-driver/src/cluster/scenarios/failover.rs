@@ -5,7 +5,8 @@
 //! controller runs) and the same StateSaveLocation. Both would bind SlurmctldPort on every
 //! address; `CommunicationParameters=NoCtldInAddrAny` makes each bind the address its host
 //! name resolves to (src/common/slurm_protocol_api.c `slurm_setup_addr`), so the backup's
-//! mount namespace gets an `/etc/hosts` that adds `127.0.0.2 ctld2`.
+//! mount namespace gets an `/etc/hosts` that adds `127.0.0.2 ctld2`, and a pid directory
+//! of its own (one host per controller in a real cluster).
 //!
 //! The primary is stopped while a job runs: the backup must say it takes over, keep the
 //! job, run new work (a step on every node, a batch job that is accounted), take a slurmd
@@ -14,7 +15,7 @@
 
 use super::super::daemon::Daemon;
 use super::super::procs::{self, Isolation, ProcRecord};
-use super::client::{Ctx, JOB_TIMEOUT, POLL, q};
+use super::client::{Ctx, JOB_TIMEOUT, POLL, hold_until};
 use super::reconf::{self, Change};
 use crate::error::{Error, Result};
 use crate::util::process::bounded::{poll, run_bounded};
@@ -61,8 +62,13 @@ fn start_backup(ctx: &mut Ctx<'_>) -> Result<ProcRecord> {
         format!("{system}\n{BACKUP_ADDR} {BACKUP_HOST}\n").as_bytes(),
         0o644,
     )?;
+    // Its own pid directory: slurmctld kills the process its SlurmctldPidFile names when
+    // it starts ("killing old slurmctld"), which would be the primary.
+    let pids = dir.join("pid");
+    std::fs::create_dir_all(&pids).map_err(|e| Error::io(&pids, e))?;
     let iso = Isolation::node(&l.run(), BACKUP_HOST)?
-        .with_bind(&hosts, std::path::Path::new("/etc/hosts"))?;
+        .with_bind(&hosts, std::path::Path::new("/etc/hosts"))?
+        .with_bind(&pids, &l.pids())?;
     let sbin = ctx.cluster.state.prefix.join("sbin");
     let conf = l.conf();
     let sh = ctx.sh;
@@ -115,10 +121,7 @@ fn takeover(ctx: &mut Ctx<'_>) -> Result<String> {
     start_backup(ctx)?;
     wait_ping(ctx, (true, true), "the backup slurmctld to stand by")?;
     let go = ctx.path("go");
-    let body = format!(
-        "while [ ! -e {go} ]; do sleep 0.1; done\necho survived\n",
-        go = q(&go)
-    );
+    let body = hold_until(&go, "echo survived\n");
     let running = ctx.sbatch("across-failover", &["-n1"], &body)?;
     ctx.wait_state(running, &["RUNNING"], JOB_TIMEOUT)?;
     ctx.cluster.stop(Daemon::Slurmctld)?;
@@ -129,53 +132,59 @@ fn takeover(ctx: &mut Ctx<'_>) -> Result<String> {
         POLL,
         || Ok(backup_log(ctx).contains("taking over").then_some(())),
     )?;
-    // Under the backup: the job is still running; new work runs.
-    let state = ctx.job_state(running)?;
-    if state != "RUNNING" {
-        return Err(Error::Scenario(format!(
-            "job {running} is {state} under the backup controller"
-        )));
-    }
-    let n = ctx.cluster.nodes().len().to_string();
-    let step = ctx.srun(&["-N", &n, "--ntasks-per-node=1", "/bin/sh", "-c", "hostname"])?;
-    if !step.status.success() {
-        return Err(Error::Scenario(format!(
-            "srun under the backup: {}: {}",
-            step.status,
-            String::from_utf8_lossy(&step.stderr).trim()
-        )));
-    }
-    let mut hosts: Vec<String> = String::from_utf8_lossy(&step.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect();
-    hosts.sort();
-    let mut want: Vec<String> = ctx
-        .cluster
-        .nodes()
-        .iter()
-        .map(|x| x.hostname.clone())
-        .collect();
-    want.sort();
-    if hosts != want {
-        return Err(Error::Scenario(format!(
-            "srun -N{n} under the backup ran on {hosts:?}, expected {want:?}"
-        )));
-    }
-    // A node registers anew with the backup (its slurmd restarted: the primary is down).
-    let last = ctx.cluster.nodes().len() - 1;
-    let last_name = ctx.cluster.nodes()[last].name.clone();
-    ctx.cluster.restart(ctx.sh, Daemon::Slurmd(last))?;
-    let batch = ctx.sbatch(
-        "under-backup",
-        &["-N1", "-w", &last_name],
-        "echo batch-ok\n",
-    )?;
-    ctx.wait_state(batch, &["COMPLETED"], JOB_TIMEOUT)?;
+    ctx.expect_state(running, "RUNNING", "under the backup controller")?;
+    let under = work_under_backup(ctx)?;
     std::fs::write(&go, "").map_err(|e| Error::io(&go, e))?;
     ctx.wait_state(running, &["COMPLETED"], JOB_TIMEOUT)?;
-    let acct = ctx.acct_final(batch, JOB_TIMEOUT)?;
-    // The primary comes back: the backup relinquishes, the primary knows the jobs.
+    let acct = ctx.acct_final(under.batch, JOB_TIMEOUT)?;
+    let by_primary = fail_back(ctx, running, under.batch)?;
+    Ok(format!(
+        "backup {BACKUP_HOST}({BACKUP_ADDR}) took over from the stopped primary; job {running} kept running and COMPLETED; srun ran on {}; {} re-registered; batch job {} {} (AllocTRES {}); primary back, backup standing by; {by_primary}",
+        under.hosts.join(","),
+        under.node,
+        under.batch,
+        acct.state,
+        acct.alloc_tres
+    ))
+}
+
+/// What ran under the backup controller.
+struct UnderBackup {
+    /// The hosts of a step on every node.
+    hosts: Vec<String>,
+    /// The node whose slurmd registered anew with the backup.
+    node: String,
+    /// A batch job on that node, completed.
+    batch: u32,
+}
+
+/// Under the backup: a step on every node, a node's slurmd registering anew (restarted:
+/// the primary is down), a batch job on it.
+fn work_under_backup(ctx: &mut Ctx<'_>) -> Result<UnderBackup> {
+    let n = ctx.cluster.nodes().len().to_string();
+    let step = ctx.srun_stdout(
+        "srun under the backup",
+        &["-N", &n, "--ntasks-per-node=1", "/bin/sh", "-c", "hostname"],
+    )?;
+    let mut hosts: Vec<String> = step.lines().map(str::to_string).collect();
+    hosts.sort();
+    if hosts != ctx.hostnames() {
+        return Err(Error::Scenario(format!(
+            "srun -N{n} under the backup ran on {hosts:?}, expected {:?}",
+            ctx.hostnames()
+        )));
+    }
+    let last = ctx.cluster.nodes().len() - 1;
+    let node = ctx.cluster.nodes()[last].name.clone();
+    ctx.cluster.restart(ctx.sh, Daemon::Slurmd(last))?;
+    let batch = ctx.sbatch("under-backup", &["-N1", "-w", &node], "echo batch-ok\n")?;
+    ctx.wait_state(batch, &["COMPLETED"], JOB_TIMEOUT)?;
+    Ok(UnderBackup { hosts, node, batch })
+}
+
+/// The primary comes back: the backup relinquishes, the primary knows the jobs (the job
+/// that ran across the failover wrote its line). How the primary knows the backup's job.
+fn fail_back(ctx: &mut Ctx<'_>, running: u32, batch: u32) -> Result<&'static str> {
     ctx.cluster.start(ctx.sh, Daemon::Slurmctld)?;
     wait_ping(ctx, (true, true), "the backup to give control back")?;
     let mut check = ctx.tool("scontrol");
@@ -188,15 +197,9 @@ fn takeover(ctx: &mut Ctx<'_>) -> Result<String> {
             "after failing back: job {running} is {known_state} and wrote {out:?}"
         )));
     }
-    let by_primary = if known.status.success() {
+    Ok(if known.status.success() {
         "the primary knows the backup's job"
     } else {
         "the backup's job already purged from the primary (MinJobAge), sacct has it"
-    };
-    Ok(format!(
-        "backup {BACKUP_HOST}({BACKUP_ADDR}) took over from the stopped primary; job {running} kept running and COMPLETED; srun ran on {}; {last_name} re-registered; batch job {batch} {} (AllocTRES {}); primary back, backup standing by; {by_primary}",
-        hosts.join(","),
-        acct.state,
-        acct.alloc_tres
-    ))
+    })
 }

@@ -10,7 +10,7 @@
 //! a Mac (any process may use Metal).
 
 use super::super::daemon::Daemon;
-use super::client::{Ctx, JOB_TIMEOUT, POLL, q};
+use super::client::{Ctx, JOB_TIMEOUT, POLL, field, hold_until};
 use super::reconf::{self, Change};
 use crate::error::{Error, Result};
 use crate::util::process::bounded::poll;
@@ -51,65 +51,55 @@ pub fn parse_gpus(value: &str) -> Option<Gpus> {
 /// Node `name`'s configured GPUs (`Gres=`) and the number allocated (`GresUsed=`).
 fn gpus_of(ctx: &Ctx<'_>, name: &str) -> Result<(Gpus, u32)> {
     let f = ctx.node_fields(name)?;
-    let get = |k: &str| {
-        f.iter()
-            .find(|(x, _)| x == k)
-            .map(|(_, v)| v.as_str())
-            .unwrap_or("")
-    };
-    let conf = parse_gpus(get("Gres")).ok_or_else(|| {
+    let conf = parse_gpus(field(&f, "Gres")).ok_or_else(|| {
         Error::Scenario(format!(
             "node {name} has no typed GPU (Gres={:?}); these scenarios need gres.conf's gpu",
-            get("Gres")
+            field(&f, "Gres")
         ))
     })?;
-    let used = parse_gpus(get("GresUsed")).map_or(0, |g| g.count);
+    let used = parse_gpus(field(&f, "GresUsed")).map_or(0, |g| g.count);
     Ok((conf, used))
 }
 
-/// Wait until node `name` has `want` GPUs allocated; the last count seen in the error.
+/// Wait until node `name` has `want` GPUs allocated.
 fn wait_gpus_used(ctx: &Ctx<'_>, name: &str, want: u32) -> Result<()> {
-    let mut last = None;
-    poll(
-        &format!("{name}'s GresUsed to count {want} GPU(s)"),
-        Duration::from_secs(30),
-        POLL,
-        || {
-            let used = gpus_of(ctx, name)?.1;
-            last = Some(used);
-            Ok((used == want).then_some(()))
-        },
-    )
-    .map_err(|e| Error::Scenario(format!("{e} (last seen: {last:?})")))
+    let what = format!("{name}'s GresUsed to count {want} GPU(s)");
+    ctx.wait_node_value(name, "GresUsed", &what, |v| {
+        parse_gpus(v).map_or(0, |g| g.count) == want
+    })?;
+    Ok(())
 }
 
 /// A script that records its GPU environment and waits for `go`.
 fn holder(go: &std::path::Path) -> String {
     format!(
-        "echo \"gpus=${{SLURM_JOB_GPUS-unset}}\"\nwhile [ ! -e {go} ]; do sleep 0.1; done\n",
-        go = q(go)
+        "echo \"gpus=${{SLURM_JOB_GPUS-unset}}\"\n{}",
+        hold_until(go, "")
     )
 }
 
-/// A job is pending with `reason` and stays so for a second.
-fn stays_pending(ctx: &Ctx<'_>, id: u32, reason: &str, why: &str) -> Result<()> {
+/// A job is pending (with `reason`, if given) and stays so for two seconds.
+fn stays_pending(ctx: &Ctx<'_>, id: u32, reason: Option<&str>, why: &str) -> Result<()> {
+    let pending = || -> Result<()> {
+        match ctx.job_state(id)?.as_str() {
+            "PENDING" => Ok(()),
+            s => Err(Error::Scenario(format!("job {id} is {s}: {why}"))),
+        }
+    };
     poll(
-        &format!("job {id} to pend on {reason}"),
+        &format!("job {id} to pend on {}", reason.unwrap_or("anything")),
         JOB_TIMEOUT,
         POLL,
         || {
-            let state = ctx.job_state(id)?;
-            if state != "PENDING" {
-                return Err(Error::Scenario(format!("job {id} is {state}: {why}")));
-            }
-            Ok((ctx.job_field(id, "Reason")?.as_deref() == Some(reason)).then_some(()))
+            pending()?;
+            let r = ctx.job_field(id, "Reason")?;
+            Ok(reason
+                .is_none_or(|want| r.as_deref() == Some(want))
+                .then_some(()))
         },
     )?;
-    std::thread::sleep(Duration::from_secs(1));
-    match ctx.job_state(id)?.as_str() {
-        "PENDING" => Ok(()),
-        s => Err(Error::Scenario(format!("job {id} is {s}: {why}"))),
-    }
+    std::thread::sleep(Duration::from_secs(2));
+    pending()
 }
 
 fn first_line_of(ctx: &Ctx<'_>, stem: &str) -> Result<String> {
@@ -180,7 +170,8 @@ pub fn beside_gpu_job(ctx: &mut Ctx<'_>) -> Result<String> {
             a.alloc_tres, b.alloc_tres
         )));
     }
-    if b.start >= a.end {
+    // sacct's times are whole seconds: a start in the second the other ended is together.
+    if b.start > a.end {
         return Err(Error::Scenario(format!(
             "sacct: job {plain} started {} after GPU job {gpu} ended {}",
             b.start, a.end
@@ -203,10 +194,6 @@ pub fn fewer_gpus(ctx: &mut Ctx<'_>) -> Result<String> {
         kind: gpus.kind.clone(),
         count: gpus.count + 1,
     };
-    let expect_reason = format!(
-        "gres/gpu count reported lower than configured ({} < {})",
-        gpus.count, more.count
-    );
     // Only slurmctld takes the change: the node's slurmd keeps reporting what it has.
     let change = Change {
         node_params: vec![(node.clone(), format!("Gres={}:{}", more.kind, more.count))],
@@ -214,72 +201,18 @@ pub fn fewer_gpus(ctx: &mut Ctx<'_>) -> Result<String> {
         ..Change::default()
     };
     let seen = reconf::with_change(ctx, &change, |ctx| {
-        let mut last = None;
-        poll(
-            &format!("{node} to be drained for its GPU count"),
-            Duration::from_secs(60),
-            POLL,
-            || {
-                let f = ctx.node_fields(&node)?;
-                let get = |k: &str| {
-                    f.iter()
-                        .find(|(x, _)| x == k)
-                        .map(|(_, v)| v.clone())
-                        .unwrap_or_default()
-                };
-                let (state, reason) = (get("State"), get("Reason"));
-                last = Some(format!("State={state} Reason={reason}"));
-                Ok((state.contains("INVALID_REG") && state.contains("DRAIN")).then_some(()))
-            },
-        )
-        .map_err(|e| Error::Scenario(format!("{e}; last {last:?}")))?;
-        // Reason= is one word of `scontrol -o` only up to its first space: read it whole.
-        let reason = ctx.read("sinfo", &["-h", "-n", &node, "-o", "%E"])?;
-        if !reason.contains(&expect_reason) {
-            return Err(Error::Scenario(format!(
-                "{node} is drained, but its reason {:?} does not say {expect_reason:?}",
-                reason.trim()
-            )));
-        }
+        let reason = drained_for_count(ctx, &node, &gpus, &more)?;
         let id = ctx.sbatch(
             "gpu-on-invalid",
             &["-w", &node, "-n1", &gpus.request(1)],
             "true\n",
         )?;
-        let pended = poll(
-            &format!("job {id} to pend"),
-            JOB_TIMEOUT,
-            POLL,
-            || match ctx.job_state(id)?.as_str() {
-                "PENDING" => Ok(Some(())),
-                s => Err(Error::Scenario(format!(
-                    "job {id} is {s} on {node}, which is drained for its GPU count"
-                ))),
-            },
-        );
-        std::thread::sleep(Duration::from_secs(2));
-        let still = ctx.job_state(id)?;
+        let pended = stays_pending(ctx, id, None, "its node is drained for its GPU count");
         ctx.read("scancel", &[&id.to_string()])?;
         pended?;
-        if still != "PENDING" {
-            return Err(Error::Scenario(format!(
-                "job {id} is {still} on {node}, which is drained for its GPU count"
-            )));
-        }
-        Ok(format!("{}; GPU job {id} pended", reason.trim()))
+        Ok(format!("{reason}; GPU job {id} pended"))
     })?;
-    // slurmctld has the corrected configuration again (with_change restarted it). A node
-    // drained by slurmctld for an invalid registration stays drained until an
-    // administrator resumes it (node_mgr.c validate_node_specs only sets the flag).
-    let after = ctx.state_of(&node)?.0;
-    let resumed = after.contains("DRAIN");
-    if resumed {
-        ctx.read(
-            "scontrol",
-            &["update", &format!("NodeName={node}"), "State=RESUME"],
-        )?;
-    }
-    ctx.wait_node_idle(Duration::from_secs(60))?;
+    let (after, resumed) = usable_again(ctx, &node)?;
     let id = ctx.sbatch(
         "gpu-after-fix",
         &["-w", &node, "-n1", &gpus.request(1)],
@@ -294,13 +227,50 @@ pub fn fewer_gpus(ctx: &mut Ctx<'_>) -> Result<String> {
     ))
 }
 
+/// Wait for `node` to be INVALID_REG and drained; its reason must name both GPU counts.
+fn drained_for_count(ctx: &Ctx<'_>, node: &str, has: &Gpus, conf: &Gpus) -> Result<String> {
+    ctx.wait_node_value(
+        node,
+        "State",
+        &format!("{node} to be drained for its GPU count"),
+        |s| s.contains("INVALID_REG") && s.contains("DRAIN"),
+    )?;
+    // Reason= is one word of `scontrol -o` only up to its first space: read it whole.
+    let reason = ctx.read("sinfo", &["-h", "-n", node, "-o", "%E"])?;
+    let expect = format!(
+        "gres/gpu count reported lower than configured ({} < {})",
+        has.count, conf.count
+    );
+    if !reason.contains(&expect) {
+        return Err(Error::Scenario(format!(
+            "{node} is drained, but its reason {:?} does not say {expect:?}",
+            reason.trim()
+        )));
+    }
+    Ok(reason.trim().to_string())
+}
+
+/// slurmctld has the corrected configuration again (with_change restarted it). A node
+/// drained by slurmctld for an invalid registration stays drained until an administrator
+/// resumes it (node_mgr.c validate_node_specs only sets the flag): resume it if so, then
+/// wait for it to be idle. Its state before, and whether it was resumed.
+fn usable_again(ctx: &Ctx<'_>, node: &str) -> Result<(String, bool)> {
+    // Until the node registers with the restarted slurmctld its state is UNKNOWN, which
+    // RESUME refuses ("Invalid node state specified").
+    let after = ctx.wait_node_value(node, "State", &format!("{node} to register again"), |s| {
+        !s.starts_with("UNKNOWN") && !s.contains("NOT_RESPONDING")
+    })?;
+    let resumed = ctx.resume_if_drained(node)?.is_some();
+    ctx.wait_node_idle(Duration::from_secs(60))?;
+    Ok((after, resumed))
+}
+
 /// SMD-206: slurmd is restarted (SIGTERM) and then crashes (SIGKILL, started again) under a
 /// running GPU job: the job keeps running, the node counts its GPU once (not twice, not
 /// zero), a second GPU job keeps pending for it; once the first ends the GPU is free, the
 /// second runs, and sacct has one GPU for each.
 pub fn slurmd_restart(ctx: &mut Ctx<'_>) -> Result<String> {
     let node = ctx.first_node();
-    let i = 0;
     let (gpus, _) = gpus_of(ctx, &node)?;
     if gpus.count != 1 {
         return Err(Error::Scenario(format!(
@@ -309,61 +279,26 @@ pub fn slurmd_restart(ctx: &mut Ctx<'_>) -> Result<String> {
         )));
     }
     let go = ctx.path("go");
-    let body = holder(&go);
     let req = gpus.request(1);
-    let first = ctx.sbatch("gpu-held", &["-w", &node, "-n1", &req], &body)?;
+    let first = ctx.sbatch("gpu-held", &["-w", &node, "-n1", &req], &holder(&go))?;
     ctx.wait_state(first, &["RUNNING"], JOB_TIMEOUT)?;
     wait_gpus_used(ctx, &node, 1)?;
     let second = ctx.sbatch("gpu-waiting", &["-w", &node, "-n1", &req], "echo ran\n")?;
-    let result = (|| -> Result<Vec<String>> {
-        stays_pending(ctx, second, "Resources", "the only GPU is held")?;
-        let mut seen = Vec::new();
-        for how in ["restart", "crash"] {
-            let old = ctx.cluster.record(Daemon::Slurmd(i)).map(|r| r.pid);
-            match how {
-                "restart" => ctx.cluster.restart(ctx.sh, Daemon::Slurmd(i))?,
-                _ => {
-                    ctx.cluster
-                        .kill(Daemon::Slurmd(i), nix::sys::signal::Signal::SIGKILL)?;
-                    if let Some(rec) = ctx.cluster.record(Daemon::Slurmd(i)).cloned() {
-                        rec.wait_gone(Duration::from_secs(10));
-                    }
-                    ctx.cluster.start(ctx.sh, Daemon::Slurmd(i))?;
-                }
-            }
-            let new = ctx.cluster.record(Daemon::Slurmd(i)).map(|r| r.pid);
-            let state = ctx.job_state(first)?;
-            if state != "RUNNING" {
-                return Err(Error::Scenario(format!(
-                    "GPU job {first} is {state} after the slurmd {how}"
-                )));
-            }
-            // Give the re-registration time to (wrongly) change the count.
-            std::thread::sleep(Duration::from_secs(2));
-            let used = gpus_of(ctx, &node)?.1;
-            if used != 1 {
-                return Err(Error::Scenario(format!(
-                    "after the slurmd {how} {node} counts {used} GPU(s) in use under job {first}, expected 1"
-                )));
-            }
-            stays_pending(
-                ctx,
-                second,
-                "Resources",
-                &format!("the GPU is still held by job {first} after the slurmd {how}"),
-            )?;
-            seen.push(format!(
-                "{how} {old:?}->{new:?}: GresUsed 1, job {second} pending"
-            ));
-        }
-        Ok(seen)
-    })();
+    let held = (first, second);
+    let result =
+        stays_pending(ctx, second, Some("Resources"), "the only GPU is held").and_then(|()| {
+            ["restart", "crash"]
+                .into_iter()
+                .map(|how| bounce_under_gpu_job(ctx, &node, held, how))
+                .collect::<Result<Vec<String>>>()
+        });
     std::fs::write(&go, "").map_err(|e| Error::io(&go, e))?;
     let seen = result.inspect_err(|_| {
         ctx.read("scancel", &[&second.to_string()]).ok();
     })?;
-    ctx.wait_state(first, &["COMPLETED"], JOB_TIMEOUT)?;
-    ctx.wait_state(second, &["COMPLETED"], JOB_TIMEOUT)?;
+    for id in [first, second] {
+        ctx.wait_state(id, &["COMPLETED"], JOB_TIMEOUT)?;
+    }
     wait_gpus_used(ctx, &node, 0)?;
     let mut tres = Vec::new();
     for id in [first, second] {
@@ -377,10 +312,51 @@ pub fn slurmd_restart(ctx: &mut Ctx<'_>) -> Result<String> {
         tres.push(a.alloc_tres);
     }
     Ok(format!(
-        "{}; job {first} COMPLETED, then {second} ran; GresUsed 0; AllocTRES {} / {}",
+        "{}; job {first} COMPLETED, then {second} ran; GresUsed 0; AllocTRES {}",
         seen.join("; "),
-        tres[0],
-        tres[1]
+        tres.join(" / ")
+    ))
+}
+
+/// The first node's slurmd restarted (`restart`) or killed and started (`crash`) while job
+/// `held.0` holds its GPU and `held.1` waits for it: the first keeps running, the node
+/// counts one GPU in use, the second keeps pending.
+fn bounce_under_gpu_job(
+    ctx: &mut Ctx<'_>,
+    node: &str,
+    (first, second): (u32, u32),
+    how: &str,
+) -> Result<String> {
+    let d = Daemon::Slurmd(0);
+    let old = ctx.cluster.record(d).map(|r| r.pid);
+    if how == "restart" {
+        ctx.cluster.restart(ctx.sh, d)?;
+    } else {
+        ctx.cluster.kill(d, nix::sys::signal::Signal::SIGKILL)?;
+        if let Some(rec) = ctx.cluster.record(d).cloned() {
+            rec.wait_gone(Duration::from_secs(10));
+        }
+        ctx.cluster.start(ctx.sh, d)?;
+    }
+    let new = ctx.cluster.record(d).map(|r| r.pid);
+    let state = ctx.job_state(first)?;
+    if state != "RUNNING" {
+        return Err(Error::Scenario(format!(
+            "GPU job {first} is {state} after the slurmd {how}"
+        )));
+    }
+    // Give the re-registration time to (wrongly) change the count.
+    std::thread::sleep(Duration::from_secs(2));
+    let used = gpus_of(ctx, node)?.1;
+    if used != 1 {
+        return Err(Error::Scenario(format!(
+            "after the slurmd {how} {node} counts {used} GPU(s) in use under job {first}, expected 1"
+        )));
+    }
+    let why = format!("the GPU is still held by job {first} after the slurmd {how}");
+    stays_pending(ctx, second, Some("Resources"), &why)?;
+    Ok(format!(
+        "{how} {old:?}->{new:?}: GresUsed 1, job {second} pending"
     ))
 }
 

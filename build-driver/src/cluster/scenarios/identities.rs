@@ -11,7 +11,7 @@
 use super::super::daemon::Daemon;
 use super::super::handle::NodeMount;
 use super::super::user::{TestUser, ensure_test_user, ensure_user, group_gid};
-use super::client::{CLIENT_TIMEOUT, Ctx, JOB_TIMEOUT, log_mark, log_since, q};
+use super::client::{CLIENT_TIMEOUT, Ctx, JOB_TIMEOUT, LogMark, q};
 use crate::util::process::bounded::{read_bounded, run_bounded};
 use super::node_view::with_node_mounts;
 use crate::error::{Error, Result};
@@ -214,7 +214,7 @@ struct AlienRun {
 /// same), each refused or not; the batch job is cancelled once it ran or failed to launch.
 fn run_alien(ctx: &mut Ctx<'_>, alien: &TestUser) -> Result<AlienRun> {
     let log = ctx.cluster.log(Daemon::Slurmd(0));
-    let mark = log_mark(&log);
+    let mark = LogMark::take(&log);
     let step_marker = ctx.path("step-payload-ran");
     let mut c = ctx.tool_as(&alien.name, "srun");
     c.args(["-N1", "sh", "-c"])
@@ -231,7 +231,7 @@ fn run_alien(ctx: &mut Ctx<'_>, alien: &TestUser) -> Result<AlienRun> {
     let reason = ctx.job_field(job, "Reason")?.unwrap_or_default();
     let node_reason = ctx.node_field("Reason").unwrap_or_default();
     ctx.read("scancel", &[&job.to_string()]).ok();
-    let refusal = log_since(&log, mark)
+    let refusal = mark.added()
         .lines()
         .find(|l| l.contains(&alien.name) && l.contains("this node"))
         .map(|l| l.trim().to_string());
@@ -392,7 +392,7 @@ pub fn many_groups(ctx: &mut Ctx<'_>) -> Result<String> {
     )
     .map_err(|e| Error::io(&secret, std::io::Error::from(e)))?;
     let log = ctx.cluster.log(Daemon::Slurmd(0));
-    let mark = log_mark(&log);
+    let mark = LogMark::take(&log);
     let id = ctx.sbatch_as(
         &user.name,
         "many-groups",
@@ -409,7 +409,7 @@ pub fn many_groups(ctx: &mut Ctx<'_>) -> Result<String> {
             names[MANY - 1]
         )));
     }
-    let branch = log_since(&log, mark)
+    let branch = mark.added()
         .lines()
         .find(|l| l.contains("setgroups_darwin"))
         .map(|l| l.trim().to_string());

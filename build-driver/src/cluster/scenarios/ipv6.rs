@@ -69,12 +69,12 @@ pub fn tcp6_has(table: &str, port: u16) -> bool {
     })
 }
 
-pub fn loopback_end_to_end(ctx: &mut Ctx<'_>) -> Result<String> {
-    let usable = loopback_v6_usable(ctx)?;
+/// Every daemon at `::1`, IPv6 enabled in slurm.conf and slurmdbd.conf.
+fn ipv6_change(ctx: &Ctx<'_>) -> Change {
     let host = ctx.cluster.state.hostname.clone();
     let mut restart = vec![Daemon::Slurmdbd];
     restart.extend(Change::controller_and_nodes(ctx));
-    let change = Change {
+    Change {
         remove: vec!["SlurmctldHost"],
         lines: vec![
             format!("SlurmctldHost={host}(::1)"),
@@ -93,15 +93,15 @@ pub fn loopback_end_to_end(ctx: &mut Ctx<'_>) -> Result<String> {
         ],
         restart,
         ..Change::default()
-    };
+    }
+}
+
+pub fn loopback_end_to_end(ctx: &mut Ctx<'_>) -> Result<String> {
+    let usable = loopback_v6_usable(ctx)?;
+    let change = ipv6_change(ctx);
     reconf::with_change(ctx, &change, |ctx| {
         for n in ctx.cluster.nodes().to_vec() {
-            let addr = ctx
-                .node_fields(&n.name)?
-                .into_iter()
-                .find(|(k, _)| k == "NodeAddr")
-                .map(|(_, v)| v)
-                .unwrap_or_default();
+            let addr = ctx.node_value(&n.name, "NodeAddr")?;
             if addr != "::1" {
                 return Err(Error::Scenario(format!(
                     "{} registered with NodeAddr={addr:?}, expected ::1",
@@ -109,33 +109,8 @@ pub fn loopback_end_to_end(ctx: &mut Ctx<'_>) -> Result<String> {
                 )));
             }
         }
+        launched_from_v6(ctx)?;
         let n = ctx.cluster.nodes().len().to_string();
-        let out = ctx.srun(&[
-            "-N",
-            &n,
-            "--ntasks-per-node=1",
-            "-l",
-            "/bin/sh",
-            "-c",
-            "echo $SLURMD_NODENAME $SLURM_LAUNCH_NODE_IPADDR",
-        ])?;
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        if !out.status.success() {
-            return Err(Error::Scenario(format!(
-                "srun over IPv6: {}: {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
-        }
-        for node in ctx.cluster.nodes() {
-            let want = format!("{} ::1", node.name);
-            if !text.lines().any(|l| l.trim_end().ends_with(&want)) {
-                return Err(Error::Scenario(format!(
-                    "no task on {} saw its launch come from ::1 (SLURM_LAUNCH_NODE_IPADDR): {text:?}",
-                    node.name
-                )));
-            }
-        }
         let id = ctx.sbatch("ipv6", &["-N", &n, "--ntasks-per-node=1"], "hostname\n")?;
         ctx.wait_state(id, &["COMPLETED"], JOB_TIMEOUT)?;
         let acct = ctx.acct_final(id, JOB_TIMEOUT)?;
@@ -150,6 +125,33 @@ pub fn loopback_end_to_end(ctx: &mut Ctx<'_>) -> Result<String> {
             acct.state, acct.alloc_tres
         ))
     })
+}
+
+/// A step on every node: each task saw its launch come from `::1`.
+fn launched_from_v6(ctx: &Ctx<'_>) -> Result<()> {
+    let n = ctx.cluster.nodes().len().to_string();
+    let text = ctx.srun_stdout(
+        "srun over IPv6",
+        &[
+            "-N",
+            &n,
+            "--ntasks-per-node=1",
+            "-l",
+            "/bin/sh",
+            "-c",
+            "echo $SLURMD_NODENAME $SLURM_LAUNCH_NODE_IPADDR",
+        ],
+    )?;
+    for node in ctx.cluster.nodes() {
+        let want = format!("{} ::1", node.name);
+        if !text.lines().any(|l| l.trim_end().ends_with(&want)) {
+            return Err(Error::Scenario(format!(
+                "no task on {} saw its launch come from ::1 (SLURM_LAUNCH_NODE_IPADDR): {text:?}",
+                node.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

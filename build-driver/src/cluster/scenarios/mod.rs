@@ -50,6 +50,7 @@ mod sack;
 mod spank;
 mod steps;
 mod task_hooks;
+mod unsupported;
 mod upgrade;
 mod workdirs;
 
@@ -142,6 +143,11 @@ pub struct Scenario {
 
 const fn one(name: &'static str, run: Run) -> Scenario {
     with(name, Needs::OneNode, run)
+}
+
+/// A scenario of the first node of a cluster of any size.
+const fn node1(name: &'static str, run: Run) -> Scenario {
+    with(name, Needs::Nodes(1), run)
 }
 
 const fn with(name: &'static str, needs: Needs, run: Run) -> Scenario {
@@ -268,43 +274,27 @@ pub const ALL: &[Scenario] = &[
     ),
     // The proof of concept's test plan (../shared/docs/POC-DEFECTS.md section C), by its
     // SMD ID; docs/PARITY.md maps every ID.
-    with(
-        "smd-204-gres-beside-gpu",
-        Needs::Nodes(1),
-        gpu_node::beside_gpu_job,
+    node1("smd-204-gres-beside-gpu", gpu_node::beside_gpu_job),
+    node1("smd-205-gres-fewer-gpus", gpu_node::fewer_gpus),
+    node1("smd-206-gres-slurmd-restart", gpu_node::slurmd_restart),
+    node1("smd-301-cpu-bind", unsupported::cpu_bind),
+    node1("smd-302-proctrack-cgroup", unsupported::proctrack_cgroup),
+    node1(
+        "smd-303-task-cgroup-devices",
+        unsupported::task_cgroup_devices,
     ),
-    with(
-        "smd-205-gres-fewer-gpus",
-        Needs::Nodes(1),
-        gpu_node::fewer_gpus,
-    ),
-    with(
-        "smd-206-gres-slurmd-restart",
-        Needs::Nodes(1),
-        gpu_node::slurmd_restart,
-    ),
+    node1("smd-304-core-spec", unsupported::core_spec),
+    node1("smd-305-cpu-freq", unsupported::cpu_freq),
     with("smd-401-pmi2-kvs", Needs::Nodes(2), pmi2::across_nodes),
     with("smd-402-pmi2-mixed-builds", Needs::Mix, pmi2::across_builds),
-    with(
-        "smd-404-configless",
-        Needs::Nodes(1),
-        configless::fetches_config,
-    ),
-    with(
-        "smd-405-backup-controller",
-        Needs::Nodes(1),
-        failover::backup_takes_over,
-    ),
+    node1("smd-404-configless", configless::fetches_config),
+    node1("smd-405-backup-controller", failover::backup_takes_over),
     with(
         "smd-406-ipv6-loopback",
         Needs::Nodes(1),
         ipv6::loopback_end_to_end,
     ),
-    with(
-        "smd-408-dynamic-node",
-        Needs::Nodes(1),
-        dynamic::register_delete_register,
-    ),
+    node1("smd-408-dynamic-node", dynamic::register_delete_register),
     one("bad-daemon-dies", bad_states::daemon_dies),
     one("bad-port-taken", bad_states::port_taken),
     one("bad-mariadb", bad_states::mariadb_fails),

@@ -103,18 +103,12 @@ fn check_exchange(ctx: &Ctx<'_>, ranks: &[Rank], out: &str) -> Result<String> {
         )));
     }
     let hosts: Vec<String> = ranks.iter().map(|r| r.host.clone()).collect();
-    let mut expected_hosts: Vec<String> = ctx
-        .cluster
-        .nodes()
-        .iter()
-        .map(|x| x.hostname.clone())
-        .collect();
     let mut seen = hosts.clone();
     seen.sort();
-    expected_hosts.sort();
-    if seen != expected_hosts {
+    if seen != ctx.hostnames() {
         return Err(Error::Scenario(format!(
-            "the ranks ran on {hosts:?}, expected one on each of {expected_hosts:?}"
+            "the ranks ran on {hosts:?}, expected one on each of {:?}",
+            ctx.hostnames()
         )));
     }
     for r in ranks {
@@ -136,16 +130,7 @@ fn run_step(ctx: &Ctx<'_>, program: &[&str]) -> Result<String> {
     let n = ctx.cluster.nodes().len().to_string();
     let mut args = vec!["-N", &n, "--ntasks-per-node=1", "--mpi=pmi2", "-l"];
     args.extend_from_slice(program);
-    let out = ctx.srun(&args)?;
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    if !out.status.success() {
-        return Err(Error::Scenario(format!(
-            "srun --mpi=pmi2: {}, stdout {stdout:?}, stderr {:?}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(stdout)
+    ctx.srun_stdout("srun --mpi=pmi2", &args)
 }
 
 /// SMD-401: the fixture on every node of one build.

@@ -5,9 +5,10 @@
 //! puts every file back, and every recorded daemon back up with it, also when the body
 //! failed, so the next scenario finds the cluster as `up` made it.
 //!
-//! slurmctld, slurmd and slurmdbd read their files only at start (a restart, not
-//! `scontrol reconfigure`: since 23.11 that re-executes slurmctld under a new PID, which the
-//! harness's record would lose).
+//! The daemons are restarted, not reconfigured (conf.rs's `ConfChange` does
+//! `scontrol reconfigure`): these changes touch what only a start reads (addresses, ports,
+//! `SlurmctldHost`, a node's plugins and GRES, slurmdbd.conf), and some are meant to make a
+//! daemon refuse to start.
 
 use super::super::daemon::Daemon;
 use super::super::render;

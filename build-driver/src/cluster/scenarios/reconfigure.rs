@@ -8,7 +8,7 @@
 //! interrupt pipe just before the exec (D14, not fixed).
 
 use super::super::daemon::Daemon;
-use super::client::{Ctx, JOB_TIMEOUT, log_mark, log_since};
+use super::client::{Ctx, JOB_TIMEOUT, LogMark};
 use super::conf::ConfChange;
 use crate::error::{Error, Result};
 use std::time::Duration;
@@ -48,19 +48,19 @@ pub fn log_file_change(ctx: &mut Ctx<'_>) -> Result<String> {
         "SlurmdLogFile={}",
         layout.logs().join("slurmd-%n.reconfigured.log").display()
     );
-    let mark_main = log_mark(&main_log);
+    let mark_main = LogMark::take(&main_log);
     let change = ConfChange::apply(ctx.cluster, &[alt_setting])?;
     let pid_alt = ctx.cluster.record(Daemon::Slurmd(0)).map(|d| d.pid);
     let a = ctx.sbatch("in-new-log", &["-n1"], "echo a\n")?;
     ctx.wait_state(a, &["COMPLETED"], JOB_TIMEOUT)?;
     let back = change.restore()?;
-    let main_during = log_since(&main_log, mark_main);
-    let mark_main = log_mark(&main_log);
+    let main_during = mark_main.added();
+    let mark_main = LogMark::take(&main_log);
     let b = ctx.sbatch("in-old-log", &["-n1"], "echo b\n")?;
     ctx.wait_state(b, &["COMPLETED"], JOB_TIMEOUT)?;
     ctx.wait_no_job_processes(Duration::from_secs(30))?;
     let alt = std::fs::read_to_string(&alt_log).map_err(|e| Error::io(&alt_log, e))?;
-    let main_after = log_since(&main_log, mark_main);
+    let main_after = mark_main.added();
     let conf_after = crate::util::fs::sha256_file(&layout.conf())?;
     let pid_after = ctx.cluster.record(Daemon::Slurmd(0)).map(|d| d.pid);
     let alive = ctx.cluster.is_running(Daemon::Slurmd(0));

@@ -4,7 +4,7 @@
 
 use super::super::daemon::Daemon;
 use super::super::procs::Liveness;
-use super::client::{Ctx, JOB_TIMEOUT, POLL, log_mark, log_since, q};
+use super::client::{Ctx, JOB_TIMEOUT, POLL, LogMark, q};
 use crate::error::{Error, Result};
 use crate::util::process::bounded::poll;
 use crate::util::signal::process_exists;
@@ -261,7 +261,7 @@ fn restart_on_stale(
         )));
     }
     let log = ctx.cluster.log(Daemon::Slurmd(0));
-    let mark = log_mark(&log);
+    let mark = LogMark::take(&log);
     ctx.cluster.set_slurmd_args(0, args)?;
     let started = ctx.cluster.start(ctx.sh, Daemon::Slurmd(0));
     ctx.cluster.set_slurmd_args(0, &[])?;
@@ -277,7 +277,7 @@ fn restart_on_stale(
     crate::util::process::bounded::read_bounded(c, super::client::CLIENT_TIMEOUT)
         .map_err(|e| e.context("a client on the node, through the new SACK socket"))?;
     ctx.srun_expect(&["-N1", "/bin/echo", "fresh-state"], "fresh-state")?;
-    Ok(log_since(&log, mark))
+    Ok(mark.added())
 }
 
 /// SMD-013: slurmd restarted on stale state, in two phases as the proof of concept did.

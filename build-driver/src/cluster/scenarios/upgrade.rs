@@ -8,7 +8,7 @@
 //! afterwards (Slurm has no downgrade), so this scenario runs last.
 
 use super::super::daemon::Daemon;
-use super::client::{Ctx, JOB_TIMEOUT, q};
+use super::client::{Ctx, JOB_TIMEOUT, hold_until};
 use crate::error::{Error, Result};
 use crate::util::process::bounded::read_bounded;
 use std::path::Path;
@@ -32,15 +32,7 @@ fn node_versions(ctx: &Ctx<'_>) -> Result<Vec<(String, String)>> {
     ctx.cluster
         .nodes()
         .iter()
-        .map(|n| {
-            let v = ctx
-                .node_fields(&n.name)?
-                .into_iter()
-                .find(|(k, _)| k == "Version")
-                .map(|(_, v)| v)
-                .unwrap_or_default();
-            Ok((n.name.clone(), v))
-        })
+        .map(|n| Ok((n.name.clone(), ctx.node_value(&n.name, "Version")?)))
         .collect()
 }
 
@@ -67,10 +59,7 @@ pub fn controller_then_nodes(ctx: &mut Ctx<'_>) -> Result<String> {
     let done = ctx.sbatch("before-upgrade", &["-n1"], "echo before\n")?;
     ctx.acct_final(done, JOB_TIMEOUT)?;
     let go = ctx.path("go");
-    let body = format!(
-        "while [ ! -e {go} ]; do sleep 0.1; done\necho across-the-upgrade\n",
-        go = q(&go)
-    );
+    let body = hold_until(&go, "echo across-the-upgrade\n");
     let running = ctx.sbatch("across-upgrade", &["-n1"], &body)?;
     ctx.wait_state(running, &["RUNNING"], JOB_TIMEOUT)?;
 
@@ -85,12 +74,11 @@ pub fn controller_then_nodes(ctx: &mut Ctx<'_>) -> Result<String> {
     started?;
     ctx.cluster.start(ctx.sh, Daemon::Slurmctld)?;
     all_at(ctx, &old, "new controller, old nodes")?;
-    let state = ctx.job_state(running)?;
-    if state != "RUNNING" {
-        return Err(Error::Scenario(format!(
-            "job {running} is {state} after the controller's upgrade to {new}"
-        )));
-    }
+    ctx.expect_state(
+        running,
+        "RUNNING",
+        &format!("after the controller's upgrade to {new}"),
+    )?;
     let mixed = ctx.sbatch("old-node-new-ctld", &["-n1"], "echo mixed\n")?;
     ctx.wait_state(mixed, &["COMPLETED"], JOB_TIMEOUT)?;
 
@@ -102,12 +90,11 @@ pub fn controller_then_nodes(ctx: &mut Ctx<'_>) -> Result<String> {
         ctx.cluster.start(ctx.sh, Daemon::Slurmd(i))?;
     }
     all_at(ctx, &new, "after the slurmd upgrade")?;
-    let state = ctx.job_state(running)?;
-    if state != "RUNNING" {
-        return Err(Error::Scenario(format!(
-            "job {running} is {state} after the slurmd upgrade (its slurmstepd is {old}'s)"
-        )));
-    }
+    ctx.expect_state(
+        running,
+        "RUNNING",
+        &format!("after the slurmd upgrade (its slurmstepd is {old}'s)"),
+    )?;
     std::fs::write(&go, "").map_err(|e| Error::io(&go, e))?;
     ctx.wait_state(running, &["COMPLETED"], JOB_TIMEOUT)?;
     let out = ctx.wait_lines(&ctx.path("across-upgrade.out"), 1, JOB_TIMEOUT)?;
@@ -117,13 +104,7 @@ pub fn controller_then_nodes(ctx: &mut Ctx<'_>) -> Result<String> {
     let after = ctx.sbatch("after-upgrade", &["-n1"], "echo after\n")?;
     ctx.wait_state(after, &["COMPLETED"], JOB_TIMEOUT)?;
     for id in [done, running, mixed, after] {
-        let a = ctx.acct_final(id, JOB_TIMEOUT)?;
-        if a.state != "COMPLETED" {
-            return Err(Error::Scenario(format!(
-                "sacct after the upgrade: job {id} {}, expected COMPLETED",
-                a.state
-            )));
-        }
+        ctx.expect_acct(id, "COMPLETED")?;
     }
     Ok(format!(
         "{old} -> {new}: slurmdbd and slurmctld first (job {mixed} ran on {old} nodes), then each slurmd with its spool; job {running} ran through both and COMPLETED; jobs {done}, {running}, {mixed}, {after} in sacct"
