@@ -120,7 +120,7 @@ impl Layout {
     /// Create the directories, with those of `nodes` nodes.
     pub fn create(&self, nodes: usize) -> Result<()> {
         let node_dirs = (0..nodes).flat_map(|i| {
-            let n = super::nodes::node_name(i);
+            let n = node_name(i);
             [self.node_run(&n), self.node_spool(&n)]
         });
         let dirs = [
@@ -173,6 +173,12 @@ pub fn set_emulation_log(cmd: &mut std::process::Command, layout: &Layout) {
         }
     }
     cmd.env(EMULATION_LOG_ENV, log);
+}
+
+/// The name of node `i` (0-based): its NodeName, and the name of its run and spool
+/// directories ([`Layout::create`]).
+pub fn node_name(i: usize) -> String {
+    format!("node{}", i + 1)
 }
 
 /// The hardware line `slurmd -C` prints: what slurmd will detect, so the node is not drained

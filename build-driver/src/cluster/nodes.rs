@@ -25,6 +25,7 @@
 //! run the first build, as the PoC's Linux head node did. Each node carries its build's label
 //! as a node feature (`--constraint=darwin`).
 
+pub use super::config::node_name;
 use super::config::NodeHw;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -61,10 +62,6 @@ pub struct Node {
     pub hw: NodeHw,
 }
 
-/// The name of node `i` (0-based).
-pub fn node_name(i: usize) -> String {
-    format!("node{}", i + 1)
-}
 
 /// The address of node `i`: `127.0.0.<11+i>` with namespaces, else 127.0.0.1.
 pub fn node_addr(i: usize, isolated: bool) -> Ipv4Addr {
