@@ -116,15 +116,21 @@ fn check_line(line: &str) {
     assert_eq!(r("vanished"), "members 1 vanished 1\n", "{line}");
 }
 
+/// Issue 13: every release line in `patches/` carries the darwin plugins, and each line's
+/// tracker makes the same decisions.
 #[test]
-fn darwin_proc__tracker_decisions_on_a_fake_process_table_24_11() {
-    check_line("24.11");
-}
-
-#[test]
-fn darwin_proc__tracker_decisions_on_a_fake_process_table_26_11() {
-    if !root().join("patches/26.11").join(PATCH).is_file() {
-        panic!("patches/26.11/{PATCH} is missing: both lines carry the darwin plugins");
+fn darwin_proc__tracker_decisions_on_a_fake_process_table_every_line() {
+    let lines = super::doc_table_tests::lines(&root());
+    let missing: Vec<&String> = lines
+        .iter()
+        .filter(|l| !root().join("patches").join(l).join(PATCH).is_file())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "patches/<line>/{PATCH} is missing for {missing:?}: every line carries the darwin plugins"
+    );
+    assert!(lines.len() >= 5, "expected the five lines, found {lines:?}");
+    for line in &lines {
+        check_line(line);
     }
-    check_line("26.11");
 }

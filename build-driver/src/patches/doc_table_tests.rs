@@ -9,7 +9,7 @@ use std::fs;
 use std::path::Path;
 
 /// The lines with a series: every directory of `patches/` holding a `series` file.
-fn lines(root: &Path) -> Vec<String> {
+pub(super) fn lines(root: &Path) -> Vec<String> {
     let mut out: Vec<String> = fs::read_dir(root.join("patches"))
         .unwrap()
         .filter_map(|e| e.ok())
