@@ -8,18 +8,23 @@
 //! afterwards (Slurm has no downgrade), so this scenario runs last.
 
 use super::super::daemon::Daemon;
-use super::client::{Ctx, JOB_TIMEOUT, hold_until};
+use super::client::{Ctx, JOB_TIMEOUT, POLL, hold_until};
 use crate::error::{Error, Result};
-use crate::util::process::bounded::read_bounded;
+use crate::util::process::bounded::{poll, read_bounded};
 use std::path::Path;
 use std::time::Duration;
 
 /// How long the new slurmdbd may take to convert the database.
 const DBD_CONVERT: Duration = Duration::from_secs(300);
 
-/// `<prefix>/bin/sinfo --version` (`slurm 25.11.7`) -> `25.11.7`.
+/// `<prefix>/bin/sinfo --version` (`slurm 25.11.7`) -> `25.11.7`, with the cluster's
+/// `SLURM_CONF`: since 25.11 `--version` loads the configuration first, and without one it
+/// falls back to a DNS SRV lookup and fails.
 fn version_of(ctx: &Ctx<'_>, prefix: &Path) -> Result<String> {
-    let c = std::process::Command::from(xshell::cmd!(ctx.sh, "{prefix}/bin/sinfo --version"));
+    let c = ctx.cluster.wrap(std::process::Command::from(xshell::cmd!(
+        ctx.sh,
+        "{prefix}/bin/sinfo --version"
+    )));
     let out = read_bounded(c, super::client::CLIENT_TIMEOUT)?;
     out.split_whitespace()
         .nth(1)
@@ -36,8 +41,25 @@ fn node_versions(ctx: &Ctx<'_>) -> Result<Vec<(String, String)>> {
         .collect()
 }
 
+/// Every node reports `version`. A restarted slurmctld knows a node's version only once the
+/// node has registered with it (`Version=` is empty until then): wait up to a minute for
+/// every node to have one, then compare.
 fn all_at(ctx: &Ctx<'_>, version: &str, when: &str) -> Result<()> {
-    let vs = node_versions(ctx)?;
+    let mut last = Vec::new();
+    let known = poll(
+        &format!("{when}: every node's Version"),
+        Duration::from_secs(60),
+        POLL,
+        || {
+            last = node_versions(ctx)?;
+            Ok(last.iter().all(|(_, v)| !v.is_empty()).then(|| last.clone()))
+        },
+    );
+    let vs = match known {
+        Ok(vs) => vs,
+        Err(Error::TimedOut { .. }) => last,
+        Err(e) => return Err(e),
+    };
     if vs.iter().any(|(_, v)| v != version) {
         return Err(Error::Scenario(format!(
             "{when}: node versions {vs:?}, expected {version} on every node"
