@@ -6,6 +6,7 @@
 use super::client::{Ctx, JOB_TIMEOUT};
 use super::conf::ConfChange;
 use crate::error::{Error, Result};
+use std::path::Path;
 use std::time::Duration;
 
 /// `PrologEpilogTimeout` for the timeout scenarios (seconds).
@@ -19,6 +20,26 @@ fn hook_lines(ctx: &Ctx<'_>, id: u32) -> Vec<String> {
         .filter(|l| l.split_whitespace().nth(1) == Some(id.to_string().as_str()))
         .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
         .collect()
+}
+
+/// After a prolog that `how` (failed, timed out): job `id`'s script must not have run (it
+/// would have made `marker`); the job is cancelled.
+fn cancel_unrun(ctx: &Ctx<'_>, id: u32, marker: &Path, how: &str) -> Result<()> {
+    if marker.exists() {
+        return Err(Error::Scenario(format!(
+            "job {id}: its script ran although the prolog {how}"
+        )));
+    }
+    ctx.run("scancel", &[&id.to_string()])?;
+    Ok(())
+}
+
+/// The drained node is resumed and runs the next job (`stem`) to COMPLETED: that job's id.
+fn resume_and_run_next(ctx: &mut Ctx<'_>, stem: &str) -> Result<u32> {
+    ctx.resume_node(Duration::from_secs(30))?;
+    let next = ctx.sbatch(stem, &["-n1"], "true\n")?;
+    ctx.wait_state(next, &["COMPLETED"], JOB_TIMEOUT)?;
+    Ok(next)
 }
 
 /// A job runs the prolog before and the epilog after it.
@@ -58,15 +79,8 @@ pub fn prolog_failure(ctx: &mut Ctx<'_>) -> Result<String> {
     std::fs::remove_file(&flag).map_err(|e| Error::io(&flag, e))?;
     let (state, reason) = drained?;
     let job_state = ctx.job_state(id)?;
-    if marker.exists() {
-        return Err(Error::Scenario(format!(
-            "job {id}: its script ran although the prolog failed"
-        )));
-    }
-    ctx.run("scancel", &[&id.to_string()])?;
-    ctx.resume_node(Duration::from_secs(30))?;
-    let next = ctx.sbatch("after-prolog", &["-n1"], "true\n")?;
-    ctx.wait_state(next, &["COMPLETED"], JOB_TIMEOUT)?;
+    cancel_unrun(ctx, id, &marker, "failed")?;
+    let next = resume_and_run_next(ctx, "after-prolog")?;
     Ok(format!(
         "node {state} Reason={reason}; job {id} {job_state}, script not run; resumed, job {next} COMPLETED"
     ))
@@ -82,9 +96,7 @@ pub fn epilog_failure(ctx: &mut Ctx<'_>) -> Result<String> {
     std::fs::remove_file(&flag).map_err(|e| Error::io(&flag, e))?;
     let (state, reason) = drained?;
     let acct = ctx.acct_final(id, JOB_TIMEOUT)?;
-    ctx.resume_node(Duration::from_secs(30))?;
-    let next = ctx.sbatch("after-epilog", &["-n1"], "true\n")?;
-    ctx.wait_state(next, &["COMPLETED"], JOB_TIMEOUT)?;
+    let next = resume_and_run_next(ctx, "after-epilog")?;
     Ok(format!(
         "job {id} {} {}; node {state} Reason={reason}; resumed, job {next} COMPLETED",
         acct.state, acct.exit_code
@@ -156,15 +168,8 @@ pub fn prolog_timeout(ctx: &mut Ctx<'_>) -> Result<String> {
     let (id, (pid, state, reason)) = seen?;
     let job_state = ctx.job_state(id)?;
     let held = ctx.job_field(id, "Reason")?.unwrap_or_default();
-    if marker.exists() {
-        return Err(Error::Scenario(format!(
-            "job {id}: its script ran although the prolog timed out"
-        )));
-    }
-    ctx.run("scancel", &[&id.to_string()])?;
-    ctx.resume_node(Duration::from_secs(30))?;
-    let next = ctx.sbatch("after-prolog-timeout", &["-n1"], "true\n")?;
-    ctx.wait_state(next, &["COMPLETED"], JOB_TIMEOUT)?;
+    cancel_unrun(ctx, id, &marker, "timed out")?;
+    let next = resume_and_run_next(ctx, "after-prolog-timeout")?;
     change.restore()?;
     Ok(format!(
         "PrologEpilogTimeout={HOOK_TIMEOUT_S}: prolog {pid} of job {id} killed with its process group; node {state} Reason={reason}; job {job_state} ({held}), script not run; resumed, job {next} COMPLETED; slurm.conf restored"
@@ -193,9 +198,7 @@ pub fn epilog_timeout(ctx: &mut Ctx<'_>) -> Result<String> {
             acct.state, acct.exit_code
         )));
     }
-    ctx.resume_node(Duration::from_secs(30))?;
-    let next = ctx.sbatch("after-epilog-timeout", &["-n1"], "true\n")?;
-    ctx.wait_state(next, &["COMPLETED"], JOB_TIMEOUT)?;
+    let next = resume_and_run_next(ctx, "after-epilog-timeout")?;
     change.restore()?;
     Ok(format!(
         "PrologEpilogTimeout={HOOK_TIMEOUT_S}: epilog {pid} of job {id} killed with its process group; job {} {}; node {state} Reason={reason}; resumed, job {next} COMPLETED; slurm.conf restored",
