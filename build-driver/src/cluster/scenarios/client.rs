@@ -209,6 +209,13 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// `scancel` job `id` and wait until it is CANCELLED.
+    pub fn cancel(&self, id: u32) -> Result<()> {
+        self.read("scancel", &[&id.to_string()])?;
+        self.wait_state(id, &["CANCELLED"], JOB_TIMEOUT)?;
+        Ok(())
+    }
+
     /// Wait until the job is in one of `wanted`; an unwanted terminal state is an error.
     pub fn wait_state(&self, id: u32, wanted: &[&str], timeout: Duration) -> Result<String> {
         poll(
