@@ -6,7 +6,7 @@
 use super::client::{Ctx, JOB_TIMEOUT};
 use super::conf::ConfChange;
 use crate::error::{Error, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// `PrologEpilogTimeout` for the timeout scenarios (seconds).
@@ -20,6 +20,21 @@ fn hook_lines(ctx: &Ctx<'_>, id: u32) -> Vec<String> {
         .filter(|l| l.split_whitespace().nth(1) == Some(id.to_string().as_str()))
         .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
         .collect()
+}
+
+/// Create the flag file `flag` (a hook fails or hangs while it exists): `flag`.
+fn raise(flag: PathBuf) -> Result<PathBuf> {
+    std::fs::write(&flag, "").map_err(|e| Error::io(&flag, e))?;
+    Ok(flag)
+}
+
+/// A one-task job `stem` whose script only creates `marker` (the proof that it ran).
+fn sbatch_touching(ctx: &mut Ctx<'_>, stem: &str, marker: &Path) -> Result<u32> {
+    ctx.sbatch(
+        stem,
+        &["-n1"],
+        &format!("touch {}\n", super::client::q(marker)),
+    )
 }
 
 /// After a prolog that `how` (failed, timed out): job `id`'s script must not have run (it
@@ -67,14 +82,9 @@ pub fn prolog_epilog(ctx: &mut Ctx<'_>) -> Result<String> {
 /// script; after the flag is removed, the job is cancelled and the node resumed, the next job
 /// runs.
 pub fn prolog_failure(ctx: &mut Ctx<'_>) -> Result<String> {
-    let flag = ctx.cluster.layout().fail_flag("prolog");
-    std::fs::write(&flag, "").map_err(|e| Error::io(&flag, e))?;
+    let flag = raise(ctx.cluster.layout().fail_flag("prolog"))?;
     let marker = ctx.path("script-ran");
-    let id = ctx.sbatch(
-        "prolog-fail",
-        &["-n1"],
-        &format!("touch {}\n", super::client::q(&marker)),
-    )?;
+    let id = sbatch_touching(ctx, "prolog-fail", &marker)?;
     let drained = ctx.wait_drained("rolog");
     std::fs::remove_file(&flag).map_err(|e| Error::io(&flag, e))?;
     let (state, reason) = drained?;
@@ -89,8 +99,7 @@ pub fn prolog_failure(ctx: &mut Ctx<'_>) -> Result<String> {
 /// A failing epilog: the job completes, the node drains with an epilog reason; resumed, it
 /// runs the next job.
 pub fn epilog_failure(ctx: &mut Ctx<'_>) -> Result<String> {
-    let flag = ctx.cluster.layout().fail_flag("epilog");
-    std::fs::write(&flag, "").map_err(|e| Error::io(&flag, e))?;
+    let flag = raise(ctx.cluster.layout().fail_flag("epilog"))?;
     let id = ctx.sbatch("epilog-fail", &["-n1"], "true\n")?;
     let drained = ctx.wait_drained("pilog");
     std::fs::remove_file(&flag).map_err(|e| Error::io(&flag, e))?;
@@ -155,14 +164,9 @@ pub fn prolog_timeout(ctx: &mut Ctx<'_>) -> Result<String> {
         ctx.cluster,
         &[format!("PrologEpilogTimeout={HOOK_TIMEOUT_S}")],
     )?;
-    let flag = ctx.cluster.layout().sleep_flag("prolog");
-    std::fs::write(&flag, "").map_err(|e| Error::io(&flag, e))?;
+    let flag = raise(ctx.cluster.layout().sleep_flag("prolog"))?;
     let marker = ctx.path("script-ran");
-    let id = ctx.sbatch(
-        "prolog-hangs",
-        &["-n1"],
-        &format!("touch {}\n", super::client::q(&marker)),
-    );
+    let id = sbatch_touching(ctx, "prolog-hangs", &marker);
     let seen = id.and_then(|id| Ok((id, timed_out(ctx, "prolog", id, "rolog")?)));
     std::fs::remove_file(&flag).map_err(|e| Error::io(&flag, e))?;
     let (id, (pid, state, reason)) = seen?;
@@ -184,8 +188,7 @@ pub fn epilog_timeout(ctx: &mut Ctx<'_>) -> Result<String> {
         ctx.cluster,
         &[format!("PrologEpilogTimeout={HOOK_TIMEOUT_S}")],
     )?;
-    let flag = ctx.cluster.layout().sleep_flag("epilog");
-    std::fs::write(&flag, "").map_err(|e| Error::io(&flag, e))?;
+    let flag = raise(ctx.cluster.layout().sleep_flag("epilog"))?;
     let id = ctx.sbatch("epilog-hangs", &["-n1"], "echo ran\n");
     let seen = id.and_then(|id| Ok((id, timed_out(ctx, "epilog", id, "pilog")?)));
     std::fs::remove_file(&flag).map_err(|e| Error::io(&flag, e))?;
