@@ -259,10 +259,15 @@ pub fn shim_cppflags(spec: &ConfigureSpec) -> Vec<String> {
 /// signed static initialisers) and stand-ins for macOS headers the personality's `__APPLE__`
 /// branches include. Searched before the system headers; never used for a real macOS build.
 fn emulate_dir(spec: &ConfigureSpec) -> PathBuf {
+    beside_header(spec, "emulate")
+}
+
+/// The directory `name` beside the shim header (`name` alone when the header has no parent).
+fn beside_header(spec: &ConfigureSpec, name: &str) -> PathBuf {
     spec.header
         .parent()
-        .map(|d| d.join("emulate"))
-        .unwrap_or_else(|| PathBuf::from("emulate"))
+        .map(|d| d.join(name))
+        .unwrap_or_else(|| PathBuf::from(name))
 }
 
 /// `CPPFLAGS=<user's> <shim_cppflags>`, or `None` when the shim is not used.
@@ -316,10 +321,7 @@ pub fn darwin_make_cppflags(spec: &ConfigureSpec) -> Option<String> {
 
 /// The shim's stand-in headers (`shim/include/compat`, beside the shim header).
 fn compat_dir(spec: &ConfigureSpec) -> PathBuf {
-    spec.header
-        .parent()
-        .map(|d| d.join("compat"))
-        .unwrap_or_else(|| PathBuf::from("compat"))
+    beside_header(spec, "compat")
 }
 
 /// macOS targets: configure's `CPPFLAGS`, the user's followed by `-I <compat dir>` and no
