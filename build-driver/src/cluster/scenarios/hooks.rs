@@ -37,6 +37,17 @@ fn sbatch_touching(ctx: &mut Ctx<'_>, stem: &str, marker: &Path) -> Result<u32> 
     )
 }
 
+/// How both timeout scenarios start: `PrologEpilogTimeout` set in slurm.conf (the change,
+/// for the caller to restore) and `hook`'s sleep flag raised (the flag).
+fn hang(ctx: &Ctx<'_>, hook: &str) -> Result<(ConfChange, PathBuf)> {
+    let change = ConfChange::apply(
+        ctx.cluster,
+        &[format!("PrologEpilogTimeout={HOOK_TIMEOUT_S}")],
+    )?;
+    let flag = raise(ctx.cluster.layout().sleep_flag(hook))?;
+    Ok((change, flag))
+}
+
 /// After a prolog that `how` (failed, timed out): job `id`'s script must not have run (it
 /// would have made `marker`); the job is cancelled.
 fn cancel_unrun(ctx: &Ctx<'_>, id: u32, marker: &Path, how: &str) -> Result<()> {
@@ -160,11 +171,7 @@ fn timed_out(ctx: &Ctx<'_>, name: &str, id: u32, needle: &str) -> Result<(u32, S
 /// (it is requeued and held, or ends); with the flag gone, the job cancelled and the node
 /// resumed, the next job runs; `slurm.conf` is restored.
 pub fn prolog_timeout(ctx: &mut Ctx<'_>) -> Result<String> {
-    let change = ConfChange::apply(
-        ctx.cluster,
-        &[format!("PrologEpilogTimeout={HOOK_TIMEOUT_S}")],
-    )?;
-    let flag = raise(ctx.cluster.layout().sleep_flag("prolog"))?;
+    let (change, flag) = hang(ctx, "prolog")?;
     let marker = ctx.path("script-ran");
     let id = sbatch_touching(ctx, "prolog-hangs", &marker);
     let seen = id.and_then(|id| Ok((id, timed_out(ctx, "prolog", id, "rolog")?)));
@@ -184,11 +191,7 @@ pub fn prolog_timeout(ctx: &mut Ctx<'_>) -> Result<String> {
 /// with its process group; the job still ends COMPLETED (its script ran), the node drains with
 /// an epilog reason; resumed, it runs the next job; `slurm.conf` is restored.
 pub fn epilog_timeout(ctx: &mut Ctx<'_>) -> Result<String> {
-    let change = ConfChange::apply(
-        ctx.cluster,
-        &[format!("PrologEpilogTimeout={HOOK_TIMEOUT_S}")],
-    )?;
-    let flag = raise(ctx.cluster.layout().sleep_flag("epilog"))?;
+    let (change, flag) = hang(ctx, "epilog")?;
     let id = ctx.sbatch("epilog-hangs", &["-n1"], "echo ran\n");
     let seen = id.and_then(|id| Ok((id, timed_out(ctx, "epilog", id, "pilog")?)));
     std::fs::remove_file(&flag).map_err(|e| Error::io(&flag, e))?;
