@@ -82,6 +82,10 @@ impl Layout {
     pub fn node_run(&self, node: &str) -> PathBuf {
         self.node_dir(node).join("run")
     }
+    /// The node's slurmd's SACK socket (`/run/slurm/sack.socket` inside its namespaces).
+    pub fn node_sack_socket(&self, node: &str) -> PathBuf {
+        self.node_run(node).join("slurm/sack.socket")
+    }
     /// The node's SlurmdSpoolDir.
     pub fn node_spool(&self, node: &str) -> PathBuf {
         self.node_dir(node).join("spool")

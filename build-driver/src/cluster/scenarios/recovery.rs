@@ -246,11 +246,7 @@ fn restart_on_stale(
     plant: impl FnOnce() -> Result<()>,
 ) -> Result<String> {
     let node = ctx.first_node();
-    let sack = ctx
-        .cluster
-        .layout()
-        .node_run(&node)
-        .join("slurm/sack.socket");
+    let sack = ctx.cluster.layout().node_sack_socket(&node);
     ctx.cluster.stop(Daemon::Slurmd(0))?;
     plant()?;
     stale_socket(&sack)?;

@@ -24,12 +24,7 @@ use std::time::{Duration, Instant};
 const OLD_EXIT_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub fn replacement_keeps_socket(ctx: &mut Ctx<'_>) -> Result<String> {
-    let node = ctx.first_node();
-    let sock = ctx
-        .cluster
-        .layout()
-        .node_run(&node)
-        .join("slurm/sack.socket");
+    let sock = ctx.cluster.layout().node_sack_socket(&ctx.first_node());
     let ino = |what: &str| -> Result<u64> {
         let m = std::fs::symlink_metadata(&sock)
             .map_err(|e| Error::Scenario(format!("{what}: SACK socket {}: {e}", sock.display())))?;
