@@ -1,7 +1,9 @@
 //! What every scenario uses: submitting jobs, reading their state from slurmctld and from
 //! the accounting database, waiting for processes, all with bounded waits.
 
+use super::super::daemon::Daemon;
 use super::super::handle::Cluster;
+use super::super::procs::ProcRecord;
 use crate::error::{Error, Result};
 use crate::util::process::bounded::{poll, read_bounded, run_bounded};
 use crate::util::signal::process_exists;
@@ -333,6 +335,14 @@ impl<'a> Ctx<'a> {
     }
 
     /// The first node's name (`node1`): the node of the one-node scenarios.
+    /// The first slurmd's record (its PID, ...).
+    pub fn slurmd_record(&self) -> Result<ProcRecord> {
+        self.cluster
+            .record(Daemon::Slurmd(0))
+            .cloned()
+            .ok_or_else(|| Error::Scenario("slurmd is not recorded".into()))
+    }
+
     pub fn first_node(&self) -> String {
         self.cluster
             .nodes()
@@ -586,6 +596,15 @@ impl LogMark {
         let bytes = std::fs::read(&self.path).unwrap_or_default();
         String::from_utf8_lossy(bytes.get(self.from as usize..).unwrap_or_default()).into_owned()
     }
+}
+
+/// The lines of the file at `path` (none while it does not exist).
+pub fn file_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 pub fn is_terminal(state: &str) -> bool {

@@ -37,11 +37,7 @@ pub fn replacement_keeps_socket(ctx: &mut Ctx<'_>) -> Result<String> {
         Ok(m.ino())
     };
     let before = ino("before")?;
-    let old = ctx
-        .cluster
-        .record(Daemon::Slurmd(0))
-        .cloned()
-        .ok_or_else(|| Error::Scenario("slurmd is not recorded".into()))?;
+    let old = ctx.slurmd_record()?;
     // the old slurmd still holds the port: start without the free-port check; the new
     // one stops the old one itself (its pid file) and is ready when it has the port
     ctx.cluster.start_unchecked(ctx.sh, Daemon::Slurmd(0))?;
