@@ -686,6 +686,13 @@ mod tests {
         );
     }
 
+    /// The compiler command of a native Linux build with environment `env`.
+    fn linux_cc(env: &dyn Fn(&str) -> Option<String>, ccache_on_path: bool) -> String {
+        compiler(linux(), linux(), false, env, ccache_on_path, None)
+            .unwrap()
+            .command()
+    }
+
     #[test]
     fn compiler__user_cc_wins_in_cc_crate_order_and_gets_no_ccache() {
         let env = |k: &str| match k {
@@ -697,36 +704,16 @@ mod tests {
         assert_eq!(c.command(), "clang-16");
         assert_eq!(c.from_env.as_deref(), Some("CC_x86_64_unknown_linux_gnu"));
         let only_cc = |k: &str| (k == "CC").then(|| "gcc-12".to_string());
-        assert_eq!(
-            compiler(linux(), linux(), false, &only_cc, true, None)
-                .unwrap()
-                .command(),
-            "gcc-12"
-        );
+        assert_eq!(linux_cc(&only_cc, true), "gcc-12");
         let host_cc = |k: &str| (k == "HOST_CC").then(|| "gcc-13".to_string());
-        assert_eq!(
-            compiler(linux(), linux(), false, &host_cc, true, None)
-                .unwrap()
-                .command(),
-            "gcc-13"
-        );
+        assert_eq!(linux_cc(&host_cc, true), "gcc-13");
     }
 
     #[test]
     fn compiler__default_uses_ccache_only_when_present() {
         let none = |_: &str| None;
-        assert_eq!(
-            compiler(linux(), linux(), false, &none, true, None)
-                .unwrap()
-                .command(),
-            "ccache gcc"
-        );
-        assert_eq!(
-            compiler(linux(), linux(), false, &none, false, None)
-                .unwrap()
-                .command(),
-            "gcc"
-        );
+        assert_eq!(linux_cc(&none, true), "ccache gcc");
+        assert_eq!(linux_cc(&none, false), "gcc");
         let arm = lookup("aarch64-unknown-linux-gnu").unwrap();
         assert_eq!(
             compiler(arm, linux(), true, &none, false, None)
