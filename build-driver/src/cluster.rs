@@ -51,7 +51,7 @@ pub mod user;
 
 pub use lifecycle::{UpOptions, default_dir, down, up};
 
-use crate::cli::{ClusterAction, ClusterArgs, ClusterTarget, ShapeArgs};
+use crate::cli::{ClusterAction, ClusterArgs, ClusterTarget, ProfileArg, ShapeArgs};
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -68,9 +68,7 @@ pub fn run(sh: &Shell, root: &Path, args: ClusterArgs) -> Result<()> {
             target,
             profile,
         } => {
-            let (name, dir) = target.resolve("default")?;
-            let mut opts = shape.up_options(name, dir)?;
-            opts.profile = profile.profile;
+            let opts = shape.up_options_of(&target, "default", &profile)?;
             up(sh, &opts).map(|_| ())
         }
         ClusterAction::Profiles => {
@@ -101,9 +99,7 @@ pub fn run(sh: &Shell, root: &Path, args: ClusterArgs) -> Result<()> {
             profile,
             upgrade_to,
         } => {
-            let (name, dir) = target.resolve("test")?;
-            let mut up = shape.up_options(name, dir)?;
-            up.profile = profile.profile;
+            let mut up = shape.up_options_of(&target, "test", &profile)?;
             up.upgrade_to = upgrade_to;
             test(sh, &TestOptions { up, only, keep })
         }
@@ -111,6 +107,20 @@ pub fn run(sh: &Shell, root: &Path, args: ClusterArgs) -> Result<()> {
 }
 
 impl ShapeArgs {
+    /// `up_options` for the cluster `target` names (`default_name` when it names none), with
+    /// `--profile`.
+    fn up_options_of(
+        &self,
+        target: &ClusterTarget,
+        default_name: &str,
+        profile: &ProfileArg,
+    ) -> Result<UpOptions> {
+        let (name, dir) = target.resolve(default_name)?;
+        let mut opts = self.up_options(name, dir)?;
+        opts.profile = profile.profile;
+        Ok(opts)
+    }
+
     /// `up`'s options for cluster `name` in `dir`: one build or the `--mix`, and the nodes.
     pub fn up_options(&self, name: String, dir: PathBuf) -> Result<UpOptions> {
         let mut opts = match (&self.prefix, &self.mix) {

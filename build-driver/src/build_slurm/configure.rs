@@ -259,10 +259,15 @@ pub fn shim_cppflags(spec: &ConfigureSpec) -> Vec<String> {
 /// signed static initialisers) and stand-ins for macOS headers the personality's `__APPLE__`
 /// branches include. Searched before the system headers; never used for a real macOS build.
 fn emulate_dir(spec: &ConfigureSpec) -> PathBuf {
+    beside_header(spec, "emulate")
+}
+
+/// The directory `name` beside the shim header (`name` alone when the header has no parent).
+fn beside_header(spec: &ConfigureSpec, name: &str) -> PathBuf {
     spec.header
         .parent()
-        .map(|d| d.join("emulate"))
-        .unwrap_or_else(|| PathBuf::from("emulate"))
+        .map(|d| d.join(name))
+        .unwrap_or_else(|| PathBuf::from(name))
 }
 
 /// `CPPFLAGS=<user's> <shim_cppflags>`, or `None` when the shim is not used.
@@ -316,10 +321,7 @@ pub fn darwin_make_cppflags(spec: &ConfigureSpec) -> Option<String> {
 
 /// The shim's stand-in headers (`shim/include/compat`, beside the shim header).
 fn compat_dir(spec: &ConfigureSpec) -> PathBuf {
-    spec.header
-        .parent()
-        .map(|d| d.join("compat"))
-        .unwrap_or_else(|| PathBuf::from("compat"))
+    beside_header(spec, "compat")
 }
 
 /// macOS targets: configure's `CPPFLAGS`, the user's followed by `-I <compat dir>` and no
@@ -684,6 +686,13 @@ mod tests {
         );
     }
 
+    /// The compiler command of a native Linux build with environment `env`.
+    fn linux_cc(env: &dyn Fn(&str) -> Option<String>, ccache_on_path: bool) -> String {
+        compiler(linux(), linux(), false, env, ccache_on_path, None)
+            .unwrap()
+            .command()
+    }
+
     #[test]
     fn compiler__user_cc_wins_in_cc_crate_order_and_gets_no_ccache() {
         let env = |k: &str| match k {
@@ -695,36 +704,16 @@ mod tests {
         assert_eq!(c.command(), "clang-16");
         assert_eq!(c.from_env.as_deref(), Some("CC_x86_64_unknown_linux_gnu"));
         let only_cc = |k: &str| (k == "CC").then(|| "gcc-12".to_string());
-        assert_eq!(
-            compiler(linux(), linux(), false, &only_cc, true, None)
-                .unwrap()
-                .command(),
-            "gcc-12"
-        );
+        assert_eq!(linux_cc(&only_cc, true), "gcc-12");
         let host_cc = |k: &str| (k == "HOST_CC").then(|| "gcc-13".to_string());
-        assert_eq!(
-            compiler(linux(), linux(), false, &host_cc, true, None)
-                .unwrap()
-                .command(),
-            "gcc-13"
-        );
+        assert_eq!(linux_cc(&host_cc, true), "gcc-13");
     }
 
     #[test]
     fn compiler__default_uses_ccache_only_when_present() {
         let none = |_: &str| None;
-        assert_eq!(
-            compiler(linux(), linux(), false, &none, true, None)
-                .unwrap()
-                .command(),
-            "ccache gcc"
-        );
-        assert_eq!(
-            compiler(linux(), linux(), false, &none, false, None)
-                .unwrap()
-                .command(),
-            "gcc"
-        );
+        assert_eq!(linux_cc(&none, true), "ccache gcc");
+        assert_eq!(linux_cc(&none, false), "gcc");
         let arm = lookup("aarch64-unknown-linux-gnu").unwrap();
         assert_eq!(
             compiler(arm, linux(), true, &none, false, None)

@@ -16,50 +16,64 @@ pub struct Layout {
     pub root: PathBuf,
 }
 
-impl Layout {
-    pub fn conf_dir(&self) -> PathBuf {
-        self.root.join("etc")
-    }
+/// The accessors of [`Layout`] that name one fixed path: `name = base / "relative path";`,
+/// `base` the layout's `root` or another accessor.
+macro_rules! layout_paths {
+    (@base $layout:ident root) => {
+        $layout.root
+    };
+    (@base $layout:ident $base:ident) => {
+        $layout.$base()
+    };
+    ($($(#[$doc:meta])* $name:ident = $base:ident / $rel:literal;)*) => {
+        impl Layout {
+            $(
+                $(#[$doc])*
+                pub fn $name(&self) -> PathBuf {
+                    layout_paths!(@base self $base).join($rel)
+                }
+            )*
+        }
+    };
+}
+
+layout_paths! {
+    conf_dir = root / "etc";
     /// `slurm.conf`; auth/slurm reads `slurm.key`, slurmd `gres.conf` and slurmdbd
     /// `slurmdbd.conf` from the same directory.
-    pub fn conf(&self) -> PathBuf {
-        self.conf_dir().join("slurm.conf")
-    }
-    pub fn key(&self) -> PathBuf {
-        self.conf_dir().join("slurm.key")
-    }
-    pub fn gres_conf(&self) -> PathBuf {
-        self.conf_dir().join("gres.conf")
-    }
+    conf = conf_dir / "slurm.conf";
+    key = conf_dir / "slurm.key";
+    gres_conf = conf_dir / "gres.conf";
     /// The darwin personality's modelled Mac for this cluster (`SLURM_SHIM_MAC_HARDWARE` of
     /// every daemon and client; a scenario rewrites it to change the machine).
-    pub fn mac_hardware(&self) -> PathBuf {
-        self.conf_dir().join("mac-hardware.conf")
-    }
-    pub fn dbd_conf(&self) -> PathBuf {
-        self.conf_dir().join("slurmdbd.conf")
-    }
-    pub fn cgroup_conf(&self) -> PathBuf {
-        self.conf_dir().join("cgroup.conf")
-    }
-    pub fn prolog(&self) -> PathBuf {
-        self.conf_dir().join("prolog.sh")
-    }
-    pub fn epilog(&self) -> PathBuf {
-        self.conf_dir().join("epilog.sh")
-    }
+    mac_hardware = conf_dir / "mac-hardware.conf";
+    dbd_conf = conf_dir / "slurmdbd.conf";
+    cgroup_conf = conf_dir / "cgroup.conf";
+    prolog = conf_dir / "prolog.sh";
+    epilog = conf_dir / "epilog.sh";
     /// The record of what runs (see `state.rs`).
-    pub fn state_file(&self) -> PathBuf {
-        self.root.join("cluster.toml")
-    }
-    pub fn state(&self) -> PathBuf {
-        self.root.join("state")
-    }
+    state_file = root / "cluster.toml";
+    state = root / "state";
     /// The head's `/run`: bind-mounted onto `/run` in the namespaces of slurmctld, slurmdbd
     /// and the harness's clients (their SACK sockets land here).
-    pub fn run(&self) -> PathBuf {
-        self.root.join("run")
-    }
+    run = root / "run";
+    /// PID files (not under `run/`, which is `/run` inside the namespaces).
+    pids = root / "pid";
+    logs = root / "log";
+    /// Job scripts and outputs; world-writable with the sticky bit (jobs of the test user).
+    jobs = root / "jobs";
+    /// The private MariaDB: data directory and socket.
+    mysql_data = root / "mysql/data";
+    mysql_socket = root / "mysql/mysqld.sock";
+    /// The darwin personality's emulation log (the shim's `SLURM_SHIM_EMULATION_LOG`: one
+    /// line per macOS behaviour applied and call site), given to every daemon and client of
+    /// the cluster unless the caller set the variable itself ([`emulation_log`]).
+    emulation_log = logs / "shim-emulation.log";
+    /// Where the prolog and epilog append `<script> <job id>` lines.
+    hook_log = jobs / "hooks.log";
+}
+
+impl Layout {
     /// Everything of one node (`node1`, ...; `%n` in slurm.conf).
     pub fn node_dir(&self, node: &str) -> PathBuf {
         self.root.join("nodes").join(node)
@@ -68,27 +82,13 @@ impl Layout {
     pub fn node_run(&self, node: &str) -> PathBuf {
         self.node_dir(node).join("run")
     }
+    /// The node's slurmd's SACK socket (`/run/slurm/sack.socket` inside its namespaces).
+    pub fn node_sack_socket(&self, node: &str) -> PathBuf {
+        self.node_run(node).join("slurm/sack.socket")
+    }
     /// The node's SlurmdSpoolDir.
     pub fn node_spool(&self, node: &str) -> PathBuf {
         self.node_dir(node).join("spool")
-    }
-    /// PID files (not under `run/`, which is `/run` inside the namespaces).
-    pub fn pids(&self) -> PathBuf {
-        self.root.join("pid")
-    }
-    pub fn logs(&self) -> PathBuf {
-        self.root.join("log")
-    }
-    /// Job scripts and outputs; world-writable with the sticky bit (jobs of the test user).
-    pub fn jobs(&self) -> PathBuf {
-        self.root.join("jobs")
-    }
-    /// The private MariaDB: data directory and socket.
-    pub fn mysql_data(&self) -> PathBuf {
-        self.root.join("mysql/data")
-    }
-    pub fn mysql_socket(&self) -> PathBuf {
-        self.root.join("mysql/mysqld.sock")
     }
     pub fn daemon_log(&self, daemon: &str) -> PathBuf {
         self.logs().join(format!("{daemon}.log"))
@@ -97,13 +97,6 @@ impl Layout {
     pub fn daemon_output(&self, daemon: &str) -> PathBuf {
         self.logs().join(format!("{daemon}.out"))
     }
-    /// The darwin personality's emulation log (the shim's `SLURM_SHIM_EMULATION_LOG`: one
-    /// line per macOS behaviour applied and call site), given to every daemon and client of
-    /// the cluster unless the caller set the variable itself ([`emulation_log`]).
-    pub fn emulation_log(&self) -> PathBuf {
-        self.logs().join("shim-emulation.log")
-    }
-
     /// A flag file: while it exists, the prolog (or epilog) fails.
     pub fn fail_flag(&self, script: &str) -> PathBuf {
         self.jobs().join(format!("{script}-fail"))
@@ -111,10 +104,6 @@ impl Layout {
     /// A flag file: while it exists, the prolog (or epilog) hangs (sleeps 5 minutes).
     pub fn sleep_flag(&self, script: &str) -> PathBuf {
         self.jobs().join(format!("{script}-sleep"))
-    }
-    /// Where the prolog and epilog append `<script> <job id>` lines.
-    pub fn hook_log(&self) -> PathBuf {
-        self.jobs().join("hooks.log")
     }
 
     /// Create the directories, with those of `nodes` nodes.

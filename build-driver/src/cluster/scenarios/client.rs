@@ -1,7 +1,9 @@
 //! What every scenario uses: submitting jobs, reading their state from slurmctld and from
 //! the accounting database, waiting for processes, all with bounded waits.
 
+use super::super::daemon::Daemon;
 use super::super::handle::Cluster;
+use super::super::procs::ProcRecord;
 use crate::error::{Error, Result};
 use crate::util::process::bounded::{poll, read_bounded, run_bounded};
 use crate::util::signal::process_exists;
@@ -209,6 +211,13 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// `scancel` job `id` and wait until it is CANCELLED.
+    pub fn cancel(&self, id: u32) -> Result<()> {
+        self.read("scancel", &[&id.to_string()])?;
+        self.wait_state(id, &["CANCELLED"], JOB_TIMEOUT)?;
+        Ok(())
+    }
+
     /// Wait until the job is in one of `wanted`; an unwanted terminal state is an error.
     pub fn wait_state(&self, id: u32, wanted: &[&str], timeout: Duration) -> Result<String> {
         poll(
@@ -326,6 +335,14 @@ impl<'a> Ctx<'a> {
     }
 
     /// The first node's name (`node1`): the node of the one-node scenarios.
+    /// The first slurmd's record (its PID, ...).
+    pub fn slurmd_record(&self) -> Result<ProcRecord> {
+        self.cluster
+            .record(Daemon::Slurmd(0))
+            .cloned()
+            .ok_or_else(|| Error::Scenario("slurmd is not recorded".into()))
+    }
+
     pub fn first_node(&self) -> String {
         self.cluster
             .nodes()
@@ -579,6 +596,15 @@ impl LogMark {
         let bytes = std::fs::read(&self.path).unwrap_or_default();
         String::from_utf8_lossy(bytes.get(self.from as usize..).unwrap_or_default()).into_owned()
     }
+}
+
+/// The lines of the file at `path` (none while it does not exist).
+pub fn file_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 pub fn is_terminal(state: &str) -> bool {

@@ -8,11 +8,11 @@
 //! with `scontrol` (a client on the node, through its slurmd's SACK socket) and fails, or
 //! (for the timeout case) drains it and then hangs.
 
-use super::client::{Ctx, JOB_TIMEOUT, POLL, q};
+use super::client::{Ctx, JOB_TIMEOUT, POLL, file_lines, q};
 use super::conf::ConfChange;
 use crate::error::{Error, Result};
 use crate::util::process::bounded::poll;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// `HealthCheckInterval` for these scenarios (seconds).
@@ -59,14 +59,6 @@ fn program(ctx: &mut Ctx<'_>) -> Result<Program> {
     })
 }
 
-fn runs(log: &Path) -> Vec<String> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
 fn conf_lines(p: &Program) -> Vec<String> {
     vec![
         format!("HealthCheckProgram={}", p.path.display()),
@@ -81,7 +73,7 @@ fn wait_runs(p: &Program, from: usize, n: usize, timeout: Duration) -> Result<Ve
         timeout,
         POLL,
         || {
-            let l = runs(&p.log);
+            let l = file_lines(&p.log);
             let new: Vec<String> = l.iter().skip(from).cloned().collect();
             Ok((new.iter().filter(|x| x.starts_with("run ")).count() >= n).then_some(new))
         },
@@ -125,7 +117,7 @@ pub fn drain_and_recover(ctx: &mut Ctx<'_>) -> Result<String> {
         );
         std::fs::remove_file(&p.drain_flag).map_err(|e| Error::io(&p.drain_flag, e))?;
         let (dstate, dreason) = drained?;
-        let mark = runs(&p.log).len();
+        let mark = file_lines(&p.log).len();
         ctx.resume_node(Duration::from_secs(30))?;
         wait_runs(&p, mark, 2, Duration::from_secs(60))?;
         let (after, _) = ctx.state_reason()?;

@@ -6,6 +6,7 @@
 use super::client::{Ctx, JOB_TIMEOUT};
 use super::conf::ConfChange;
 use crate::error::{Error, Result};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// `PrologEpilogTimeout` for the timeout scenarios (seconds).
@@ -19,6 +20,52 @@ fn hook_lines(ctx: &Ctx<'_>, id: u32) -> Vec<String> {
         .filter(|l| l.split_whitespace().nth(1) == Some(id.to_string().as_str()))
         .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
         .collect()
+}
+
+/// Create the flag file `flag` (a hook fails or hangs while it exists): `flag`.
+fn raise(flag: PathBuf) -> Result<PathBuf> {
+    std::fs::write(&flag, "").map_err(|e| Error::io(&flag, e))?;
+    Ok(flag)
+}
+
+/// A one-task job `stem` whose script only creates `marker` (the proof that it ran).
+fn sbatch_touching(ctx: &mut Ctx<'_>, stem: &str, marker: &Path) -> Result<u32> {
+    ctx.sbatch(
+        stem,
+        &["-n1"],
+        &format!("touch {}\n", super::client::q(marker)),
+    )
+}
+
+/// How both timeout scenarios start: `PrologEpilogTimeout` set in slurm.conf (the change,
+/// for the caller to restore) and `hook`'s sleep flag raised (the flag).
+fn hang(ctx: &Ctx<'_>, hook: &str) -> Result<(ConfChange, PathBuf)> {
+    let change = ConfChange::apply(
+        ctx.cluster,
+        &[format!("PrologEpilogTimeout={HOOK_TIMEOUT_S}")],
+    )?;
+    let flag = raise(ctx.cluster.layout().sleep_flag(hook))?;
+    Ok((change, flag))
+}
+
+/// After a prolog that `how` (failed, timed out): job `id`'s script must not have run (it
+/// would have made `marker`); the job is cancelled.
+fn cancel_unrun(ctx: &Ctx<'_>, id: u32, marker: &Path, how: &str) -> Result<()> {
+    if marker.exists() {
+        return Err(Error::Scenario(format!(
+            "job {id}: its script ran although the prolog {how}"
+        )));
+    }
+    ctx.run("scancel", &[&id.to_string()])?;
+    Ok(())
+}
+
+/// The drained node is resumed and runs the next job (`stem`) to COMPLETED: that job's id.
+fn resume_and_run_next(ctx: &mut Ctx<'_>, stem: &str) -> Result<u32> {
+    ctx.resume_node(Duration::from_secs(30))?;
+    let next = ctx.sbatch(stem, &["-n1"], "true\n")?;
+    ctx.wait_state(next, &["COMPLETED"], JOB_TIMEOUT)?;
+    Ok(next)
 }
 
 /// A job runs the prolog before and the epilog after it.
@@ -46,27 +93,15 @@ pub fn prolog_epilog(ctx: &mut Ctx<'_>) -> Result<String> {
 /// script; after the flag is removed, the job is cancelled and the node resumed, the next job
 /// runs.
 pub fn prolog_failure(ctx: &mut Ctx<'_>) -> Result<String> {
-    let flag = ctx.cluster.layout().fail_flag("prolog");
-    std::fs::write(&flag, "").map_err(|e| Error::io(&flag, e))?;
+    let flag = raise(ctx.cluster.layout().fail_flag("prolog"))?;
     let marker = ctx.path("script-ran");
-    let id = ctx.sbatch(
-        "prolog-fail",
-        &["-n1"],
-        &format!("touch {}\n", super::client::q(&marker)),
-    )?;
+    let id = sbatch_touching(ctx, "prolog-fail", &marker)?;
     let drained = ctx.wait_drained("rolog");
     std::fs::remove_file(&flag).map_err(|e| Error::io(&flag, e))?;
     let (state, reason) = drained?;
     let job_state = ctx.job_state(id)?;
-    if marker.exists() {
-        return Err(Error::Scenario(format!(
-            "job {id}: its script ran although the prolog failed"
-        )));
-    }
-    ctx.run("scancel", &[&id.to_string()])?;
-    ctx.resume_node(Duration::from_secs(30))?;
-    let next = ctx.sbatch("after-prolog", &["-n1"], "true\n")?;
-    ctx.wait_state(next, &["COMPLETED"], JOB_TIMEOUT)?;
+    cancel_unrun(ctx, id, &marker, "failed")?;
+    let next = resume_and_run_next(ctx, "after-prolog")?;
     Ok(format!(
         "node {state} Reason={reason}; job {id} {job_state}, script not run; resumed, job {next} COMPLETED"
     ))
@@ -75,16 +110,13 @@ pub fn prolog_failure(ctx: &mut Ctx<'_>) -> Result<String> {
 /// A failing epilog: the job completes, the node drains with an epilog reason; resumed, it
 /// runs the next job.
 pub fn epilog_failure(ctx: &mut Ctx<'_>) -> Result<String> {
-    let flag = ctx.cluster.layout().fail_flag("epilog");
-    std::fs::write(&flag, "").map_err(|e| Error::io(&flag, e))?;
+    let flag = raise(ctx.cluster.layout().fail_flag("epilog"))?;
     let id = ctx.sbatch("epilog-fail", &["-n1"], "true\n")?;
     let drained = ctx.wait_drained("pilog");
     std::fs::remove_file(&flag).map_err(|e| Error::io(&flag, e))?;
     let (state, reason) = drained?;
     let acct = ctx.acct_final(id, JOB_TIMEOUT)?;
-    ctx.resume_node(Duration::from_secs(30))?;
-    let next = ctx.sbatch("after-epilog", &["-n1"], "true\n")?;
-    ctx.wait_state(next, &["COMPLETED"], JOB_TIMEOUT)?;
+    let next = resume_and_run_next(ctx, "after-epilog")?;
     Ok(format!(
         "job {id} {} {}; node {state} Reason={reason}; resumed, job {next} COMPLETED",
         acct.state, acct.exit_code
@@ -139,32 +171,16 @@ fn timed_out(ctx: &Ctx<'_>, name: &str, id: u32, needle: &str) -> Result<(u32, S
 /// (it is requeued and held, or ends); with the flag gone, the job cancelled and the node
 /// resumed, the next job runs; `slurm.conf` is restored.
 pub fn prolog_timeout(ctx: &mut Ctx<'_>) -> Result<String> {
-    let change = ConfChange::apply(
-        ctx.cluster,
-        &[format!("PrologEpilogTimeout={HOOK_TIMEOUT_S}")],
-    )?;
-    let flag = ctx.cluster.layout().sleep_flag("prolog");
-    std::fs::write(&flag, "").map_err(|e| Error::io(&flag, e))?;
+    let (change, flag) = hang(ctx, "prolog")?;
     let marker = ctx.path("script-ran");
-    let id = ctx.sbatch(
-        "prolog-hangs",
-        &["-n1"],
-        &format!("touch {}\n", super::client::q(&marker)),
-    );
+    let id = sbatch_touching(ctx, "prolog-hangs", &marker);
     let seen = id.and_then(|id| Ok((id, timed_out(ctx, "prolog", id, "rolog")?)));
     std::fs::remove_file(&flag).map_err(|e| Error::io(&flag, e))?;
     let (id, (pid, state, reason)) = seen?;
     let job_state = ctx.job_state(id)?;
     let held = ctx.job_field(id, "Reason")?.unwrap_or_default();
-    if marker.exists() {
-        return Err(Error::Scenario(format!(
-            "job {id}: its script ran although the prolog timed out"
-        )));
-    }
-    ctx.run("scancel", &[&id.to_string()])?;
-    ctx.resume_node(Duration::from_secs(30))?;
-    let next = ctx.sbatch("after-prolog-timeout", &["-n1"], "true\n")?;
-    ctx.wait_state(next, &["COMPLETED"], JOB_TIMEOUT)?;
+    cancel_unrun(ctx, id, &marker, "timed out")?;
+    let next = resume_and_run_next(ctx, "after-prolog-timeout")?;
     change.restore()?;
     Ok(format!(
         "PrologEpilogTimeout={HOOK_TIMEOUT_S}: prolog {pid} of job {id} killed with its process group; node {state} Reason={reason}; job {job_state} ({held}), script not run; resumed, job {next} COMPLETED; slurm.conf restored"
@@ -175,12 +191,7 @@ pub fn prolog_timeout(ctx: &mut Ctx<'_>) -> Result<String> {
 /// with its process group; the job still ends COMPLETED (its script ran), the node drains with
 /// an epilog reason; resumed, it runs the next job; `slurm.conf` is restored.
 pub fn epilog_timeout(ctx: &mut Ctx<'_>) -> Result<String> {
-    let change = ConfChange::apply(
-        ctx.cluster,
-        &[format!("PrologEpilogTimeout={HOOK_TIMEOUT_S}")],
-    )?;
-    let flag = ctx.cluster.layout().sleep_flag("epilog");
-    std::fs::write(&flag, "").map_err(|e| Error::io(&flag, e))?;
+    let (change, flag) = hang(ctx, "epilog")?;
     let id = ctx.sbatch("epilog-hangs", &["-n1"], "echo ran\n");
     let seen = id.and_then(|id| Ok((id, timed_out(ctx, "epilog", id, "pilog")?)));
     std::fs::remove_file(&flag).map_err(|e| Error::io(&flag, e))?;
@@ -193,9 +204,7 @@ pub fn epilog_timeout(ctx: &mut Ctx<'_>) -> Result<String> {
             acct.state, acct.exit_code
         )));
     }
-    ctx.resume_node(Duration::from_secs(30))?;
-    let next = ctx.sbatch("after-epilog-timeout", &["-n1"], "true\n")?;
-    ctx.wait_state(next, &["COMPLETED"], JOB_TIMEOUT)?;
+    let next = resume_and_run_next(ctx, "after-epilog-timeout")?;
     change.restore()?;
     Ok(format!(
         "PrologEpilogTimeout={HOOK_TIMEOUT_S}: epilog {pid} of job {id} killed with its process group; job {} {}; node {state} Reason={reason}; resumed, job {next} COMPLETED; slurm.conf restored",

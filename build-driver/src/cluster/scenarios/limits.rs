@@ -5,7 +5,6 @@
 //! says so (default: all) or the user asked with `--propagate`; the hard limits stay the
 //! node's (slurmd's), and the variables are removed from the task's environment.
 
-use super::super::daemon::Daemon;
 use super::client::{Ctx, JOB_TIMEOUT, q};
 use crate::error::{Error, Result};
 use nix::sys::resource::Resource;
@@ -111,11 +110,7 @@ fn read(p: &Path) -> Result<String> {
 /// with `--propagate=NOFILE,CORE,STACK,CPU`; the job's hard limits are slurmd's; no
 /// `SLURM_RLIMIT_*` reaches the job; slurmd is still running.
 pub fn ulimits(ctx: &mut Ctx<'_>) -> Result<String> {
-    let pid = ctx
-        .cluster
-        .record(Daemon::Slurmd(0))
-        .map(|r| r.pid)
-        .ok_or_else(|| Error::Scenario("slurmd is not recorded".into()))?;
+    let pid = ctx.slurmd_record()?.pid;
     let slurmd = parse_limits(&read(Path::new(&format!("/proc/{pid}/limits")))?);
     let a = check_job(ctx, "limits-default", &[], &slurmd)?;
     let b = check_job(

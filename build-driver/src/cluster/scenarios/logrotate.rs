@@ -92,11 +92,7 @@ fn settled_descriptors(pid: u32, before: usize) -> Result<Vec<(u32, PathBuf)>> {
 /// more descriptors than before. The rename loses no lines: the job's launch is in the
 /// renamed file, its end in the new one, and the job completes with its 15 heartbeats.
 pub fn rename_and_reopen(ctx: &mut Ctx<'_>) -> Result<String> {
-    let rec = ctx
-        .cluster
-        .record(Daemon::Slurmd(0))
-        .cloned()
-        .ok_or_else(|| Error::Scenario("slurmd is not recorded".into()))?;
+    let rec = ctx.slurmd_record()?;
     let log = ctx.cluster.log(Daemon::Slurmd(0));
     let rotated = log.with_extension("log.rotated");
     crate::util::fs::remove_optional(&rotated)?;

@@ -406,8 +406,7 @@ pub fn reparented_setsid(ctx: &mut Ctx<'_>) -> Result<String> {
                 )?),
             };
         }
-        ctx.read("scancel", &[&id.to_string()])?;
-        ctx.wait_state(id, &["CANCELLED"], JOB_TIMEOUT)?;
+        ctx.cancel(id)?;
         if let Err(e) = ctx.wait_gone(&[tracked, escaped], Duration::from_secs(30)) {
             if process_exists(escaped) {
                 crate::util::signal::kill(escaped, nix::sys::signal::Signal::SIGKILL);
@@ -445,8 +444,7 @@ pub fn double_fork_escape(ctx: &mut Ctx<'_>) -> Result<String> {
         let grandchild = ctx.wait_pids(&esc, 1)?[0];
         // Let the scans (every second) run a few times, then cancel.
         std::thread::sleep(3 * POLL_INTERVAL);
-        ctx.read("scancel", &[&id.to_string()])?;
-        ctx.wait_state(id, &["CANCELLED"], JOB_TIMEOUT)?;
+        ctx.cancel(id)?;
         std::thread::sleep(Duration::from_secs(3));
         if process_exists(grandchild) {
             crate::util::signal::kill(grandchild, nix::sys::signal::Signal::SIGKILL);
@@ -524,8 +522,7 @@ pub fn background_class(ctx: &mut Ctx<'_>) -> Result<String> {
             .iter()
             .map(|&p| in_background(p))
             .collect::<Result<_>>()?;
-        ctx.read("scancel", &[&id.to_string()])?;
-        ctx.wait_state(id, &["CANCELLED"], JOB_TIMEOUT)?;
+        ctx.cancel(id)?;
         if classes.iter().any(|&c| c != want) {
             return Err(Error::Scenario(format!(
                 "job {id} with SLURM_DARWIN_BACKGROUND={value}: batch shell and child {pids:?} in the background class: {classes:?}, expected {want}"

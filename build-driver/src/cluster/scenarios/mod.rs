@@ -150,6 +150,11 @@ const fn node1(name: &'static str, run: Run) -> Scenario {
     with(name, Needs::Nodes(1), run)
 }
 
+/// A scenario of the macOS process plugins (profile `macos-native` only).
+const fn native(name: &'static str, run: Run) -> Scenario {
+    with(name, Needs::MacosNative, run)
+}
+
 const fn with(name: &'static str, needs: Needs, run: Run) -> Scenario {
     Scenario {
         name,
@@ -242,36 +247,12 @@ pub const ALL: &[Scenario] = &[
     with("mix-span", Needs::Mix, mix::span),
     with("mix-clients", Needs::Mix, mix::clients),
     // The macOS process plugins (profile `macos-native` only).
-    with(
-        "accounting-accuracy",
-        Needs::MacosNative,
-        macos_native::accounting_accuracy,
-    ),
-    with(
-        "memory-oom-kill",
-        Needs::MacosNative,
-        macos_native::memory_oom_kill,
-    ),
-    with(
-        "reparented-setsid",
-        Needs::MacosNative,
-        macos_native::reparented_setsid,
-    ),
-    with(
-        "double-fork-escape",
-        Needs::MacosNative,
-        macos_native::double_fork_escape,
-    ),
-    with(
-        "background-class",
-        Needs::MacosNative,
-        macos_native::background_class,
-    ),
-    with(
-        "binding-not-enforced",
-        Needs::MacosNative,
-        macos_native::binding_not_enforced,
-    ),
+    native("accounting-accuracy", macos_native::accounting_accuracy),
+    native("memory-oom-kill", macos_native::memory_oom_kill),
+    native("reparented-setsid", macos_native::reparented_setsid),
+    native("double-fork-escape", macos_native::double_fork_escape),
+    native("background-class", macos_native::background_class),
+    native("binding-not-enforced", macos_native::binding_not_enforced),
     // The proof of concept's test plan (../shared/docs/POC-DEFECTS.md section C), by its
     // SMD ID; docs/PARITY.md maps every ID.
     node1("smd-204-gres-beside-gpu", gpu_node::beside_gpu_job),

@@ -65,8 +65,7 @@ pub fn cancel_tree(ctx: &mut Ctx<'_>) -> Result<String> {
             "job {id}: process {p} is not running before scancel"
         )));
     }
-    ctx.read("scancel", &[&id.to_string()])?;
-    ctx.wait_state(id, &["CANCELLED"], JOB_TIMEOUT)?;
+    ctx.cancel(id)?;
     ctx.wait_gone(&pids, Duration::from_secs(30))?;
     Ok(format!(
         "job {id} CANCELLED; shell, child, nohup child, subshell and grandchild {pids:?} all gone"
@@ -91,8 +90,7 @@ pub fn setsid_escape(ctx: &mut Ctx<'_>) -> Result<String> {
     let id = ctx.sbatch("escape", &["-n1"], &body)?;
     let pids = ctx.wait_pids(&pids, 2)?;
     let (tracked, escaped) = (pids[0], pids[1]);
-    ctx.read("scancel", &[&id.to_string()])?;
-    ctx.wait_state(id, &["CANCELLED"], JOB_TIMEOUT)?;
+    ctx.cancel(id)?;
     ctx.wait_gone(&[tracked], Duration::from_secs(30))?;
     // Give the step's cleanup time to (not) reach it.
     std::thread::sleep(Duration::from_secs(3));
@@ -211,8 +209,7 @@ pub fn orphans(ctx: &mut Ctx<'_>) -> Result<String> {
             state_and_group(escaped)
         )));
     }
-    ctx.read("scancel", &[&id.to_string()])?;
-    ctx.wait_state(id, &["CANCELLED"], JOB_TIMEOUT)?;
+    ctx.cancel(id)?;
     ctx.wait_gone(
         &[plain, ignoring, parent, orphan, zombie],
         Duration::from_secs(30),

@@ -59,11 +59,7 @@ fn spool_entries_of(spool: &Path, id: u32) -> Vec<String> {
 pub fn slurmd_sigkill(ctx: &mut Ctx<'_>) -> Result<String> {
     let (done_id, done_pids, go) = waiting_job(ctx, "survivor")?;
     let (cancel_id, cancel_pids, _) = waiting_job(ctx, "cancelled")?;
-    let old = ctx
-        .cluster
-        .record(Daemon::Slurmd(0))
-        .cloned()
-        .ok_or_else(|| Error::Scenario("slurmd is not recorded".into()))?;
+    let old = ctx.slurmd_record()?;
     ctx.cluster.kill(Daemon::Slurmd(0), Signal::SIGKILL)?;
     if !old.wait_gone(Duration::from_secs(20)) {
         return Err(Error::Scenario(format!(
@@ -129,11 +125,7 @@ pub fn slurmd_sigkill(ctx: &mut Ctx<'_>) -> Result<String> {
 /// slurmctld stopped (SIGSTOP) for [`OUTAGE`], then continued; slurmd must stay up with the
 /// same PID throughout. Returns how long the node took to be idle again afterwards.
 fn outage(ctx: &mut Ctx<'_>, during: impl FnOnce(&Ctx<'_>) -> Result<()>) -> Result<Duration> {
-    let slurmd = ctx
-        .cluster
-        .record(Daemon::Slurmd(0))
-        .cloned()
-        .ok_or_else(|| Error::Scenario("slurmd is not recorded".into()))?;
+    let slurmd = ctx.slurmd_record()?;
     ctx.cluster.pause(Daemon::Slurmctld)?;
     let t = Instant::now();
     let result = (|| {
@@ -246,11 +238,7 @@ fn restart_on_stale(
     plant: impl FnOnce() -> Result<()>,
 ) -> Result<String> {
     let node = ctx.first_node();
-    let sack = ctx
-        .cluster
-        .layout()
-        .node_run(&node)
-        .join("slurm/sack.socket");
+    let sack = ctx.cluster.layout().node_sack_socket(&node);
     ctx.cluster.stop(Daemon::Slurmd(0))?;
     plant()?;
     stale_socket(&sack)?;

@@ -24,12 +24,7 @@ use std::time::{Duration, Instant};
 const OLD_EXIT_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub fn replacement_keeps_socket(ctx: &mut Ctx<'_>) -> Result<String> {
-    let node = ctx.first_node();
-    let sock = ctx
-        .cluster
-        .layout()
-        .node_run(&node)
-        .join("slurm/sack.socket");
+    let sock = ctx.cluster.layout().node_sack_socket(&ctx.first_node());
     let ino = |what: &str| -> Result<u64> {
         let m = std::fs::symlink_metadata(&sock)
             .map_err(|e| Error::Scenario(format!("{what}: SACK socket {}: {e}", sock.display())))?;
@@ -42,11 +37,7 @@ pub fn replacement_keeps_socket(ctx: &mut Ctx<'_>) -> Result<String> {
         Ok(m.ino())
     };
     let before = ino("before")?;
-    let old = ctx
-        .cluster
-        .record(Daemon::Slurmd(0))
-        .cloned()
-        .ok_or_else(|| Error::Scenario("slurmd is not recorded".into()))?;
+    let old = ctx.slurmd_record()?;
     // the old slurmd still holds the port: start without the free-port check; the new
     // one stops the old one itself (its pid file) and is ready when it has the port
     ctx.cluster.start_unchecked(ctx.sh, Daemon::Slurmd(0))?;

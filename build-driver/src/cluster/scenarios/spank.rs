@@ -10,7 +10,7 @@
 //! `task_post_fork`, `task_exit` per task; and `slurmd_exit` when slurmd shuts down.
 
 use super::super::daemon::Daemon;
-use super::client::{CLIENT_TIMEOUT, Ctx, JOB_TIMEOUT, succeeded};
+use super::client::{CLIENT_TIMEOUT, Ctx, JOB_TIMEOUT, file_lines, succeeded};
 use super::conf::ConfChange;
 use super::fixtures::{self, Kind};
 use crate::error::{Error, Result};
@@ -48,14 +48,6 @@ fn count(lines: &[String]) -> BTreeMap<(String, String), usize> {
     m
 }
 
-fn read_marks(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
 /// How many marks of `cb` in context `cx`.
 fn got(counts: &BTreeMap<(String, String), usize>, cb: &str, cx: &str) -> usize {
     counts
@@ -85,7 +77,7 @@ fn marked_step(ctx: &Ctx<'_>, user: &str, marks: &Path) -> Result<(u32, Vec<Stri
     let mut c = ctx.tool_as(user, "srun");
     c.args(["-N1", "-n2", "true"]);
     succeeded("srun -n2 with the SPANK plugin", &run_bounded(c, CLIENT_TIMEOUT)?)?;
-    let l = read_marks(marks);
+    let l = file_lines(marks);
     let job = l
         .iter()
         .filter_map(|x| x.split_whitespace().find_map(|w| w.strip_prefix("job=")))
@@ -94,7 +86,7 @@ fn marked_step(ctx: &Ctx<'_>, user: &str, marks: &Path) -> Result<(u32, Vec<Stri
         .ok_or_else(|| Error::Scenario(format!("no mark names a job: {l:?}")))?;
     // job_epilog runs once the job is over.
     let after_step = poll("the job's epilog marks", JOB_TIMEOUT, super::client::POLL, || {
-        let l = read_marks(marks);
+        let l = file_lines(marks);
         Ok(l.iter().any(|x| x.starts_with("job_epilog ")).then_some(l))
     })?;
     Ok((job, after_step))
@@ -148,7 +140,7 @@ pub fn callbacks(ctx: &mut Ctx<'_>) -> Result<String> {
         ctx.cluster,
         &[format!("PlugStackConfig={}", plugstack.display())],
     )?;
-    let at_load = count(&read_marks(&marks));
+    let at_load = count(&file_lines(&marks));
     let user = super::super::user::ensure_test_user()?;
     let stepped = marked_step(ctx, &user.name, &marks).and_then(|(job, after)| {
         ctx.cluster.restart(ctx.sh, Daemon::Slurmd(0))?;
@@ -157,7 +149,7 @@ pub fn callbacks(ctx: &mut Ctx<'_>) -> Result<String> {
     change.refresh(ctx.cluster);
     change.restore()?;
     let (job, before_stop) = stepped?;
-    let all = read_marks(&marks);
+    let all = file_lines(&marks);
     let ids = format!("uid={} gid={}", user.uid, user.gid);
     let bad = mark_faults(&at_load, &all, before_stop, job, &ids);
     if !bad.is_empty() {
