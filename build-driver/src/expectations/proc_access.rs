@@ -70,6 +70,9 @@ pub struct Seen {
     pub path: String,
     /// The call (`opendir`, `stat`, `bind(AF_UNIX)`, ...).
     pub call: String,
+    /// The call site's offset in `object` when the log names no symbol (`slurmstepd:
+    /// [82.5](+0x4acf3)`: a static function), for [`name_static_sites`].
+    pub offset: Option<u64>,
 }
 
 /// The hidden-path refusals among the log's lines (other behaviours are not accesses).
@@ -98,12 +101,19 @@ fn parse_line(line: &str) -> Option<Seen> {
         .to_string();
     let (head, site) = rest.rsplit_once(" at ")?;
     let path = head.rsplit_once(" [")?.1.strip_suffix(']')?.to_string();
-    let (object, function) = match site.split_once('(') {
-        Some((obj, f)) => (
-            obj.to_string(),
-            f.split(['+', ')']).next().unwrap_or("").to_string(),
-        ),
-        None => (site.to_string(), String::new()),
+    let (object, function, offset) = match site.split_once('(') {
+        Some((obj, f)) => {
+            let offset = f
+                .strip_prefix("+0x")
+                .and_then(|o| o.split(')').next())
+                .and_then(|o| u64::from_str_radix(o, 16).ok());
+            (
+                obj.to_string(),
+                f.split(['+', ')']).next().unwrap_or("").to_string(),
+                offset,
+            )
+        }
+        None => (site.to_string(), String::new(), None),
     };
     Some(Seen {
         function: if function.is_empty() {
@@ -114,7 +124,50 @@ fn parse_line(line: &str) -> Option<Seen> {
         object,
         path,
         call,
+        offset,
     })
+}
+
+/// Names the sites the log could not: a static function has no dynamic symbol, so the shim's
+/// backtrace gives only `<object>(+0xOFF)`. The object is one of `prefix`'s programs (a
+/// renamed process such as `slurmstepd: [82.5]` is its program, `slurmstepd`), a library of
+/// `lib/` or a plugin of `lib/slurm/`; its symbol table (an install is not stripped) names the
+/// function whose range holds the offset. A site that cannot be named stays `?`.
+pub fn name_static_sites(seen: Vec<Seen>, prefix: &Path) -> Vec<Seen> {
+    let mut out: Vec<Seen> = seen
+        .into_iter()
+        .map(|mut s| {
+            if s.function == "?" {
+                if let Some(f) = s.offset.and_then(|o| symbol_at(&object_file(prefix, &s.object)?, o)) {
+                    s.function = f;
+                }
+            }
+            s
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The installed file of a log line's object name.
+fn object_file(prefix: &Path, object: &str) -> Option<PathBuf> {
+    let name = object.split(':').next()?.trim();
+    ["sbin", "bin", "lib", "lib/slurm"]
+        .iter()
+        .map(|d| prefix.join(d).join(name))
+        .find(|p| p.is_file())
+}
+
+/// The function of `file`'s symbol table whose range holds `offset`.
+fn symbol_at(file: &Path, offset: u64) -> Option<String> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let data = std::fs::read(file).ok()?;
+    let obj = object::File::parse(&*data).ok()?;
+    obj.symbols()
+        .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0)
+        .find(|s| s.address() <= offset && offset < s.address() + s.size())
+        .and_then(|s| s.name().ok().map(str::to_string))
 }
 
 #[cfg(test)]
@@ -139,6 +192,7 @@ slurm-shim[14]: macOS behaviour applied: stat of a path macOS does not have -> E
                 object: "libslurmfull.so".into(),
                 path: "/proc/self/fd".into(),
                 call: "opendir".into(),
+                offset: None,
             }
         );
         assert_eq!(
@@ -150,6 +204,45 @@ slurm-shim[14]: macOS behaviour applied: stat of a path macOS does not have -> E
             ("?", "/run/slurm/sack.socket", "bind(AF_UNIX)")
         );
         // A line without the path (a shim older than the path report) names no access.
+    }
+
+    #[test]
+    fn name_static_sites__a_static_function_of_a_renamed_program() {
+        let Some(sh) = crate::testing::shell_with(&["cc"]) else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let sbin = dir.path().join("sbin");
+        std::fs::create_dir(&sbin).unwrap();
+        let c = dir.path().join("p.c");
+        std::fs::write(
+            &c,
+            "static int __attribute__((noinline)) probe_core(int x) { return x * 3 + 1; }\n\
+             int main(int argc, char **argv) { (void) argv; return probe_core(argc); }\n",
+        )
+        .unwrap();
+        let prog = sbin.join("slurmstepd");
+        crate::testing::cc(&sh, &["-O1".as_ref(), c.as_os_str(), "-o".as_ref(), prog.as_os_str()]);
+        let data = std::fs::read(&prog).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        use object::{Object, ObjectSymbol};
+        let addr = file
+            .symbols()
+            .find(|s| s.name() == Ok("probe_core"))
+            .expect("the static function is in the symbol table")
+            .address();
+        let line = format!(
+            "slurm-shim[1]: macOS behaviour applied: open of a path macOS does not have -> ENOENT (no /proc, /run, /sys, /dev/shm on macOS) [/proc/7/stat] at slurmstepd: [82.5](+{:#x})\n",
+            addr + 1
+        );
+        let seen = parse_log(&line);
+        assert_eq!(seen[0].function, "?", "{seen:?}");
+        let named = name_static_sites(seen, dir.path());
+        assert_eq!(named[0].function, "probe_core", "{named:?}");
+        assert_eq!(named[0].object, "slurmstepd: [82.5]");
+        // An offset outside every function, or an object not in the prefix, stays unnamed.
+        let other = parse_log(&line.replace("slurmstepd: [82.5]", "sackd"));
+        assert_eq!(name_static_sites(other, dir.path())[0].function, "?");
     }
 
     #[test]

@@ -17,14 +17,14 @@ use crate::personality::Personality;
 use std::path::Path;
 
 pub fn only_accepted_sites(ctx: &mut Ctx<'_>) -> Result<String> {
-    let mut line = None;
+    let mut darwin = None;
     for n in ctx.cluster.nodes() {
         let m = crate::staging::Manifest::read(&n.prefix)?;
         if m.personality == Personality::Darwin {
-            line = Some(m.line);
+            darwin = Some((m.line, n.prefix.clone()));
         }
     }
-    let line = line.ok_or_else(|| {
+    let (line, prefix) = darwin.ok_or_else(|| {
         Error::Scenario("no darwin node: nothing logs /proc accesses on a native build".into())
     })?;
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -37,7 +37,7 @@ pub fn only_accepted_sites(ctx: &mut Ctx<'_>) -> Result<String> {
             log.display()
         ))
     })?;
-    let seen = proc_access::parse_log(&text);
+    let seen = proc_access::name_static_sites(proc_access::parse_log(&text), &prefix);
     let (ok, bad): (Vec<&Seen>, Vec<&Seen>) = seen.iter().partition(|s| accepted.find(s).is_some());
     if !bad.is_empty() {
         return Err(Error::Scenario(format!(
