@@ -18,6 +18,14 @@ use std::time::{Duration, Instant};
 /// How long one submission (or cancel) is retried before the soak gives up.
 const RETRY_BUDGET: Duration = Duration::from_secs(180);
 
+/// Every soak job's time limit (2 minutes; the jobs take at most 3 s, a cancelled one is
+/// cancelled within 3 s). A job whose launch a slurmd SIGKILL cut short stays RUNNING in
+/// slurmctld: the restarted slurmd registered within seconds, too soon for slurmctld to call
+/// the job missing, and nothing else ends it (seen in the fresh-machine CI run, 2026-12-01:
+/// job 249 RUNNING for over 7 minutes after `SIGKILL slurmd of node2`). With the limit it
+/// ends TIMEOUT, a final state, and the drain goes on.
+const LIMIT: &str = "--time=2";
+
 /// What was submitted.
 #[derive(Debug, Clone, Default)]
 pub struct Submitted {
@@ -194,8 +202,8 @@ fn submit(ctx: &Ctx<'_>, job: Job, out: &mut Submitted) -> Result<Option<(Instan
     match job {
         Job::Batch { ms } | Job::Gpu { ms } => {
             let args: &[&str] = match job {
-                Job::Gpu { .. } => &["-n1", "--gres=gpu:1"],
-                _ => &["-n1"],
+                Job::Gpu { .. } => &["-n1", LIMIT, "--gres=gpu:1"],
+                _ => &["-n1", LIMIT],
             };
             let id = retried("sbatch", &mut retries, || {
                 ctx.sbatch_wrap(args, &sleep_line(ms))
@@ -205,7 +213,7 @@ fn submit(ctx: &Ctx<'_>, job: Job, out: &mut Submitted) -> Result<Option<(Instan
         Job::Array { last, ms } => {
             let array = format!("--array=0-{last}");
             let id = retried("sbatch --array", &mut retries, || {
-                ctx.sbatch_wrap(&["-n1", &array], &sleep_line(ms))
+                ctx.sbatch_wrap(&["-n1", LIMIT, &array], &sleep_line(ms))
             })?;
             for k in 0..=last {
                 expect(format!("{id}_{k}"), false);
@@ -213,7 +221,7 @@ fn submit(ctx: &Ctx<'_>, job: Job, out: &mut Submitted) -> Result<Option<(Instan
         }
         Job::Cancel { after_ms } => {
             let id = retried("sbatch", &mut retries, || {
-                ctx.sbatch_wrap(&["-n1"], "sleep 300")
+                ctx.sbatch_wrap(&["-n1", LIMIT], "sleep 300")
             })?;
             expect(id.to_string(), true);
             cancel = Some((Instant::now() + Duration::from_millis(after_ms), id));
@@ -221,7 +229,7 @@ fn submit(ctx: &Ctx<'_>, job: Job, out: &mut Submitted) -> Result<Option<(Instan
         Job::Srun { ms } => {
             let line = format!("echo $SLURM_JOB_ID; {}", sleep_line(ms));
             let (id, ok) = retried("srun", &mut retries, || {
-                let o = ctx.srun(&["-N1", "-n1", "/bin/sh", "-c", &line])?;
+                let o = ctx.srun(&["-N1", "-n1", LIMIT, "/bin/sh", "-c", &line])?;
                 let text = String::from_utf8_lossy(&o.stdout);
                 match parse_job_id(text.lines().next().unwrap_or("")) {
                     Some(id) => Ok((id, o.status.success())),
