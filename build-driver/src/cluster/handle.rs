@@ -30,7 +30,7 @@
 //! - **A node's own mounts.** [`Cluster::set_node_mounts`] gives node `i`'s namespace files
 //!   or tmpfs of its own ([`NodeMount`]: its `/etc/passwd`, a tiny spool); its slurmd gets
 //!   them at its next start. A tmpfs is private to the process started with it: read a
-//!   daemon's through `/proc/<pid>/root/<path>` ([`Cluster::seen_by`]).
+//!   daemon's through procfs, the root link of its pid ([`Cluster::seen_by`]).
 //!   [`Cluster::set_slurmd_args`] adds arguments to its next start (`-c`).
 //! - **Nodes a scenario adds or starts its own way.** [`Cluster::slurmd_launch`] (a node's
 //!   slurmd with other arguments and `SLURM_CONF`: configless, `-Z`), [`Cluster::add_node`]
@@ -355,14 +355,13 @@ impl Cluster {
         Ok(())
     }
 
-    /// `path` as the daemon `d` sees it (in its mount namespace: `/proc/<pid>/root/<path>`),
-    /// or `path` itself when `d` shares ours or does not run.
+    /// `path` as the daemon `d` sees it (in its mount namespace, through procfs: the root
+    /// link of its pid, then `path`), or `path` itself when `d` shares ours or does not run.
     pub fn seen_by(&self, d: Daemon, path: &Path) -> PathBuf {
         match self.record(d) {
-            Some(r) if r.mnt_ns.is_some() => Path::new("/proc")
-                .join(r.pid.to_string())
-                .join("root")
-                .join(path.strip_prefix("/").unwrap_or(path)),
+            Some(r) if r.mnt_ns.is_some() => {
+                procs::root_of(r.pid).join(path.strip_prefix("/").unwrap_or(path))
+            }
             _ => path.to_path_buf(),
         }
     }

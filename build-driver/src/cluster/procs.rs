@@ -90,7 +90,7 @@ impl Isolation {
 
     /// The same isolation with `mounts` made after `/run`, in order (replacing earlier
     /// ones). Each process started with it gets its own namespace, so a tmpfs is its own:
-    /// another process sees a daemon's through `/proc/<pid>/root`.
+    /// another process sees a daemon's through procfs, the root link of its pid.
     pub fn with_mounts(&self, mounts: &[NodeMount]) -> Result<Isolation> {
         Ok(Isolation {
             extra: mounts
@@ -522,6 +522,12 @@ pub fn processes_in_namespace(ns: u64, run_dirs: &[std::path::PathBuf]) -> Vec<P
         .collect()
 }
 
+/// Process `pid`'s root directory as procfs links it (`root` of its `/proc` entry): paths
+/// under it resolve in that process's mount namespace.
+pub fn root_of(pid: u32) -> PathBuf {
+    Path::new("/proc").join(pid.to_string()).join("root")
+}
+
 /// Whether `/run` as process `pid` sees it (`run` under the `root` link of its `/proc`
 /// entry, resolved in its mount namespace) is the directory `run_dir` (same device and
 /// inode). The mountinfo check below
@@ -532,12 +538,7 @@ pub fn processes_in_namespace(ns: u64, run_dirs: &[std::path::PathBuf]) -> Vec<P
 fn root_run_is(pid: u32, run_dir: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let (Ok(seen), Ok(ours)) = (
-        std::fs::metadata(
-            Path::new("/proc")
-                .join(pid.to_string())
-                .join("root")
-                .join("run"),
-        ),
+        std::fs::metadata(root_of(pid).join("run")),
         std::fs::metadata(run_dir),
     ) else {
         return false;
