@@ -319,7 +319,7 @@ pub fn scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
 /// 0040-0044) on a built darwin-personality prefix, in the same named cluster as
 /// [`scenarios`] (one after the other, never together).
 pub fn macos_native_scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
-    for (name, why) in scenarios::MACOS_NATIVE_LOCAL {
+    for (name, why) in scenarios::macos_native_local() {
         println!("SKIP {name} (not in CI): {why}; run it with --only {name}");
     }
     let mut opts = ci_options(prefix, scenarios::MACOS_NATIVE_CI)?;
