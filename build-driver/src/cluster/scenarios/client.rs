@@ -334,7 +334,6 @@ impl<'a> Ctx<'a> {
             Error::Scenario(format!("{e}: still there: {}", left.join(", ")))
         })
     }
-
 }
 
 /// A job's final states (sacct and scontrol spell them alike).
@@ -422,6 +421,20 @@ pub fn all_hold(what: &str, checks: &[(bool, String)]) -> Result<()> {
         "{what}: failed: {}",
         failed.join("; ")
     )))
+}
+
+/// No faults were found: else an error listing them (`; ` between them), followed by
+/// `seen`, what they were found in (empty: nothing more).
+pub fn no_faults(faults: &[String], seen: &str) -> Result<()> {
+    if faults.is_empty() {
+        return Ok(());
+    }
+    let mut message = faults.join("; ");
+    if !seen.is_empty() {
+        message.push_str("; ");
+        message.push_str(seen);
+    }
+    Err(Error::Scenario(message))
 }
 
 /// One `sacct -P -o State,ExitCode,AllocTRES,User,Start,End` line. `CANCELLED by 0` keeps

@@ -4,7 +4,7 @@
 
 use super::super::daemon::Daemon;
 use super::super::user::ensure_test_user;
-use super::client::{Ctx, JOB_TIMEOUT, q};
+use super::client::{Ctx, JOB_TIMEOUT, no_faults, q};
 use crate::error::{Error, Result};
 
 /// `--export=ALL` carries the submitter's variables, `--export=NONE` does not (Slurm's own
@@ -223,9 +223,7 @@ pub fn values(ctx: &mut Ctx<'_>) -> Result<String> {
     if !leaked.is_empty() {
         bad.push(format!("the secret value is in {leaked:?}"));
     }
-    if !bad.is_empty() {
-        return Err(Error::Scenario(bad.join("; ")));
-    }
+    no_faults(&bad, "")?;
     Ok(format!(
         "batch job {id} and an srun step saw XT_EMPTY empty, XT_UNSET unset, an 8192-byte value, UTF-8, spaces, LANG and PATH as submitted; no SLURM_RLIMIT_*; the secret is in no daemon log"
     ))

@@ -10,10 +10,9 @@
 //! a Mac (any process may use Metal).
 
 use super::super::daemon::Daemon;
-use super::client::{Ctx, JOB_TIMEOUT, POLL, field, hold_until};
+use super::client::{Ctx, JOB_TIMEOUT, field, hold_until};
 use super::reconf::{self, Change};
 use crate::error::{Error, Result};
-use crate::util::process::bounded::poll;
 use std::time::Duration;
 
 /// A node's GPUs as slurmctld knows them.
@@ -76,30 +75,6 @@ fn holder(go: &std::path::Path) -> String {
         "echo \"gpus=${{SLURM_JOB_GPUS-unset}}\"\n{}",
         hold_until(go, "")
     )
-}
-
-/// A job is pending (with `reason`, if given) and stays so for two seconds.
-fn stays_pending(ctx: &Ctx<'_>, id: u32, reason: Option<&str>, why: &str) -> Result<()> {
-    let pending = || -> Result<()> {
-        match ctx.job_state(id)?.as_str() {
-            "PENDING" => Ok(()),
-            s => Err(Error::Scenario(format!("job {id} is {s}: {why}"))),
-        }
-    };
-    poll(
-        &format!("job {id} to pend on {}", reason.unwrap_or("anything")),
-        JOB_TIMEOUT,
-        POLL,
-        || {
-            pending()?;
-            let r = ctx.job_field(id, "Reason")?;
-            Ok(reason
-                .is_none_or(|want| r.as_deref() == Some(want))
-                .then_some(()))
-        },
-    )?;
-    std::thread::sleep(Duration::from_secs(2));
-    pending()
 }
 
 fn first_line_of(ctx: &Ctx<'_>, stem: &str) -> Result<String> {
@@ -207,7 +182,7 @@ pub fn fewer_gpus(ctx: &mut Ctx<'_>) -> Result<String> {
             &["-w", &node, "-n1", &gpus.request(1)],
             "true\n",
         )?;
-        let pended = stays_pending(ctx, id, None, "its node is drained for its GPU count");
+        let pended = ctx.stays_pending(id, None, "while its node is drained for its GPU count");
         ctx.read("scancel", &[&id.to_string()])?;
         pended?;
         Ok(format!("{reason}; GPU job {id} pended"))
@@ -285,8 +260,9 @@ pub fn slurmd_restart(ctx: &mut Ctx<'_>) -> Result<String> {
     wait_gpus_used(ctx, &node, 1)?;
     let second = ctx.sbatch("gpu-waiting", &["-w", &node, "-n1", &req], "echo ran\n")?;
     let held = (first, second);
-    let result =
-        stays_pending(ctx, second, Some("Resources"), "the only GPU is held").and_then(|()| {
+    let result = ctx
+        .stays_pending(second, Some("Resources"), "while the only GPU is held")
+        .and_then(|()| {
             ["restart", "crash"]
                 .into_iter()
                 .map(|how| bounce_under_gpu_job(ctx, &node, held, how))
@@ -353,8 +329,8 @@ fn bounce_under_gpu_job(
             "after the slurmd {how} {node} counts {used} GPU(s) in use under job {first}, expected 1"
         )));
     }
-    let why = format!("the GPU is still held by job {first} after the slurmd {how}");
-    stays_pending(ctx, second, Some("Resources"), &why)?;
+    let when = format!("while the GPU is still held by job {first} after the slurmd {how}");
+    ctx.stays_pending(second, Some("Resources"), &when)?;
     Ok(format!(
         "{how} {old:?}->{new:?}: GresUsed 1, job {second} pending"
     ))

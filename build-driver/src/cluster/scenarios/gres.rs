@@ -20,27 +20,8 @@ pub fn serialise(ctx: &mut Ctx<'_>) -> Result<String> {
     ctx.wait_state(a, &["RUNNING"], JOB_TIMEOUT)?;
     let b = ctx.sbatch("gpu-b", &["-n1", GPU], &body)?;
     // b must stay pending for the GPU while a holds it.
-    crate::util::process::bounded::poll(
-        &format!("job {b} to pend on Resources"),
-        JOB_TIMEOUT,
-        super::client::POLL,
-        || {
-            let state = ctx.job_state(b)?;
-            let reason = ctx.job_field(b, "Reason")?.unwrap_or_default();
-            if state != "PENDING" {
-                return Err(Error::Scenario(format!(
-                    "job {b} is {state} while job {a} holds the only GPU: GRES does not serialise"
-                )));
-            }
-            Ok((reason == "Resources").then_some(()))
-        },
-    )?;
-    std::thread::sleep(Duration::from_secs(2));
-    if ctx.job_state(b)? != "PENDING" {
-        return Err(Error::Scenario(format!(
-            "job {b} started while job {a} holds the GPU"
-        )));
-    }
+    let when = format!("while job {a} holds the only GPU (GRES does not serialise)");
+    ctx.stays_pending(b, Some("Resources"), &when)?;
     std::fs::write(&go, "").map_err(|e| Error::io(&go, e))?;
     ctx.wait_state(a, &["COMPLETED"], JOB_TIMEOUT)?;
     ctx.wait_state(b, &["COMPLETED"], JOB_TIMEOUT)?;

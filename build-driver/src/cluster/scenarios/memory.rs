@@ -11,9 +11,8 @@
 //! the profile's plugins ([`pressure_expectation`]).
 
 use super::super::profile::Profile;
-use super::client::{Ctx, JOB_TIMEOUT, POLL, q};
+use super::client::{Ctx, JOB_TIMEOUT, q};
 use crate::error::{Error, Result};
-use crate::util::process::bounded::poll;
 use std::time::Duration;
 
 /// The `mem=` of an AllocTRES string in MB (`mem=12052M`, `mem=23.54G`), 0 when absent.
@@ -98,20 +97,9 @@ fn pair(ctx: &mut Ctx<'_>, stem: &str, args: &[&str], together: bool) -> Result<
     if together {
         ctx.wait_state(b, &["RUNNING"], JOB_TIMEOUT)?;
     } else {
-        poll(
-            &format!("job {b} to pend on Resources"),
-            JOB_TIMEOUT,
-            POLL,
-            || {
-                let state = ctx.job_state(b)?;
-                if state != "PENDING" {
-                    return Err(Error::Scenario(format!(
-                        "job {b} ({what}) is {state} while job {a} holds the memory: memory is not consumable"
-                    )));
-                }
-                Ok((ctx.job_field(b, "Reason")?.as_deref() == Some("Resources")).then_some(()))
-            },
-        )?;
+        let when =
+            format!("while job {a} holds the memory (jobs {what}: memory is not consumable)");
+        ctx.wait_pending(b, Some("Resources"), &when)?;
     }
     std::fs::write(&go, "").map_err(|e| Error::io(&go, e))?;
     ctx.wait_state(a, &["COMPLETED"], JOB_TIMEOUT)?;

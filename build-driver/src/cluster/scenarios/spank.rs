@@ -10,7 +10,7 @@
 //! `task_post_fork`, `task_exit` per task; and `slurmd_exit` when slurmd shuts down.
 
 use super::super::daemon::Daemon;
-use super::client::{CLIENT_TIMEOUT, Ctx, JOB_TIMEOUT, file_lines, succeeded};
+use super::client::{CLIENT_TIMEOUT, Ctx, JOB_TIMEOUT, file_lines, no_faults, succeeded};
 use super::conf::ConfChange;
 use super::fixtures::{self, Kind};
 use crate::error::{Error, Result};
@@ -152,12 +152,7 @@ pub fn callbacks(ctx: &mut Ctx<'_>) -> Result<String> {
     let all = file_lines(&marks);
     let ids = format!("uid={} gid={}", user.uid, user.gid);
     let bad = mark_faults(&at_load, &all, before_stop, job, &ids);
-    if !bad.is_empty() {
-        return Err(Error::Scenario(format!(
-            "{}; marks {all:?}",
-            bad.join("; ")
-        )));
-    }
+    no_faults(&bad, &format!("marks {all:?}"))?;
     Ok(format!(
         "plugin loaded (slurmd init); job {job}: {} marks of the two-task srun ({} kinds, task callbacks as {ids}); slurmd restart: slurmd_exit then init; {} marks in all; slurm.conf restored",
         STEP_MARKS.iter().map(|(_, _, n)| n).sum::<usize>(),

@@ -3,9 +3,9 @@
 //! task's environment and output (slurm.conf(5), "TaskProlog").
 
 use super::super::user::ensure_test_user;
-use super::client::{CLIENT_TIMEOUT, Ctx, JOB_TIMEOUT, q, succeeded};
+use super::client::{CLIENT_TIMEOUT, Ctx, JOB_TIMEOUT, no_faults, q, succeeded};
 use super::conf::ConfChange;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::util::process::bounded::run_bounded;
 use std::path::Path;
 
@@ -106,12 +106,7 @@ pub fn task_prolog_epilog(ctx: &mut Ctx<'_>) -> Result<String> {
     let ids = format!("{} {}", user.uid, user.gid);
     let mut bad = output_faults(&stdout);
     bad.extend(event_faults(&log, &ids, &user.name));
-    if !bad.is_empty() {
-        return Err(Error::Scenario(format!(
-            "{}; output {stdout:?}; events {log:?}",
-            bad.join("; ")
-        )));
-    }
+    no_faults(&bad, &format!("output {stdout:?}; events {log:?}"))?;
     Ok(format!(
         "srun -n2 of {}: TaskProlog and TaskEpilog once per task as {ids}, in order around each task; export, unset and print took effect; slurm.conf restored",
         user.name

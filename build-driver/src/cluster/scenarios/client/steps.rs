@@ -35,6 +35,30 @@ impl Ctx<'_> {
         }
     }
 
+    /// Job `id` pends (for `reason`, when given) within `JOB_TIMEOUT`; any other state is an
+    /// error saying `when` (as [`Ctx::expect_state`]).
+    pub fn wait_pending(&self, id: u32, reason: Option<&str>, when: &str) -> Result<()> {
+        poll(
+            &format!("job {id} to pend on {}", reason.unwrap_or("anything")),
+            JOB_TIMEOUT,
+            POLL,
+            || {
+                self.expect_state(id, "PENDING", when)?;
+                let r = self.job_field(id, "Reason")?;
+                Ok(reason
+                    .is_none_or(|want| r.as_deref() == Some(want))
+                    .then_some(()))
+            },
+        )
+    }
+
+    /// As [`Ctx::wait_pending`], and job `id` still pends two seconds later.
+    pub fn stays_pending(&self, id: u32, reason: Option<&str>, when: &str) -> Result<()> {
+        self.wait_pending(id, reason, when)?;
+        std::thread::sleep(Duration::from_secs(2));
+        self.expect_state(id, "PENDING", when)
+    }
+
     /// sacct has job `id` finished in state `want` (within `JOB_TIMEOUT`); its record.
     pub fn expect_acct(&self, id: u32, want: &str) -> Result<Acct> {
         let a = self.acct_final(id, JOB_TIMEOUT)?;
