@@ -505,14 +505,8 @@ diff --git a/src/a.c b/src/a.c\nindex 1111111..2222222 100644\n--- a/src/a.c\n++
             other => panic!("expected Error::Patch, got {other}"),
         }
         // The first patch was applied; the failing one changed nothing and left no rejects.
-        assert_eq!(
-            fs::read_to_string(tree.join("src/a.c")).unwrap(),
-            "int a;\nint b2;\nint c;\n"
-        );
-        assert_eq!(
-            fs::read_to_string(tree.join("src/b.c")).unwrap(),
-            "x\ny\nz\n"
-        );
+        crate::testing::assert_file(&tree.join("src/a.c"), "int a;\nint b2;\nint c;\n");
+        crate::testing::assert_file(&tree.join("src/b.c"), "x\ny\nz\n");
         assert!(!tree.join("src/b.c.rej").exists() && !tree.join("src/b.c.orig").exists());
     }
 
@@ -542,10 +536,7 @@ diff --git a/src/a.c b/src/a.c\nindex 1111111..2222222 100644\n--- a/src/a.c\n++
         let p = d.path().join("0001-good.patch");
         write(&p, GOOD);
         apply(&sh, &[p], &tree).unwrap();
-        assert_eq!(
-            fs::read_to_string(tree.join("src/a.c")).unwrap(),
-            "int a;\nint b2;\nint c;\n"
-        );
+        crate::testing::assert_file(&tree.join("src/a.c"), "int a;\nint b2;\nint c;\n");
     }
 
     #[test]
@@ -563,10 +554,7 @@ diff --git a/src/a.c b/src/a.c\nindex 1111111..2222222 100644\n--- a/src/a.c\n++
                 matches!(&e, Error::GeneratedFile { patch, file } if patch == "0002-gen.patch" && file == generated),
                 "{generated}: {e}"
             );
-            assert_eq!(
-                fs::read_to_string(tree.join("src/a.c")).unwrap(),
-                "int a;\nint b;\nint c;\n"
-            );
+            crate::testing::assert_file(&tree.join("src/a.c"), "int a;\nint b;\nint c;\n");
         }
     }
 

@@ -9,6 +9,12 @@ pub fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
+/// The file at `path` holds exactly `want` (the message names the file).
+pub fn assert_file(path: &Path, want: &str) {
+    let have = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(have, want, "{}", path.display());
+}
+
 /// A temporary directory and the path `rel` below it: the usual start of a test that
 /// works on files (the directory lives as long as the first value).
 pub fn scratch(rel: &str) -> (tempfile::TempDir, std::path::PathBuf) {

@@ -568,10 +568,7 @@ mod tests {
         assert!(run().success());
         std::fs::write(l.fail_flag("prolog"), "").unwrap();
         assert_eq!(run().code(), Some(1));
-        assert_eq!(
-            std::fs::read_to_string(l.hook_log()).unwrap(),
-            "prolog 7 0\nprolog 7 0\n"
-        );
+        crate::testing::assert_file(&l.hook_log(), "prolog 7 0\nprolog 7 0\n");
         let text = render_hook(&l, "prolog");
         assert!(text.contains(&format!("if [ -e '{}' ]", l.sleep_flag("prolog").display())));
     }

@@ -282,11 +282,11 @@ mod tests {
         );
         crate::testing::write(&pc.join("other.txt"), "/old/p");
         relocate_pc_files(d.path(), Path::new("/old/p"), Path::new("/new")).unwrap();
-        assert_eq!(
-            fs::read_to_string(pc.join("json-c.pc")).unwrap(),
-            "prefix=/new\nlibdir=/new/lib\nLibs: -L${libdir} -ljson-c\n"
+        crate::testing::assert_file(
+            &pc.join("json-c.pc"),
+            "prefix=/new\nlibdir=/new/lib\nLibs: -L${libdir} -ljson-c\n",
         );
-        assert_eq!(fs::read_to_string(pc.join("other.txt")).unwrap(), "/old/p");
+        crate::testing::assert_file(&pc.join("other.txt"), "/old/p");
     }
 
     #[test]
@@ -316,11 +316,11 @@ mod tests {
             .collect();
         libs.sort();
         assert_eq!(libs, ["liba.a", "libb.a", "pkgconfig"]);
-        assert_eq!(
-            fs::read_to_string(prefix.join("lib/pkgconfig/b.pc")).unwrap(),
-            format!("prefix={}\n", prefix.display())
+        crate::testing::assert_file(
+            &prefix.join("lib/pkgconfig/b.pc"),
+            &format!("prefix={}\n", prefix.display()),
         );
-        assert_eq!(fs::read_to_string(prefix.join(STAMP)).unwrap(), "stamp-1");
+        crate::testing::assert_file(&prefix.join(STAMP), "stamp-1");
         let left: Vec<String> = fs::read_dir(d.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -79,10 +79,7 @@ fn install__staged_tree_exact_modes_manifest_key_and_a_second_run_changes_nothin
     assert_eq!(mode(&k), 0o600);
     let meta = fs::metadata(&k).unwrap();
     assert_eq!((meta.uid(), meta.gid()), (0, 0));
-    assert_eq!(
-        fs::read_to_string(p.join("etc/slurm.conf")).unwrap(),
-        "ClusterName=example\n"
-    );
+    crate::testing::assert_file(&p.join("etc/slurm.conf"), "ClusterName=example\n");
     // Again: nothing changes (same inode: the tree was not replaced).
     let ino = fs::metadata(p.join("sbin/slurmd")).unwrap().ino();
     run(&sh, d.path(), args(d.path(), &from, Some(key))).unwrap();
@@ -95,14 +92,8 @@ fn install__staged_tree_exact_modes_manifest_key_and_a_second_run_changes_nothin
     );
     put(&from.join("sbin/slurmd"), "#!/bin/sh\necho slurmd 2\n");
     run(&sh, d.path(), args(d.path(), &from, None)).unwrap();
-    assert_eq!(
-        fs::read_to_string(p.join("etc/slurm.conf")).unwrap(),
-        "ClusterName=mine\n"
-    );
-    assert_eq!(
-        fs::read_to_string(p.join("etc/slurm.conf.new")).unwrap(),
-        "ClusterName=example2\n"
-    );
+    crate::testing::assert_file(&p.join("etc/slurm.conf"), "ClusterName=mine\n");
+    crate::testing::assert_file(&p.join("etc/slurm.conf.new"), "ClusterName=example2\n");
     assert!(
         fs::read_to_string(p.join("sbin/slurmd"))
             .unwrap()

@@ -105,10 +105,7 @@ mod tests {
         let e = apply(&plan).unwrap_err();
         assert!(e.to_string().contains("starting slurmd"), "{e}");
         assert!(!etc.join("slurm.key").exists());
-        assert_eq!(
-            std::fs::read_to_string(etc.join("slurm.conf")).unwrap(),
-            "old conf"
-        );
+        crate::testing::assert_file(&etc.join("slurm.conf"), "old conf");
     }
 
     #[test]

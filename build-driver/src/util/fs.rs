@@ -242,10 +242,7 @@ mod tests {
         write(&dst.join("stale"), "x");
         copy_tree(&src, &dst).unwrap();
         assert!(!dst.join("stale").exists());
-        assert_eq!(
-            fs::read_to_string(dst.join("a/b/file.txt")).unwrap(),
-            "hello"
-        );
+        crate::testing::assert_file(&dst.join("a/b/file.txt"), "hello");
         let mtime = fs::metadata(dst.join("a/b/file.txt")).unwrap().modified();
         assert_eq!(mtime.unwrap(), old);
         let mode = fs::metadata(dst.join("script"))
@@ -273,8 +270,8 @@ mod tests {
         write(&dst.join("lib/b.a"), "b");
         std::os::unix::fs::symlink("old", dst.join("lib/liba.a")).unwrap();
         copy_into(&src, &dst, &[".git"]).unwrap();
-        assert_eq!(fs::read_to_string(dst.join("lib/a.a")).unwrap(), "a");
-        assert_eq!(fs::read_to_string(dst.join("lib/b.a")).unwrap(), "b");
+        crate::testing::assert_file(&dst.join("lib/a.a"), "a");
+        crate::testing::assert_file(&dst.join("lib/b.a"), "b");
         assert_eq!(
             fs::read_link(dst.join("lib/liba.a")).unwrap(),
             Path::new("a.a")

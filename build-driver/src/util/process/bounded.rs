@@ -255,7 +255,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(st.code(), Some(4));
-        assert_eq!(std::fs::read_to_string(&log).unwrap(), "out\nerr\n");
+        crate::testing::assert_file(&log, "out\nerr\n");
         let start = Instant::now();
         let e = run_to_log_bounded(command("sleep", ["30"]), &log, Duration::from_millis(300))
             .unwrap_err();

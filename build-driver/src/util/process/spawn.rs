@@ -230,7 +230,7 @@ mod tests {
         assert_eq!(lines[1], "tmpfs", "{text}");
         assert_eq!(lines[2].split_whitespace().nth(1), Some("256"), "{text}");
         // Outside the child nothing changed.
-        assert_eq!(std::fs::read_to_string(&host).unwrap(), "host\n");
+        crate::testing::assert_file(&host, "host\n");
     }
 
     #[test]
