@@ -50,6 +50,8 @@ mod upgrade;
 pub mod user;
 
 pub use lifecycle::{UpOptions, default_dir, down, up};
+#[cfg(test)]
+pub use config::free_ports;
 
 use crate::cli::{ClusterAction, ClusterArgs, ClusterTarget, ProfileArg, ShapeArgs};
 use crate::error::{Error, Result};

@@ -599,14 +599,17 @@ mod tests {
     #![allow(non_snake_case)]
     use super::*;
 
-    /// Whether mount namespaces can be made here; if not, says why the test is skipped.
+    /// `program`, to run with a private `/run` of `run_dir`; `None` when mount namespaces
+    /// cannot be made here (it says why the calling test is skipped).
     #[cfg(target_os = "linux")]
-    fn isolation_or_skip() -> bool {
-        let ok = can_isolate();
-        if !ok {
+    fn isolated(run_dir: &Path, program: &str) -> Option<Command> {
+        if !can_isolate() {
             eprintln!("skipped: mount namespaces need root");
+            return None;
         }
-        ok
+        let mut cmd = Command::new(program);
+        Isolation::new(run_dir).unwrap().apply(&mut cmd);
+        Some(cmd)
     }
 
     #[cfg(target_os = "linux")]
@@ -732,14 +735,11 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn isolation__binds_our_directory_on_run() {
-        if !isolation_or_skip() {
-            return;
-        }
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("marker"), "ours").unwrap();
-        let iso = Isolation::new(dir.path()).unwrap();
-        let mut cmd = Command::new("cat");
-        iso.apply(&mut cmd);
+        let Some(mut cmd) = isolated(dir.path(), "cat") else {
+            return;
+        };
         let out = cmd.arg("/run/marker").output().unwrap();
         assert!(out.status.success(), "{out:?}");
         assert_eq!(out.stdout, b"ours");
@@ -752,14 +752,11 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn processes_in_namespace__finds_ours_and_ignores_a_namespace_with_another_run() {
-        if !isolation_or_skip() {
-            return;
-        }
         let ours = tempfile::tempdir().unwrap();
         let other = tempfile::tempdir().unwrap();
-        let iso = Isolation::new(ours.path()).unwrap();
-        let mut cmd = Command::new("sleep");
-        iso.apply(&mut cmd);
+        let Some(mut cmd) = isolated(ours.path(), "sleep") else {
+            return;
+        };
         let mut child = cmd.arg("30").spawn().unwrap();
         let pid = child.id();
         let deadline = Instant::now() + Duration::from_secs(5);

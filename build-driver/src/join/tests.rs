@@ -78,6 +78,43 @@ fn both_2411_as_root() -> Option<(PathBuf, PathBuf)> {
     root_or_skip().then_some((native, darwin))
 }
 
+/// The 24.11 darwin prefix, the native one and a one-node 24.11 native controller `name`
+/// serving configless with its key; `None` (the reason printed: the calling test is
+/// skipped) without both builds or root.
+fn darwin_and_controller_2411(name: &str) -> Option<Joined> {
+    let (native, darwin) = both_2411_as_root()?;
+    let up = controller(&native, name);
+    let key = up.c.layout().key();
+    Some(Joined {
+        native,
+        darwin,
+        up,
+        key,
+    })
+}
+
+struct Joined {
+    native: PathBuf,
+    darwin: PathBuf,
+    up: Up,
+    key: PathBuf,
+}
+
+/// A TCP port on 127.0.0.1 that nothing listens on (it was free a moment ago).
+fn unused_port() -> u16 {
+    crate::cluster::free_ports(1).unwrap()[0]
+}
+
+/// The error of `r` names `fix` (the advice a user reads).
+fn assert_names_fix(r: &Result<Checked>, fix: &str) {
+    assert!(
+        r.as_ref()
+            .err()
+            .is_some_and(|e| e.to_string().contains(fix)),
+        "{r:?}"
+    );
+}
+
 /// A running cluster, stopped when dropped (also when an assertion fails).
 struct Up {
     c: Cluster,
@@ -144,12 +181,16 @@ fn show(what: &str, r: &Result<Checked>) {
 #[test]
 #[ignore = "needs root, MariaDB and built prefixes; see the module doc"]
 fn join__same_line_darwin_node_accepted_and_bad_inputs_name_the_fix() {
-    let Some((native, darwin)) = both_2411_as_root() else {
+    let Some(Joined {
+        native,
+        darwin,
+        up,
+        key,
+    }) = darwin_and_controller_2411("join2411")
+    else {
         return;
     };
-    let up = controller(&native, "join2411");
     let c = &up.c;
-    let key = c.layout().key();
     let r = check(&darwin, &configless(c), &key, TIMEOUT);
     show("24.11 darwin node, 24.11 controller", &r);
     let ok = r.unwrap();
@@ -165,47 +206,25 @@ fn join__same_line_darwin_node_accepted_and_bad_inputs_name_the_fix() {
     std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
     let r = check(&darwin, &configless(c), &open, TIMEOUT);
     show("key readable by others", &r);
-    assert!(
-        r.as_ref()
-            .err()
-            .is_some_and(|e| e.to_string().contains("chmod 600")),
-        "{r:?}"
-    );
+    assert_names_fix(&r, "chmod 600");
 
     let wrong = c.layout().root.join("wrong.key");
     crate::util::fs::write_atomic(&wrong, &[7u8; 1024], 0o600).unwrap();
     let r = check(&darwin, &configless(c), &wrong, TIMEOUT);
     show("wrong key", &r);
-    assert!(
-        r.as_ref()
-            .err()
-            .is_some_and(|e| e.to_string().contains("--key")),
-        "{r:?}"
-    );
+    assert_names_fix(&r, "--key");
 
-    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = free.local_addr().unwrap().port();
-    drop(free);
+    let port = unused_port();
     let nobody = Source::Configless(Controller::parse(&format!("127.0.0.1:{port}")).unwrap());
     let r = check(&darwin, &nobody, &key, Duration::from_secs(15));
     show("nothing listening", &r);
-    assert!(
-        r.as_ref()
-            .err()
-            .is_some_and(|e| e.to_string().contains("firewall")),
-        "{r:?}"
-    );
+    assert_names_fix(&r, "firewall");
     drop(up);
 
     let up = controller_with(&native, "join2411n", false, None);
     let r = check(&darwin, &configless(&up.c), &up.c.layout().key(), TIMEOUT);
     show("controller without configless", &r);
-    assert!(
-        r.as_ref()
-            .err()
-            .is_some_and(|e| e.to_string().contains("enable_configless")),
-        "{r:?}"
-    );
+    assert_names_fix(&r, "enable_configless");
     let r = check(
         &darwin,
         &Source::Local(up.c.layout().conf()),
@@ -263,18 +282,14 @@ fn join__mixed_lines_older_node_accepted_newer_node_refused() {
 #[test]
 #[ignore = "needs root, MariaDB and built prefixes; see the module doc"]
 fn join__planned_dynamic_slurmd_registers_with_its_features() {
-    let Some((native, darwin)) = both_2411_as_root() else {
+    let Some(j) = darwin_and_controller_2411("join2411d") else {
         return;
     };
-    let up = controller(&native, "join2411d");
-    let c = &up.c;
-    let key = c.layout().key();
-    check(&darwin, &configless(c), &key, TIMEOUT).unwrap();
+    let (c, darwin, key) = (&j.up.c, &j.darwin, &j.key);
+    check(darwin, &configless(c), key, TIMEOUT).unwrap();
     // Two slurmd on one machine need two ports: the test's node adds its own (`Port=` is a
     // node parameter `--conf` takes); a Mac uses the cluster's SlurmdPort.
-    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = free.local_addr().unwrap().port();
-    drop(free);
+    let port = unused_port();
     let plan = plan::Plan::new(&plan::Inputs {
         slurmd: darwin.join("sbin/slurmd"),
         etc: darwin.join("etc"),

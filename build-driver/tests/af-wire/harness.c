@@ -59,26 +59,32 @@ static void packmem(void *p, uint32_t len, buf_t *b)
 	b->size += len;
 }
 
+/* The next n bytes of b, copied to dst; -1 (nothing taken) past its end. */
+static int take(void *dst, uint32_t n, buf_t *b)
+{
+	if (b->processed + n > b->size)
+		return -1;
+	memcpy(dst, b->data + b->processed, n);
+	b->processed += n;
+	return 0;
+}
+
 static int unpack16(uint16_t *v, buf_t *b)
 {
-	uint16_t n;
-	if (b->processed + 2 > b->size)
-		return -1;
-	memcpy(&n, b->data + b->processed, 2);
-	b->processed += 2;
+	uint16_t n = 0;
+	int rc = take(&n, sizeof(n), b);
+
 	*v = ntohs(n);
-	return 0;
+	return rc;
 }
 
 static int unpack32(uint32_t *v, buf_t *b)
 {
-	uint32_t n;
-	if (b->processed + 4 > b->size)
-		return -1;
-	memcpy(&n, b->data + b->processed, 4);
-	b->processed += 4;
+	uint32_t n = 0;
+	int rc = take(&n, sizeof(n), b);
+
 	*v = ntohl(n);
-	return 0;
+	return rc;
 }
 
 static int unpackmem_ptr(char **p, uint32_t *len, buf_t *b)
