@@ -47,24 +47,22 @@ pub struct Checked {
 }
 
 /// The advice for a problem met while asking the controller: (what happened, the fix).
-fn advice(p: &Problem, where_: &str, node: &Version, key: &Path) -> (String, String, String) {
+fn advice(p: &Problem, where_: &str, node: &Version, key: &Path) -> (String, String) {
     let older: Vec<_> = (1..=4).filter_map(|n| node.line.back(n)).collect();
     match p {
-        Problem::Unreachable { detail } => (
+        Problem::Unreachable { .. } => (
             "no answer".into(),
             format!("check the host name and port ({where_}; SlurmctldPort, default {}), that slurmctld runs there, and that no firewall drops the port", ask::DEFAULT_PORT),
-            detail.clone(),
         ),
-        Problem::UnknownHost { detail } => (
+        Problem::UnknownHost { .. } => (
             "the host name does not resolve".into(),
             "give the controller's name as this machine resolves it, or its address (--controller 192.0.2.1:6817)".into(),
-            detail.clone(),
         ),
         // Recorded (join::tests): a wrong key and a build newer than the controller look
         // the same from here. The older controller cannot read the newer header
         // ("unpack_header: protocol_version N not supported" in its log) and answers with an
         // authentication error, exactly as to a wrong key.
-        Problem::KeyMismatch { detail } => (
+        Problem::KeyMismatch { .. } => (
             format!(
                 "it rejected our credential: either {} is not its key, or the controller runs an older release than this build (Slurm {}), whose messages it cannot read and reports as an authentication error",
                 key.display(),
@@ -75,27 +73,22 @@ fn advice(p: &Problem, where_: &str, node: &Version, key: &Path) -> (String, Str
                 node.line,
                 lines::list(&older)
             ),
-            detail.clone(),
         ),
-        Problem::ConfiglessOff { detail } => (
+        Problem::ConfiglessOff { .. } => (
             "it does not serve its configuration (configless is off)".into(),
             "add SlurmctldParameters=enable_configless to the controller's slurm.conf and restart slurmctld, or pass a copy of its slurm.conf with --conf FILE".into(),
-            detail.clone(),
         ),
-        Problem::Protocol { detail } => (
+        Problem::Protocol { .. } => (
             format!("it does not speak this build's protocol (Slurm {}): the controller runs an older release, and a slurmd must never be newer than slurmctld", node.text),
             format!("install the controller's release line on this node (older than {}: {}; `scontrol --version` on the controller names it), or upgrade the controller first", node.line, lines::list(&older)),
-            detail.clone(),
         ),
-        Problem::PluginDir { detail } => (
+        Problem::PluginDir { .. } => (
             "its configuration names a PluginDir that does not hold this build's plugins (missing, or another release's)".into(),
             "on the controller, leave PluginDir unset (each build then uses its own), or list this node's plugin directory after the controller's (PluginDir=/usr/lib64/slurm:/opt/slurm/lib/slurm: Slurm skips another release's plugins); or pass --conf FILE with this build's PluginDir".into(),
-            detail.clone(),
         ),
-        Problem::Other { detail } => (
+        Problem::Other { .. } => (
             "the question failed".into(),
             "read the output below; docs/JOIN.md lists the usual causes".into(),
-            detail.clone(),
         ),
     }
 }
@@ -125,12 +118,12 @@ pub fn check(prefix: &Path, source: &Source, key: &Path, timeout: Duration) -> R
     let controller = match answer {
         Ok(v) => v,
         Err((p, _raw)) => {
-            let (what, fix, detail) = advice(&p, &where_, &node, key);
+            let (what, fix) = advice(&p, &where_, &node, key);
             return Err(Error::JoinController {
                 controller: where_,
                 what,
                 fix,
-                detail,
+                detail: p.detail().to_string(),
             });
         }
     };

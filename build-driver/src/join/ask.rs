@@ -109,6 +109,21 @@ pub enum Problem {
     Other { detail: String },
 }
 
+impl Problem {
+    /// The programs' own words behind the problem.
+    pub fn detail(&self) -> &str {
+        match self {
+            Problem::Unreachable { detail }
+            | Problem::UnknownHost { detail }
+            | Problem::KeyMismatch { detail }
+            | Problem::ConfiglessOff { detail }
+            | Problem::Protocol { detail }
+            | Problem::PluginDir { detail }
+            | Problem::Other { detail } => detail,
+        }
+    }
+}
+
 /// The last lines of a program's output that carry `error:` or `fatal:` (else the last
 /// lines), for a problem's detail.
 fn errors_of(output: &str) -> String {
