@@ -472,10 +472,7 @@ mod tests {
         let e = slurmd_of(&d.path().join("nope")).unwrap_err().to_string();
         assert!(e.contains("no such directory"), "{e}");
         let e = slurmd_of(d.path()).unwrap_err().to_string();
-        assert!(
-            e.contains("sbin/slurmd is missing") && e.contains("--prefix"),
-            "{e}"
-        );
+        crate::testing::assert_mentions(&e, &["sbin/slurmd is missing", "--prefix"]);
     }
 
     #[cfg(target_os = "linux")]
@@ -493,18 +490,12 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("lib/slurm")).unwrap();
         let e = source_of(d.path(), None).unwrap_err().to_string();
-        assert!(
-            e.contains("gpu_apple.so is missing") && e.contains("--personality darwin"),
-            "{e}"
-        );
+        crate::testing::assert_mentions(&e, &["gpu_apple.so is missing", "--personality darwin"]);
         std::fs::write(d.path().join("lib/slurm/gpu_apple.so"), "").unwrap();
         let hw = d.path().join("hw");
         std::fs::write(&hw, "agx.0.model = M\nbogus line\n").unwrap();
         let e = source_of(d.path(), Some(&hw)).unwrap_err().to_string();
-        assert!(
-            e.contains("line 2") && e.contains("not a hardware file"),
-            "{e}"
-        );
+        crate::testing::assert_mentions(&e, &["line 2", "not a hardware file"]);
         std::fs::write(&hw, "agx.0.model = Apple M4 Max\n").unwrap();
         assert_eq!(
             source_of(d.path(), Some(&hw)).unwrap(),

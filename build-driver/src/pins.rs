@@ -357,10 +357,7 @@ mod tests {
         let pins = committed();
         let e = pins.get("9.9.9").unwrap_err();
         let msg = e.to_string();
-        assert!(
-            msg.contains("9.9.9") && msg.contains("24.11.5") && msg.contains("26.11-snapshot"),
-            "{msg}"
-        );
+        crate::testing::assert_mentions(&msg, &["9.9.9", "24.11.5", "26.11-snapshot"]);
     }
 
     #[test]

@@ -143,10 +143,7 @@ mod tests {
         let e = Manifest::read(&d.path().join("elsewhere")).unwrap_err();
         assert!(matches!(e, Error::NotStaged { .. }), "{e}");
         let s = e.to_string();
-        assert!(
-            s.contains("elsewhere.staging.toml") && s.contains("build-slurm"),
-            "{s}"
-        );
+        crate::testing::assert_mentions(&s, &["elsewhere.staging.toml", "build-slurm"]);
     }
 
     #[test]

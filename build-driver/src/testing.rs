@@ -49,6 +49,13 @@ pub fn assert_has_lines<S: AsRef<str> + std::fmt::Debug>(have: &[S], want: &[&st
     }
 }
 
+/// `text` mentions every one of `words`; the message names the first missing and the text.
+pub fn assert_mentions(text: &str, words: &[&str]) {
+    for w in words {
+        assert!(text.contains(w), "{w:?} missing: {text}");
+    }
+}
+
 /// Runs `c`, which must succeed (the message: `what` and its stderr); its output.
 pub fn output_ok(c: &mut std::process::Command, what: &str) -> std::process::Output {
     let out = c.output().unwrap();

@@ -219,10 +219,7 @@ mod tests {
             "{table}"
         );
         let err = r.result().unwrap_err().to_string();
-        assert!(
-            err.contains("2 step(s)") && err.contains("b, after b"),
-            "{err}"
-        );
+        crate::testing::assert_mentions(&err, &["2 step(s)", "b, after b"]);
     }
 
     #[test]

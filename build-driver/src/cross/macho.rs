@@ -221,10 +221,7 @@ mod tests {
         );
         assert_eq!(check_file(&p, Expect::Plugin, macho::CPU_TYPE_X86_64), None);
         let m = check_file(&p, Expect::Program, macho::CPU_TYPE_ARM64).unwrap();
-        assert!(
-            m.contains("CPU x86_64 (want arm64)") && m.contains("dylib (want Program)"),
-            "{m}"
-        );
+        crate::testing::assert_mentions(&m, &["CPU x86_64 (want arm64)", "dylib (want Program)"]);
         let m = check_file(
             &d.path().join("absent"),
             Expect::Program,

@@ -303,6 +303,16 @@ impl<'a> Ctx<'a> {
             .collect()
     }
 
+    /// A one-task batch job `stem` whose `script` appends PIDs to `$p.tmp` (`$p`: a file of
+    /// the scenario's directory); the job then publishes them as `$p` and waits for its
+    /// children. The job's id and the `n` PIDs it wrote.
+    pub fn sbatch_pids(&mut self, stem: &str, script: &str, n: usize) -> Result<(u32, Vec<u32>)> {
+        let pids = self.path(&format!("{stem}-pids"));
+        let body = format!("p={}\n{script}mv $p.tmp $p\nwait\n", q(&pids));
+        let id = self.sbatch(stem, &["-n1"], &body)?;
+        Ok((id, self.wait_pids(&pids, n)?))
+    }
+
     /// Wait until none of `pids` exists.
     pub fn wait_gone(&self, pids: &[u32], timeout: Duration) -> Result<()> {
         poll(

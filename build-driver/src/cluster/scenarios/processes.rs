@@ -44,22 +44,17 @@ pub fn signal(ctx: &mut Ctx<'_>) -> Result<String> {
 /// A batch job with a child, a grandchild and background processes (one `nohup`) is
 /// cancelled: all of them are gone afterwards.
 pub fn cancel_tree(ctx: &mut Ctx<'_>) -> Result<String> {
-    let pids = ctx.path("pids");
-    let body = format!(
-        "p={p}\n\
-         echo $$ > $p.tmp\n\
+    let (id, pids) = ctx.sbatch_pids(
+        "tree",
+        "echo $$ > $p.tmp\n\
          sleep 300 & echo $! >> $p.tmp\n\
          nohup sleep 301 >/dev/null 2>&1 & echo $! >> $p.tmp\n\
          sh -c 'sleep 302 & echo $! >> \"$1\"; wait' sh $p.grand &\n\
          echo $! >> $p.tmp\n\
          while [ ! -s $p.grand ]; do sleep 0.1; done\n\
-         cat $p.grand >> $p.tmp\n\
-         mv $p.tmp $p\n\
-         wait\n",
-        p = q(&pids)
-    );
-    let id = ctx.sbatch("tree", &["-n1"], &body)?;
-    let pids = ctx.wait_pids(&pids, 5)?;
+         cat $p.grand >> $p.tmp\n",
+        5,
+    )?;
     if let Some(p) = pids.iter().find(|&&p| !process_exists(p)) {
         return Err(Error::Scenario(format!(
             "job {id}: process {p} is not running before scancel"
@@ -76,19 +71,14 @@ pub fn cancel_tree(ctx: &mut Ctx<'_>) -> Result<String> {
 /// session with `setsid` is not tracked, so it survives the cancel. The scenario passes when
 /// it sees exactly that (and then kills the escapee itself); a tracked sibling must be gone.
 pub fn setsid_escape(ctx: &mut Ctx<'_>) -> Result<String> {
-    let pids = ctx.path("pids");
-    let body = format!(
-        "p={p}\n\
-         sleep 300 & echo $! > $p.tmp\n\
+    let (id, pids) = ctx.sbatch_pids(
+        "escape",
+        "sleep 300 & echo $! > $p.tmp\n\
          setsid sh -c 'echo $$ >> \"$1\"; exec sleep 303' sh $p.esc &\n\
          while [ ! -s $p.esc ]; do sleep 0.1; done\n\
-         cat $p.esc >> $p.tmp\n\
-         mv $p.tmp $p\n\
-         wait\n",
-        p = q(&pids)
-    );
-    let id = ctx.sbatch("escape", &["-n1"], &body)?;
-    let pids = ctx.wait_pids(&pids, 2)?;
+         cat $p.esc >> $p.tmp\n",
+        2,
+    )?;
     let (tracked, escaped) = (pids[0], pids[1]);
     ctx.cancel(id)?;
     ctx.wait_gone(&[tracked], Duration::from_secs(30))?;

@@ -186,10 +186,7 @@ mod tests {
         );
         assert_eq!(run_logged(c, "test", &log, Progress::Steps(5)).unwrap(), 2);
         let text = std::fs::read_to_string(&log).unwrap();
-        assert!(
-            text.contains("warn") && text.contains("CCLD b.la"),
-            "{text}"
-        );
+        crate::testing::assert_mentions(&text, &["warn", "CCLD b.la"]);
     }
 
     #[test]
