@@ -366,8 +366,7 @@ mod tests {
 
     #[test]
     fn collect__names_programs_by_path_and_adds_cases() {
-        let dir = tempfile::tempdir().unwrap();
-        let sub = dir.path().join("slurm_unit/common");
+        let (dir, sub) = crate::testing::scratch("slurm_unit/common");
         std::fs::create_dir_all(&sub).unwrap();
         std::fs::write(sub.join("pack-test.trs"), ":test-result: PASS\n").unwrap();
         std::fs::write(

@@ -547,8 +547,7 @@ mod tests {
 
     #[test]
     fn from_source__tarball_found_by_hash_then_reused_and_resolvable() {
-        let d = tempfile::tempdir().unwrap();
-        let tgz = d.path().join("t.tar.gz");
+        let (_d, tgz) = crate::testing::scratch("t.tar.gz");
         fake_tgz(&tgz, "top-1");
         let sha = sha256_file(&tgz).unwrap();
         let p = project(&format!(
@@ -576,8 +575,7 @@ mod tests {
 
     #[test]
     fn from_source__unknown_or_mismatching_tarball_is_an_error() {
-        let d = tempfile::tempdir().unwrap();
-        let tgz = d.path().join("t.tar.gz");
+        let (_d, tgz) = crate::testing::scratch("t.tar.gz");
         fake_tgz(&tgz, "top-1");
         let p = project("");
         let sh = Shell::new().unwrap();
@@ -613,8 +611,7 @@ mod tests {
 
     #[test]
     fn from_source__unpacked_tree_is_copied_as_local_version_without_git() {
-        let d = tempfile::tempdir().unwrap();
-        let src = d.path().join("tree");
+        let (d, src) = crate::testing::scratch("tree");
         fs::create_dir_all(src.join(".git")).unwrap();
         fs::write(src.join(".git/HEAD"), "x").unwrap();
         fs::write(src.join("configure.ac"), "AC_INIT\n").unwrap();
@@ -688,8 +685,7 @@ mod tests {
         let Some(sh) = crate::testing::shell_with(&["curl"]) else {
             return;
         };
-        let d = tempfile::tempdir().unwrap();
-        let tgz = d.path().join("t.tar.gz");
+        let (d, tgz) = crate::testing::scratch("t.tar.gz");
         fake_tgz(&tgz, "top-1");
         let sha = sha256_file(&tgz).unwrap();
         let (missing, good) = (

@@ -445,8 +445,7 @@ diff --git a/src/a.c b/src/a.c\nindex 1111111..2222222 100644\n--- a/src/a.c\n++
 
     #[test]
     fn series__skips_comments_and_blank_lines_in_order() {
-        let d = tempfile::tempdir().unwrap();
-        let dir = d.path().join("patches/24.11");
+        let (d, dir) = crate::testing::scratch("patches/24.11");
         write(&dir.join("0002-b.patch"), GOOD);
         write(&dir.join("0001-a.patch"), GOOD);
         write(
@@ -468,8 +467,7 @@ diff --git a/src/a.c b/src/a.c\nindex 1111111..2222222 100644\n--- a/src/a.c\n++
 
     #[test]
     fn series__missing_entry_and_bad_names_are_errors() {
-        let d = tempfile::tempdir().unwrap();
-        let dir = d.path().join("patches/x");
+        let (d, dir) = crate::testing::scratch("patches/x");
         write(&dir.join("a.patch"), GOOD);
         for (text, needle) in [
             ("nope.patch\n", "line 1: patch file"),
@@ -706,8 +704,7 @@ error: src/x y.c: No such file or directory\nerror: corrupt patch at line 9\n";
     fn real_tree(tree: &Path, line: &str) {
         eprintln!("real tree {}", tree.display());
         let sh = Shell::new().unwrap();
-        let d = tempfile::tempdir().unwrap();
-        let copy = d.path().join("src");
+        let (_d, copy) = crate::testing::scratch("src");
         let t = std::time::Instant::now();
         crate::util::fs::copy_tree(tree, &copy).unwrap();
         eprintln!("copy_tree: {:.2}s", t.elapsed().as_secs_f64());

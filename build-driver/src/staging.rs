@@ -126,8 +126,7 @@ mod tests {
 
     #[test]
     fn write_then_read__round_trip_beside_the_prefix() {
-        let d = tempfile::tempdir().unwrap();
-        let prefix = d.path().join("prefix");
+        let (d, prefix) = crate::testing::scratch("prefix");
         let m = manifest(&prefix);
         m.write().unwrap();
         assert!(d.path().join("prefix.staging.toml").is_file());

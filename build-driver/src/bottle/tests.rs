@@ -332,8 +332,7 @@ fn formula__git_release_has_tag_and_revision_and_no_sha256() {
     );
     let sh = xshell::Shell::new().unwrap();
     if crate::testing::have(&sh, &["ruby"]) {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("slurm-wlm@25.11.rb");
+        let (_d, p) = crate::testing::scratch("slurm-wlm@25.11.rb");
         fs::write(&p, &text).unwrap();
         let o = xshell::cmd!(sh, "ruby -c {p}").quiet().read().unwrap();
         assert!(o.contains("Syntax OK"), "{o}");

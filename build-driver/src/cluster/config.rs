@@ -349,8 +349,7 @@ mod tests {
 
     #[test]
     fn write_key__refuses_to_overwrite() {
-        let dir = tempfile::tempdir().unwrap();
-        let k = dir.path().join("slurm.key");
+        let (_dir, k) = crate::testing::scratch("slurm.key");
         std::fs::write(&k, b"old").unwrap();
         assert!(matches!(write_key(&k), Err(Error::Io { .. })));
         assert_eq!(std::fs::read(&k).unwrap(), b"old");

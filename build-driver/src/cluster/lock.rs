@@ -101,8 +101,7 @@ mod tests {
 
     #[test]
     fn lock__second_holder_refused_with_the_pid() {
-        let dir = tempfile::tempdir().unwrap();
-        let c = dir.path().join("c");
+        let (_dir, c) = crate::testing::scratch("c");
         let first = lock("c", &c).unwrap();
         let err = lock("c", &c).unwrap_err().to_string();
         assert!(

@@ -267,8 +267,7 @@ mod tests {
 
     #[test]
     fn check_mixed_build__relocated_or_mislabelled_prefix_is_refused() {
-        let d = tempfile::tempdir().unwrap();
-        let prefix = d.path().join("prefix");
+        let (d, prefix) = crate::testing::scratch("prefix");
         std::fs::create_dir_all(&prefix).unwrap();
         let build = Build {
             label: "darwin".into(),

@@ -544,8 +544,7 @@ mod tests {
 
     #[test]
     fn install__takes_src_and_build_from_the_staging_manifest() {
-        let d = tempfile::tempdir().unwrap();
-        let prefix = d.path().join("prefix");
+        let (d, prefix) = crate::testing::scratch("prefix");
         std::fs::create_dir_all(&prefix).unwrap();
         let err = Install::from_prefix(Personality::Native, &prefix).unwrap_err();
         assert!(matches!(err, Error::NotStaged { .. }), "{err}");

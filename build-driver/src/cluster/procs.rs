@@ -714,8 +714,7 @@ mod tests {
 
     #[test]
     fn stop__kills_what_ignores_sigterm() {
-        let dir = tempfile::tempdir().unwrap();
-        let ready = dir.path().join("ready");
+        let (dir, ready) = crate::testing::scratch("ready");
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
             .arg("trap '' TERM; touch \"$1\"; while :; do sleep 1; done")

@@ -340,8 +340,7 @@ mod tests {
     #[test]
     fn cc_wrapper__rewrites_arguments_when_run() {
         use std::os::unix::fs::PermissionsExt;
-        let d = tempfile::tempdir().unwrap();
-        let fake = d.path().join("fake zig");
+        let (d, fake) = crate::testing::scratch("fake zig");
         std::fs::write(
             &fake,
             "#!/bin/sh\nfor a in \"$@\"; do printf '<%s>' \"$a\"; done\n",

@@ -291,8 +291,7 @@ mod tests {
 
     #[test]
     fn assemble__merges_drops_la_replaces_old_prefix_atomically() {
-        let d = tempfile::tempdir().unwrap();
-        let a = d.path().join("pkgs/a");
+        let (d, a) = crate::testing::scratch("pkgs/a");
         let b = d.path().join("pkgs/b");
         for (p, f) in [(&a, "liba.a"), (&b, "libb.a")] {
             fs::create_dir_all(p.join("lib/pkgconfig")).unwrap();

@@ -211,8 +211,7 @@ slurm-shim[14]: macOS behaviour applied: stat of a path macOS does not have -> E
         let Some(sh) = crate::testing::shell_with(&["cc"]) else {
             return;
         };
-        let dir = tempfile::tempdir().unwrap();
-        let sbin = dir.path().join("sbin");
+        let (dir, sbin) = crate::testing::scratch("sbin");
         std::fs::create_dir(&sbin).unwrap();
         let c = dir.path().join("p.c");
         std::fs::write(

@@ -275,8 +275,7 @@ mod tests {
 
     #[test]
     fn verify_sha256__accepts_good_and_rejects_bad() {
-        let d = tempfile::tempdir().unwrap();
-        let f = d.path().join("f");
+        let (_d, f) = crate::testing::scratch("f");
         fs::write(&f, "abc").unwrap();
         let good = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
         assert_eq!(sha256_file(&f).unwrap(), good);

@@ -110,8 +110,7 @@ mod tests {
 
     #[test]
     fn apply__key_is_0600() {
-        let dir = tempfile::tempdir().unwrap();
-        let key = dir.path().join("src.key");
+        let (dir, key) = crate::testing::scratch("src.key");
         std::fs::write(&key, "k").unwrap();
         let to = dir.path().join("etc/slurm.key");
         let plan = Plan {

@@ -94,8 +94,7 @@ fn run_line(line: &str, version: &str) {
         println!("af_wire ({line}) skipped: no C compiler `cc`");
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let tree = tmp.path().join("tree");
+    let (tmp, tree) = crate::testing::scratch("tree");
     fs::create_dir_all(tree.join("src/common")).unwrap();
     fs::copy(&pristine, tree.join("src/common/slurm_protocol_socket.c")).unwrap();
     let text = fs::read_to_string(&pristine).unwrap();

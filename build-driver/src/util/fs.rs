@@ -227,8 +227,7 @@ mod tests {
 
     #[test]
     fn copy_tree__copies_files_links_modes_and_times_and_replaces_dst() {
-        let d = tempfile::tempdir().unwrap();
-        let src = d.path().join("src");
+        let (d, src) = crate::testing::scratch("src");
         write(&src.join("a/b/file.txt"), "hello");
         write(&src.join("script"), "#!/bin/sh\n");
         fs::set_permissions(src.join("script"), fs::Permissions::from_mode(0o755)).unwrap();
@@ -281,8 +280,7 @@ mod tests {
 
     #[test]
     fn write_atomic__exact_mode_no_part_left_and_script_unchanged_keeps_mtime() {
-        let d = tempfile::tempdir().unwrap();
-        let f = d.path().join("x.conf");
+        let (d, f) = crate::testing::scratch("x.conf");
         write_atomic(&f, b"one", 0o600).unwrap();
         assert_eq!(fs::read(&f).unwrap(), b"one");
         assert_eq!(
@@ -305,8 +303,7 @@ mod tests {
 
     #[test]
     fn sha256_file__known_digest_and_read_optional_missing_is_none() {
-        let d = tempfile::tempdir().unwrap();
-        let f = d.path().join("abc");
+        let (d, f) = crate::testing::scratch("abc");
         fs::write(&f, "abc").unwrap();
         assert_eq!(
             sha256_file(&f).unwrap(),

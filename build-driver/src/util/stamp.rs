@@ -220,8 +220,7 @@ mod tests {
 
     #[test]
     fn contents_digest__changes_when_a_file_changes() {
-        let d = tempfile::tempdir().unwrap();
-        let src = d.path().join("src");
+        let (d, src) = crate::testing::scratch("src");
         fs::create_dir(&src).unwrap();
         fs::write(src.join("lib.rs"), "fn a() {}").unwrap();
         fs::write(d.path().join("Cargo.lock"), "v1").unwrap();
@@ -240,8 +239,7 @@ mod tests {
 
     #[test]
     fn stamp__write_read_remove_roundtrip() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("stamp");
+        let (_d, p) = crate::testing::scratch("stamp");
         assert_eq!(read(&p), None);
         write(&p, &base()).unwrap();
         assert_eq!(read(&p), Some(base().hash()));

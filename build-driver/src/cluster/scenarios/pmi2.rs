@@ -222,8 +222,7 @@ mod tests {
             );
             return;
         }
-        let dir = tempfile::tempdir().unwrap();
-        let src = dir.path().join("f.c");
+        let (_dir, src) = crate::testing::scratch("f.c");
         std::fs::write(&src, FIXTURE).unwrap();
         let out = std::process::Command::new("cc")
             .args([

@@ -246,8 +246,7 @@ mod tests {
 
     #[test]
     fn run_to_log_bounded__status_output_in_the_log_and_timeout() {
-        let d = tempfile::tempdir().unwrap();
-        let log = d.path().join("x.log");
+        let (_d, log) = crate::testing::scratch("x.log");
         let st = run_to_log_bounded(
             command("sh", ["-c", "echo out; echo err >&2; exit 4"]),
             &log,
@@ -277,8 +276,7 @@ mod tests {
 
     #[test]
     fn run_inherit_bounded__kills_the_whole_group_on_timeout() {
-        let dir = tempfile::tempdir().unwrap();
-        let pidfile = dir.path().join("grandchild");
+        let (_dir, pidfile) = crate::testing::scratch("grandchild");
         // The shell starts a grandchild (as cargo starts test binaries) and waits for it.
         let script = format!("sleep 60 & echo $! > {}; wait", pidfile.display());
         let start = Instant::now();

@@ -178,8 +178,7 @@ mod tests {
 
     #[test]
     fn run_logged__success_counts_steps_and_logs_everything() {
-        let d = tempfile::tempdir().unwrap();
-        let log = d.path().join("out.log");
+        let (d, log) = crate::testing::scratch("out.log");
         let c = script(
             d.path(),
             "echo '  CC a.lo'; echo '  CCLD b.la'; echo warn >&2",
@@ -191,8 +190,7 @@ mod tests {
 
     #[test]
     fn run_logged__failure_is_a_build_error_with_the_tail() {
-        let d = tempfile::tempdir().unwrap();
-        let log = d.path().join("out.log");
+        let (d, log) = crate::testing::scratch("out.log");
         let c = script(d.path(), "echo first; echo 'the error' >&2; exit 2");
         match run_logged(c, "make", &log, Progress::Spinner) {
             Err(Error::Build { step, log: l, tail }) => {

@@ -118,8 +118,7 @@ mod tests {
     fn tail__last_lines_trimmed_and_file_tail_notes_unreadable() {
         assert_eq!(tail(b"1\n2\n3\n\n", 2), "2\n3");
         assert_eq!(tail(b"only", 5), "only");
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("log");
+        let (dir, f) = crate::testing::scratch("log");
         std::fs::write(&f, "1\n2\n3\n").unwrap();
         assert_eq!(file_tail(&f, 2), "2\n3");
         assert!(file_tail(&dir.path().join("none"), 2).starts_with("(cannot read"));
