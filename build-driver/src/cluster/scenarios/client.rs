@@ -493,6 +493,16 @@ mod tests {
     }
 
     #[test]
+    fn no_faults__lists_the_faults_then_what_they_were_found_in() {
+        assert!(no_faults(&[], "marks []").is_ok());
+        let faults = ["a missing".to_string(), "b twice".to_string()];
+        let e = no_faults(&faults, "marks [x]").unwrap_err().to_string();
+        assert!(e.ends_with("a missing; b twice; marks [x]"), "{e}");
+        let e = no_faults(&faults, "").unwrap_err().to_string();
+        assert!(e.ends_with("a missing; b twice"), "{e}");
+    }
+
+    #[test]
     fn parse_acct__cancelled_by_and_tres() {
         let a = parse_acct("CANCELLED by 0|0:15|billing=1,cpu=1,gres/gpu=1,node=1|root|2026-01-01T00:00:00|2026-01-01T00:00:05").unwrap();
         assert_eq!(a.state, "CANCELLED");
