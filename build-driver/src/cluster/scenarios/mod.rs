@@ -281,11 +281,7 @@ pub const ALL: &[Scenario] = &[
         "the restarted slurmctld resolves this machine's host name (getaddrinfo), which a \
          fresh-machine chroot's /etc/hosts lacked (2026-12-01); about 60 s",
     ),
-    with(
-        "smd-406-ipv6-loopback",
-        Needs::Nodes(1),
-        ipv6::loopback_end_to_end,
-    ),
+    node1("smd-406-ipv6-loopback", ipv6::loopback_end_to_end),
     node1("smd-408-dynamic-node", dynamic::register_delete_register),
     one("bad-daemon-dies", bad_states::daemon_dies),
     one("bad-port-taken", bad_states::port_taken),
