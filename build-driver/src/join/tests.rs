@@ -313,7 +313,7 @@ fn join__planned_dynamic_slurmd_registers_with_its_features() {
     let mut cmd = std::process::Command::new(&plan.slurmd[0]);
     cmd.args(&plan.slurmd[1..])
         .arg("-D")
-        .env("SLURM_SACK_KEY", &key)
+        .env("SLURM_SACK_KEY", key)
         .env_remove("SLURM_CONF");
     crate::util::process::spawn::private_run(
         &mut cmd,
