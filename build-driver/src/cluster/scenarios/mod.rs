@@ -277,10 +277,7 @@ pub const ALL: &[Scenario] = &[
     with("smd-401-pmi2-kvs", Needs::Nodes(2), pmi2::across_nodes),
     with("smd-402-pmi2-mixed-builds", Needs::Mix, pmi2::across_builds),
     node1("smd-404-configless", configless::fetches_config),
-    node1("smd-405-backup-controller", failover::backup_takes_over).local(
-        "the restarted slurmctld resolves this machine's host name (getaddrinfo), which a \
-         fresh-machine chroot's /etc/hosts lacked (2026-12-01); about 60 s",
-    ),
+    node1("smd-405-backup-controller", failover::backup_takes_over),
     with(
         "smd-406-ipv6-loopback",
         Needs::Nodes(1),
