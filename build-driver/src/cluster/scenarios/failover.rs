@@ -103,7 +103,11 @@ fn hosts_text(system: &str, names: &[(&str, &str)]) -> String {
         };
         let kept: Vec<&str> = words.filter(|w| !ours(w)).collect();
         if !kept.is_empty() {
-            let comment = if comment.is_empty() { String::new() } else { format!(" #{comment}") };
+            let comment = if comment.is_empty() {
+                String::new()
+            } else {
+                format!(" #{comment}")
+            };
             text.push_str(&format!("{addr} {}{comment}\n", kept.join(" ")));
         }
     }
@@ -276,7 +280,14 @@ mod tests {
         );
         let lookup = |name: &str| -> Vec<&str> {
             text.lines()
-                .filter(|l| l.split('#').next().unwrap().split_whitespace().skip(1).any(|w| w == name))
+                .filter(|l| {
+                    l.split('#')
+                        .next()
+                        .unwrap()
+                        .split_whitespace()
+                        .skip(1)
+                        .any(|w| w == name)
+                })
                 .map(|l| l.split_whitespace().next().unwrap())
                 .collect()
         };

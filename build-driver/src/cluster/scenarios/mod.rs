@@ -236,10 +236,7 @@ pub const ALL: &[Scenario] = &[
         .local("several 5 s health check intervals, about 30 s"),
     one("smd-125-health-timeout", health::timeout)
         .local("a health check killed after slurmd's 60 s limit"),
-    one("smd-127-log-rotate", logrotate::rename_and_reopen).local(
-        "counts slurmd's descriptors on its log by /proc/<pid>/fd paths, which did not match in \
-         a fresh-machine chroot (0 found, 2026-12-01); passes on a plain machine",
-    ),
+    one("smd-127-log-rotate", logrotate::rename_and_reopen),
     with("nodes-span", Needs::Nodes(2), nodes::span),
     with("nodes-one-down", Needs::Nodes(2), nodes::one_down),
     with(
