@@ -343,6 +343,19 @@ impl Cluster {
         Ok(())
     }
 
+    /// The head's own mounts (slurmctld, slurmdbd and the harness's clients) from their next
+    /// start on (`&[]`: none again). Without isolation (not root, not Linux) this is an error.
+    pub fn set_head_mounts(&mut self, mounts: &[NodeMount]) -> Result<()> {
+        let iso = self.isolation.as_ref().ok_or_else(|| {
+            Error::Usage(format!(
+                "cluster `{}` runs its head without a namespace (needs root on Linux): head mounts are not possible",
+                self.state.name
+            ))
+        })?;
+        self.isolation = Some(iso.with_mounts(mounts)?);
+        Ok(())
+    }
+
     /// More arguments for node `i`'s slurmd from its next start on (`-c`: a clean start;
     /// `&[]`: none again).
     pub fn set_slurmd_args(&mut self, i: usize, args: &[&str]) -> Result<()> {

@@ -4,9 +4,15 @@
 //! (its SACK socket is where the head's clients look: they authenticate through whichever
 //! controller runs) and the same StateSaveLocation. Both would bind SlurmctldPort on every
 //! address; `CommunicationParameters=NoCtldInAddrAny` makes each bind the address its host
-//! name resolves to (src/common/slurm_protocol_api.c `slurm_setup_addr`), so the backup's
-//! mount namespace gets an `/etc/hosts` that adds `127.0.0.2 ctld2`, and a pid directory
-//! of its own (one host per controller in a real cluster).
+//! name resolves to (src/common/slurm_protocol_api.c `slurm_setup_addr`, Slurm 24.11.5:
+//! `gethostname()` then `getaddrinfo()`), so both need their names resolved whatever this
+//! machine's `/etc/hosts` says (a fresh Debian chroot's names neither the machine nor
+//! `ctld2`; Debian's installer maps the machine to 127.0.1.1, where no client looks). The
+//! scenario writes one `/etc/hosts` that puts this machine's short name on 127.0.0.1 (its
+//! `SlurmctldHost` address) and `ctld2` on 127.0.0.2, before the system's other lines,
+//! and bind-mounts it in the head's namespace (the primary, the clients) and the backup's.
+//! The backup also gets a pid directory of its own (one host per controller in a real
+//! cluster).
 //!
 //! The primary is stopped while a job runs: the backup must say it takes over, keep the
 //! job, run new work (a step on every node, a batch job that is accounted), take a slurmd
@@ -14,7 +20,7 @@
 //! primary starts again the backup gives control back and the primary knows every job.
 
 use super::super::daemon::Daemon;
-use super::super::procs::{self, Isolation, ProcRecord};
+use super::super::procs::{self, Isolation, NodeMount, ProcRecord};
 use super::client::{Ctx, JOB_TIMEOUT, POLL, hold_until};
 use super::reconf::{self, Change};
 use crate::error::{Error, Result};
@@ -24,6 +30,8 @@ use xshell::cmd;
 
 const BACKUP_HOST: &str = "ctld2";
 const BACKUP_ADDR: &str = "127.0.0.2";
+/// The primary's address: `SlurmctldHost=<this machine's short name>(127.0.0.1)`.
+const PRIMARY_ADDR: &str = "127.0.0.1";
 /// The record name of the backup slurmctld (its log is `log/slurmctld-backup.log`).
 const BACKUP: &str = "slurmctld-backup";
 /// How long the backup waits for an unresponsive primary (slurm.conf's default: 120 s).
@@ -55,13 +63,7 @@ fn start_backup(ctx: &mut Ctx<'_>) -> Result<ProcRecord> {
     let l = ctx.cluster.layout();
     let dir = l.root.join(BACKUP_HOST);
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-    let hosts = dir.join("hosts");
-    let system = std::fs::read_to_string("/etc/hosts").unwrap_or_default();
-    crate::util::fs::write_atomic(
-        &hosts,
-        format!("{system}\n{BACKUP_ADDR} {BACKUP_HOST}\n").as_bytes(),
-        0o644,
-    )?;
+    let hosts = hosts_path(ctx);
     // Its own pid directory: slurmctld kills the process its SlurmctldPidFile names when
     // it starts ("killing old slurmctld"), which would be the primary.
     let pids = dir.join("pid");
@@ -81,6 +83,57 @@ fn start_backup(ctx: &mut Ctx<'_>) -> Result<ProcRecord> {
     Ok(rec)
 }
 
+fn hosts_path(ctx: &Ctx<'_>) -> std::path::PathBuf {
+    ctx.cluster.layout().root.join(BACKUP_HOST).join("hosts")
+}
+
+/// An `/etc/hosts` text: each `(address, name)` on a line of its own first, then the lines of
+/// `system` without those names (a line left with only its address is dropped), so a
+/// lookup of one of the names finds only its address.
+fn hosts_text(system: &str, names: &[(&str, &str)]) -> String {
+    let ours = |w: &str| names.iter().any(|(_, n)| n.eq_ignore_ascii_case(w));
+    let mut text: String = names.iter().map(|(a, n)| format!("{a} {n}\n")).collect();
+    for line in system.lines() {
+        let (entry, comment) = line.split_once('#').unwrap_or((line, ""));
+        let mut words = entry.split_whitespace();
+        let Some(addr) = words.next() else {
+            text.push_str(line);
+            text.push('\n');
+            continue;
+        };
+        let kept: Vec<&str> = words.filter(|w| !ours(w)).collect();
+        if !kept.is_empty() {
+            let comment = if comment.is_empty() {
+                String::new()
+            } else {
+                format!(" #{comment}")
+            };
+            text.push_str(&format!("{addr} {}{comment}\n", kept.join(" ")));
+        }
+    }
+    text
+}
+
+/// Write the controllers' `/etc/hosts` (see the module doc) and mount it in the head's
+/// namespace from the next start of slurmctld and of every client on.
+fn name_the_controllers(ctx: &mut Ctx<'_>) -> Result<()> {
+    let hosts = hosts_path(ctx);
+    if let Some(dir) = hosts.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    let system = crate::util::fs::read_optional(std::path::Path::new("/etc/hosts"))?;
+    let primary = ctx.cluster.state.hostname.clone();
+    let text = hosts_text(
+        system.as_deref().unwrap_or(""),
+        &[(PRIMARY_ADDR, &primary), (BACKUP_ADDR, BACKUP_HOST)],
+    );
+    crate::util::fs::write_atomic(&hosts, text.as_bytes(), 0o644)?;
+    ctx.cluster.set_head_mounts(&[NodeMount::Bind {
+        source: hosts,
+        target: "/etc/hosts".into(),
+    }])
+}
+
 fn backup_log(ctx: &Ctx<'_>) -> String {
     std::fs::read_to_string(ctx.cluster.layout().daemon_log(BACKUP)).unwrap_or_default()
 }
@@ -95,7 +148,8 @@ pub fn backup_takes_over(ctx: &mut Ctx<'_>) -> Result<String> {
         restart: Change::controller_and_nodes(ctx),
         ..Change::default()
     };
-    reconf::with_change(ctx, &change, |ctx| {
+    name_the_controllers(ctx)?;
+    let result = reconf::with_change(ctx, &change, |ctx| {
         let result = takeover(ctx);
         // Whatever happened: the primary back, the backup stopped and forgotten.
         if !ctx.cluster.is_running(Daemon::Slurmctld) {
@@ -114,7 +168,11 @@ pub fn backup_takes_over(ctx: &mut Ctx<'_>) -> Result<String> {
         let detail = result?;
         stop?;
         Ok(detail)
-    })
+    });
+    // The head's later starts see the system's /etc/hosts again (the daemons restarted by
+    // the change's undo keep this one until their next start).
+    ctx.cluster.set_head_mounts(&[])?;
+    result
 }
 
 fn takeover(ctx: &mut Ctx<'_>) -> Result<String> {
@@ -202,4 +260,47 @@ fn fail_back(ctx: &mut Ctx<'_>, running: u32, batch: u32) -> Result<&'static str
     } else {
         "the backup's job already purged from the primary (MinJobAge), sacct has it"
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(non_snake_case)]
+    use super::*;
+
+    #[test]
+    fn hosts_text__each_name_only_on_its_address() {
+        // Debian's installer puts the machine on 127.0.1.1; this machine lists it on 127.0.0.1.
+        let system = "127.0.0.1\tlocalhost VM\n127.0.1.1 vm.example.org vm # installer\n\
+                      # a comment\n\n::1 localhost ip6-localhost\n127.0.0.2 ctld2\n";
+        let text = hosts_text(system, &[("127.0.0.1", "vm"), ("127.0.0.2", "ctld2")]);
+        assert_eq!(
+            text,
+            "127.0.0.1 vm\n127.0.0.2 ctld2\n127.0.0.1 localhost\n\
+             127.0.1.1 vm.example.org # installer\n# a comment\n\n::1 localhost ip6-localhost\n"
+        );
+        let lookup = |name: &str| -> Vec<&str> {
+            text.lines()
+                .filter(|l| {
+                    l.split('#')
+                        .next()
+                        .unwrap()
+                        .split_whitespace()
+                        .skip(1)
+                        .any(|w| w == name)
+                })
+                .map(|l| l.split_whitespace().next().unwrap())
+                .collect()
+        };
+        assert_eq!(lookup("vm"), ["127.0.0.1"]);
+        assert_eq!(lookup("ctld2"), ["127.0.0.2"]);
+        assert_eq!(lookup("localhost"), ["127.0.0.1", "::1"]);
+    }
+
+    #[test]
+    fn hosts_text__empty_system_file() {
+        assert_eq!(
+            hosts_text("", &[("127.0.0.1", "h"), ("127.0.0.2", "ctld2")]),
+            "127.0.0.1 h\n127.0.0.2 ctld2\n"
+        );
+    }
 }

@@ -236,10 +236,7 @@ pub const ALL: &[Scenario] = &[
         .local("several 5 s health check intervals, about 30 s"),
     one("smd-125-health-timeout", health::timeout)
         .local("a health check killed after slurmd's 60 s limit"),
-    one("smd-127-log-rotate", logrotate::rename_and_reopen).local(
-        "counts slurmd's descriptors on its log by /proc/<pid>/fd paths, which did not match in \
-         a fresh-machine chroot (0 found, 2026-12-01); passes on a plain machine",
-    ),
+    one("smd-127-log-rotate", logrotate::rename_and_reopen),
     with("nodes-span", Needs::Nodes(2), nodes::span),
     with("nodes-one-down", Needs::Nodes(2), nodes::one_down),
     with(
@@ -277,10 +274,7 @@ pub const ALL: &[Scenario] = &[
     with("smd-401-pmi2-kvs", Needs::Nodes(2), pmi2::across_nodes),
     with("smd-402-pmi2-mixed-builds", Needs::Mix, pmi2::across_builds),
     node1("smd-404-configless", configless::fetches_config),
-    node1("smd-405-backup-controller", failover::backup_takes_over).local(
-        "the restarted slurmctld resolves this machine's host name (getaddrinfo), which a \
-         fresh-machine chroot's /etc/hosts lacked (2026-12-01); about 60 s",
-    ),
+    node1("smd-405-backup-controller", failover::backup_takes_over),
     node1("smd-406-ipv6-loopback", ipv6::loopback_end_to_end),
     node1("smd-408-dynamic-node", dynamic::register_delete_register),
     one("bad-daemon-dies", bad_states::daemon_dies),
