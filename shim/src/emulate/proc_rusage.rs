@@ -9,7 +9,8 @@
 //!   bytes, V1 144, V2 160, V3 232, V4 296, V5 304, V6 464) and returns 0, or -1 with
 //!   `errno`: `ESRCH` (no such process), `EINVAL` (flavor above V6), `EPERM` (another
 //!   user's process and the caller not root: `CHECK_SAME_USER`), `EFAULT` (NULL buffer).
-//!   A zombie is answered, with footprint 0 (its task is gone: kern_exit.c).
+//!   A zombie is answered, with footprint 0 (its task is gone: kern_exit.c). One call
+//!   reads one record: all of it, or `ESRCH` for a process that is gone.
 //! * `ri_user_time`, `ri_system_time`, `ri_child_*_time`, `ri_proc_start_abstime` are in
 //!   Mach absolute time units, **not** nanoseconds (`task_power_info`'s `total_user`):
 //!   multiply by `mach_timebase_info`'s `numer/denom` ([`super::timebase`]).
@@ -24,7 +25,10 @@
 //!
 //! Linux mechanism: `/proc/<pid>/stat` (times in clock ticks, start time, major faults),
 //! `status` (`VmRSS`, `RssAnon`, `VmSwap`, `VmHWM`) and `io`, one read each
-//! ([`procfs::read_into`]):
+//! ([`procfs::read_into`]). A process reaped between these reads would leave `status` or
+//! `io` unread and its disk figures 0 (an exiting process's last record, which
+//! `jobacct_gather/darwin` keeps for its task): when either is missing, `stat` is read again,
+//! and a process gone (or replaced: another start time) is `ESRCH`, as on macOS:
 //!
 //! | macOS field | Linux reading |
 //! |---|---|
@@ -163,6 +167,15 @@ pub fn usage_of(
     ri
 }
 
+/// `Ok` when `again` (`stat` read after a missing `status` or `io`) is still the process
+/// `first` read; `ESRCH` when it is gone or another process has its pid.
+fn still_there(first: &ProcStat, again: Option<ProcStat>) -> Result<(), Errno> {
+    match again {
+        Some(st) if st.start_ticks == first.start_ticks => Ok(()),
+        _ => Err(Errno(libc::ESRCH)),
+    }
+}
+
 /// The usage record `proc_pid_rusage(pid, flavor, ...)` gives, as the flavor's bytes.
 pub fn rusage_bytes(pid: i32, flavor: c_int) -> Result<Vec<u8>, Errno> {
     let size = usize::try_from(flavor)
@@ -176,6 +189,9 @@ pub fn rusage_bytes(pid: i32, flavor: c_int) -> Result<Vec<u8>, Errno> {
         check_same_user(s.uids[1])?;
     }
     let io = procfs::io_of(pid);
+    if status.is_none() || io.is_none() {
+        still_there(&st, lookup(pid, true).ok())?;
+    }
     let tb = timebase::current_or_default();
     let ri = usage_of(&st, status.as_ref(), io.as_ref(), tb);
     let mut bytes = super::proc_bsdinfo::bytes_of(&ri);
@@ -242,6 +258,21 @@ mod tests {
         assert_eq!(apple.ri_user_time, 48_000_000);
         let intel = usage_of(&st, None, None, timebase::Timebase { numer: 1, denom: 1 });
         assert_eq!(intel.ri_user_time, 2_000_000_000);
+    }
+
+    #[test]
+    fn proc_rusage__a_process_gone_between_the_reads_is_esrch() {
+        let first = ProcStat {
+            start_ticks: 4242,
+            ..Default::default()
+        };
+        assert_eq!(still_there(&first, None), Err(Errno(libc::ESRCH)));
+        let reused = ProcStat {
+            start_ticks: 4343,
+            ..Default::default()
+        };
+        assert_eq!(still_there(&first, Some(reused)), Err(Errno(libc::ESRCH)));
+        assert_eq!(still_there(&first, Some(first.clone())), Ok(()));
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! names them (`--only smd-010`, or `--only smd-` for all of the plan).
 
 mod accounting;
+mod accuracy;
 mod allocation;
 mod apple_gpu;
 mod bad_states;
@@ -247,12 +248,7 @@ pub const ALL: &[Scenario] = &[
     with("mix-span", Needs::Mix, mix::span),
     with("mix-clients", Needs::Mix, mix::clients),
     // The macOS process plugins (profile `macos-native` only).
-    native("accounting-accuracy", macos_native::accounting_accuracy).local(
-        "intermittent: one fresh-machine run (2026-12-01) had sacct's final bytes written at half \
-         (the re-parented worker's 32 MiB lost after its exit; sstat had them), every other run \
-         passed; an open defect of jobacct_gather/darwin's figures of processes reaped outside \
-         the job",
-    ),
+    native("accounting-accuracy", accuracy::accounting_accuracy),
     native("memory-oom-kill", macos_native::memory_oom_kill),
     native("reparented-setsid", macos_native::reparented_setsid),
     native("double-fork-escape", macos_native::double_fork_escape),
@@ -302,6 +298,7 @@ pub const MACOS_NATIVE_CI: &[&str] = &[
     "cancel-process-tree",
     "memory-allocation",
     "time-limit",
+    "accounting-accuracy",
     "memory-oom-kill",
     "reparented-setsid",
     "double-fork-escape",
