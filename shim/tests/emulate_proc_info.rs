@@ -342,7 +342,10 @@ fn proc_text(pid: u32, file: &str) -> String {
 
 /// A sleeping child whose sizes do not move while it is measured.
 fn sleeper() -> std::process::Child {
-    let child = Command::new("sleep").arg("60").spawn().expect("spawn sleep");
+    let child = Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .expect("spawn sleep");
     // Let it finish exec'ing so its sizes are those of `sleep`.
     std::thread::sleep(std::time::Duration::from_millis(200));
     child
@@ -395,8 +398,8 @@ fn procfs__read_into_gives_a_whole_status_file_in_one_call() {
     let pid = child.id();
     let mut path = [0u8; 64];
     let mut buf = [0u8; 4096];
-    let cpath = slurm_shim::emulate::procfs::proc_path(pid as i32, "status", &mut path)
-        .expect("path fits");
+    let cpath =
+        slurm_shim::emulate::procfs::proc_path(pid as i32, "status", &mut path).expect("path fits");
     let ours = slurm_shim::emulate::procfs::read_into(cpath, &mut buf).map(str::to_owned);
     let std_read = proc_text(pid, "status");
     let _ = child.kill();

@@ -305,7 +305,10 @@ pub fn io_of(pid: i32) -> Option<ProcIo> {
         return None;
     }
     let (mut path, mut buf) = ([0u8; 64], [0u8; 512]);
-    Some(parse_io(read_into(proc_path(pid, "io", &mut path)?, &mut buf)?))
+    Some(parse_io(read_into(
+        proc_path(pid, "io", &mut path)?,
+        &mut buf,
+    )?))
 }
 
 /// The machine's page size in bytes.
