@@ -334,3 +334,91 @@ fn setpriority__darwin_background_class_shows_in_bsdinfo_flags() {
         ]
     );
 }
+
+/// `/proc/<pid>/<file>` as text.
+fn proc_text(pid: u32, file: &str) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/{file}")).expect("procfs file")
+}
+
+/// A sleeping child whose sizes do not move while it is measured.
+fn sleeper() -> std::process::Child {
+    let child = Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .expect("spawn sleep");
+    // Let it finish exec'ing so its sizes are those of `sleep`.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    child
+}
+
+#[test]
+fn proc_pidinfo__taskinfo_sizes_are_what_statm_says() {
+    let mut child = sleeper();
+    let pid = child.id();
+    let mut ti = proc_taskinfo::default();
+    // SAFETY: `ti` is a `proc_taskinfo`, the size given.
+    let n = unsafe {
+        slurm_shim::emulate::libproc::slurm_shim_proc_pidinfo(
+            pid as i32,
+            PROC_PIDTASKINFO,
+            0,
+            (&raw mut ti).cast(),
+            std::mem::size_of::<proc_taskinfo>() as i32,
+        )
+    };
+    let statm: Vec<u64> = proc_text(pid, "statm")
+        .split_whitespace()
+        .map(|v| v.parse().expect("statm number"))
+        .collect();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(n as usize, std::mem::size_of::<proc_taskinfo>());
+    let page = slurm_shim::emulate::procfs::page_size();
+    assert_eq!(
+        ti.pti_virtual_size,
+        statm[0] * page + slurm_shim::emulate::machine::BASELINE_VSIZE,
+        "virtual size: statm's size plus the modelled baseline"
+    );
+    // stat's rss reads the mm's per-CPU counters without summing them (Linux 6.2+), statm
+    // sums them: they differ by at most one batch (max(32, 2 * CPUs) pages) per CPU.
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as u64;
+    let slack = cpus * (2 * cpus).max(32) * page;
+    assert!(
+        ti.pti_resident_size.abs_diff(statm[1] * page) <= slack,
+        "resident {} is not statm's {} within {slack} bytes",
+        ti.pti_resident_size,
+        statm[1] * page
+    );
+}
+
+#[test]
+fn procfs__read_into_gives_a_whole_status_file_in_one_call() {
+    let mut child = sleeper();
+    let pid = child.id();
+    let mut path = [0u8; 64];
+    let mut buf = [0u8; 4096];
+    let cpath =
+        slurm_shim::emulate::procfs::proc_path(pid as i32, "status", &mut path).expect("path fits");
+    let ours = slurm_shim::emulate::procfs::read_into(cpath, &mut buf).map(str::to_owned);
+    let std_read = proc_text(pid, "status");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        ours.as_deref().map(|t| t.lines().count()),
+        Some(std_read.lines().count()),
+        "read_into cut the file short"
+    );
+    assert!(ours.is_some_and(|t| t.ends_with('\n') && t.contains("VmHWM:")));
+}
+
+#[test]
+fn procfs__path_is_built_in_place_and_refused_when_too_long() {
+    let mut buf = [0u8; 64];
+    assert_eq!(
+        slurm_shim::emulate::procfs::proc_path(4242, "io", &mut buf).map(|c| c.to_bytes()),
+        Some(&b"/proc/4242/io"[..])
+    );
+    let long = "x".repeat(60);
+    assert!(slurm_shim::emulate::procfs::proc_path(4242, &long, &mut buf).is_none());
+}

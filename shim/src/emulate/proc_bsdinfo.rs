@@ -29,8 +29,9 @@
 //!   absolute time units, like `proc_pid_rusage`'s ([`super::timebase`]).
 //!
 //! Linux mechanism: `/proc/<pid>/stat` (ppid, pgid, session, state, tty, nice, start time,
-//! times, threads, policy), `status` (uids, gids), `statm` (sizes), read with
-//! [`procfs::read_into`]. The unique id is pid plus start time ([`procfs::unique_id`]);
+//! times, threads, policy, and for `PROC_PIDTASKINFO` the sizes: `vsize`, `rss`), `status`
+//! (uids, gids), read with [`procfs::read_into`]; `PROC_PIDTASKINFO`'s owner check is a
+//! `stat` of `/proc/<pid>`. The unique id is pid plus start time ([`procfs::unique_id`]);
 //! `p_puniqueid` is the *current* parent's.
 //!
 //! Portability problems not fixed: Linux cannot say who a re-parented process's original
@@ -39,7 +40,11 @@
 //! across a parent's exit by `p_puniqueid` is tested with a fake seam instead. `p_uuid`
 //! (the executable's LC_UUID) is zero; `pbi_nfiles`, `pbi_pjobc`, `pbi_xstatus` and the
 //! task info's message and system call counters are 0; `pti_threads_user/system` are the
-//! process totals; `PROC_FLAG_DARWINBG` stands for the Linux process being `SCHED_IDLE`.
+//! process totals; `pti_resident_size` is `stat`'s `rss`, which Linux 6.2+ reads from the
+//! per-CPU counters without summing them, off by up to one batch (max(32, 2 x CPUs) pages)
+//! per CPU from `statm`'s and `status`'s summed figure (27 pages short for a `sleep` on
+//! Linux 6.18), where macOS's is exact (nothing in Slurm or the plugins reads it);
+//! `PROC_FLAG_DARWINBG` stands for the Linux process being `SCHED_IDLE`.
 #![allow(clippy::missing_safety_doc)]
 
 use libc::{c_char, c_int};
@@ -283,12 +288,14 @@ pub fn shortinfo_of(st: &ProcStat, status: &ProcStatus) -> proc_bsdshortinfo {
     s
 }
 
-/// `PROC_PIDTASKINFO` of a process (`statm`: sizes; times in Mach units).
-pub fn taskinfo_of(st: &ProcStat, statm: Option<(u64, u64, u64)>) -> proc_taskinfo {
+/// `PROC_PIDTASKINFO` of a process, from its `stat` alone (times in Mach units). Its
+/// `vsize` and `rss` are the counters `statm` shows as size and resident (the mm's
+/// `total_vm` and its file, anonymous and shmem pages), so no second file is read.
+pub fn taskinfo_of(st: &ProcStat) -> proc_taskinfo {
     let tb = timebase::current_or_default();
     let user = tb.from_ns(procfs::ticks_to_ns(st.utime));
     let system = tb.from_ns(procfs::ticks_to_ns(st.stime));
-    let (vsize, resident, _) = statm.unwrap_or((st.vsize, st.rss_pages * procfs::page_size(), 0));
+    let (vsize, resident) = (st.vsize, st.rss_pages.saturating_mul(procfs::page_size()));
     let clamp = |v: u64| v.min(i32::MAX as u64) as i32;
     proc_taskinfo {
         pti_virtual_size: vsize.saturating_add(super::machine::BASELINE_VSIZE),
@@ -333,7 +340,7 @@ pub fn answer(pid: i32, flavor: c_int, arg: u64) -> Result<Vec<u8>, Errno> {
         }
         PROC_PIDTASKINFO => {
             check_same_user(owner_of(pid)?)?;
-            bytes_of(&taskinfo_of(&st, procfs::statm_of(pid)))
+            bytes_of(&taskinfo_of(&st))
         }
         _ => return Err(Errno(libc::ENOTSUP)),
     })
@@ -343,7 +350,8 @@ pub fn answer(pid: i32, flavor: c_int, arg: u64) -> Result<Vec<u8>, Errno> {
 /// process's directory its effective ids; a non-dumpable one's is root's, which only makes
 /// the check stricter).
 fn owner_of(pid: i32) -> Result<u32, Errno> {
-    let path = procfs::proc_path(pid, "").ok_or(Errno(libc::ESRCH))?;
+    let mut buf = [0u8; 64];
+    let path = procfs::proc_path(pid, "", &mut buf).ok_or(Errno(libc::ESRCH))?;
     // SAFETY: an all-zero stat is valid to overwrite.
     let mut sb: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `path` is NUL-terminated; `sb` is writable.

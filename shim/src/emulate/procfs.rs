@@ -5,8 +5,8 @@
 //! gets, see [`super::hidden_paths`]).
 //!
 //! The accounting models (`proc_pid_rusage`, `proc_pidinfo`'s BSD and task flavors,
-//! `proc_listpids`) read `/proc/<pid>/stat`, `status`, `statm` and `io` through
-//! [`read_into`]: one `open`/`read`/`close` into a stack buffer, no allocation, because an
+//! `proc_listpids`) read `/proc/<pid>/stat`, `status` and `io` through [`read_into`]: one
+//! `open`/`read`/`close` into a stack buffer, the path built on the stack too, because an
 //! accounting poll of a large job makes thousands of them.
 //!
 //! A process's identity on Linux is its pid plus its start time (clock ticks after boot,
@@ -69,15 +69,23 @@ pub struct ProcStat {
     pub gids: [u32; 3],
 }
 
-/// Parses the text of `/proc/<pid>/stat`.
+/// Parses the text of `/proc/<pid>/stat` (no allocation but the command name).
 pub fn parse_stat(text: &str) -> Option<ProcStat> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     let pid = text[..open].trim().parse().ok()?;
     let comm = text.get(open + 1..close)?.as_bytes().to_vec();
-    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
-    // rest[0] is field 3 (state); field N is rest[N - 3].
-    let f = |n: usize| rest.get(n - 3).copied();
+    // rest[0] is field 3 (state); field N is rest[N - 3]. Fields past 41 are not needed.
+    let mut rest = [""; 39];
+    let mut have = 0;
+    for (slot, v) in rest
+        .iter_mut()
+        .zip(text.get(close + 1..)?.split_ascii_whitespace())
+    {
+        *slot = v;
+        have += 1;
+    }
+    let f = |n: usize| (n - 3 < have).then(|| rest[n - 3]);
     Some(ProcStat {
         pid,
         comm,
@@ -224,6 +232,9 @@ pub fn parse_io(text: &str) -> ProcIo {
 /// Reads the small `/proc` file `path` into `buf` with one `open`/`read`/`close` (glibc's,
 /// not the re-targeted ones) and returns its text, or `None` if it cannot be read (the
 /// process is gone, or the file is not readable). Longer files are cut at the buffer's size.
+/// A read shorter than asked is the end: procfs's files of one record (`stat`, `status`,
+/// `statm`, `io`) give their whole text to one read that has room for it, so no second
+/// `read` is made to see end-of-file.
 pub fn read_into<'b>(path: &std::ffi::CStr, buf: &'b mut [u8]) -> Option<&'b str> {
     // SAFETY: `path` is NUL-terminated; the descriptor is closed below.
     let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
@@ -232,14 +243,9 @@ pub fn read_into<'b>(path: &std::ffi::CStr, buf: &'b mut [u8]) -> Option<&'b str
     }
     let mut len = 0;
     while len < buf.len() {
-        // SAFETY: `buf[len..]` is writable for `buf.len() - len` bytes.
-        let n = unsafe {
-            libc::read(
-                fd,
-                buf[len..].as_mut_ptr().cast::<libc::c_void>(),
-                buf.len() - len,
-            )
-        };
+        let room = buf.len() - len;
+        // SAFETY: `buf[len..]` is writable for `room` bytes.
+        let n = unsafe { libc::read(fd, buf[len..].as_mut_ptr().cast::<libc::c_void>(), room) };
         if n < 0 && crate::errno::get() == libc::EINTR {
             continue;
         }
@@ -247,6 +253,9 @@ pub fn read_into<'b>(path: &std::ffi::CStr, buf: &'b mut [u8]) -> Option<&'b str
             break;
         }
         len += n as usize;
+        if (n as usize) < room {
+            break;
+        }
     }
     // SAFETY: `fd` was opened above and is closed once.
     unsafe { libc::close(fd) };
@@ -256,9 +265,16 @@ pub fn read_into<'b>(path: &std::ffi::CStr, buf: &'b mut [u8]) -> Option<&'b str
     std::str::from_utf8(&buf[..len]).ok()
 }
 
-/// `/proc/<pid>/<file>` as a C string.
-pub fn proc_path(pid: i32, file: &str) -> Option<std::ffi::CString> {
-    std::ffi::CString::new(format!("/proc/{pid}/{file}")).ok()
+/// Room for `/proc/<pid>/<file>` of the files read here.
+pub type ProcPathBuf = [u8; 64];
+
+/// `/proc/<pid>/<file>` as a C string written into `buf` (no allocation: an accounting poll
+/// builds thousands); `None` if it does not fit or `file` holds a NUL.
+pub fn proc_path<'b>(pid: i32, file: &str, buf: &'b mut ProcPathBuf) -> Option<&'b std::ffi::CStr> {
+    use std::io::Write;
+    let mut w = &mut buf[..];
+    write!(w, "/proc/{pid}/{file}\0").ok()?;
+    std::ffi::CStr::from_bytes_until_nul(buf).ok()
 }
 
 /// `/proc/<pid>/stat`, parsed, read without allocating the text.
@@ -266,8 +282,8 @@ pub fn stat_of(pid: i32) -> Option<ProcStat> {
     if pid <= 0 {
         return None;
     }
-    let mut buf = [0u8; 1024];
-    parse_stat(read_into(&proc_path(pid, "stat")?, &mut buf)?)
+    let (mut path, mut buf) = ([0u8; 64], [0u8; 1024]);
+    parse_stat(read_into(proc_path(pid, "stat", &mut path)?, &mut buf)?)
 }
 
 /// `/proc/<pid>/status`, parsed.
@@ -275,9 +291,9 @@ pub fn status_of(pid: i32) -> Option<ProcStatus> {
     if pid <= 0 {
         return None;
     }
-    let mut buf = [0u8; 4096];
+    let (mut path, mut buf) = ([0u8; 64], [0u8; 4096]);
     Some(parse_status(read_into(
-        &proc_path(pid, "status")?,
+        proc_path(pid, "status", &mut path)?,
         &mut buf,
     )?))
 }
@@ -288,24 +304,11 @@ pub fn io_of(pid: i32) -> Option<ProcIo> {
     if pid <= 0 {
         return None;
     }
-    let mut buf = [0u8; 512];
-    Some(parse_io(read_into(&proc_path(pid, "io")?, &mut buf)?))
-}
-
-/// `/proc/<pid>/statm`: (virtual size, resident size, file-backed and shared resident size)
-/// in bytes.
-pub fn statm_of(pid: i32) -> Option<(u64, u64, u64)> {
-    if pid <= 0 {
-        return None;
-    }
-    let mut buf = [0u8; 256];
-    let text = read_into(&proc_path(pid, "statm")?, &mut buf)?;
-    let mut it = text
-        .split_whitespace()
-        .filter_map(|v| v.parse::<u64>().ok());
-    let (size, resident, shared) = (it.next()?, it.next()?, it.next()?);
-    let page = page_size();
-    Some((size * page, resident * page, shared * page))
+    let (mut path, mut buf) = ([0u8; 64], [0u8; 512]);
+    Some(parse_io(read_into(
+        proc_path(pid, "io", &mut path)?,
+        &mut buf,
+    )?))
 }
 
 /// The machine's page size in bytes.

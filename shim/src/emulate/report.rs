@@ -17,6 +17,11 @@
 //! `dladdr` (object, nearest dynamic symbol, offset; a static function shows as its
 //! nearest exported neighbour), and the offset in the object for `addr2line`.
 //!
+//! Cost: a model called for every process of every accounting poll reports on every call.
+//! `dladdr` walks an object's symbol table (tens of microseconds per frame in slurmstepd),
+//! so each (behaviour, raw stack of return addresses) is resolved once ([`stack_key`]);
+//! later calls through the same stack cost one `backtrace` and a table probe.
+//!
 //! With `SLURM_SHIM_EMULATION=observe` ([`MODE_ENV`]) the models that ask [`apply`] only
 //! log ("observed") and keep glibc's answer: a diagnostic to list every site of a run,
 //! since the first applied failure usually ends the process. `observe:slurmdbd` does that
@@ -28,7 +33,10 @@
 //!
 //! Portability problems not fixed: the once-only memory is a fixed table of
 //! [`SITES`] entries; past that many distinct (behaviour, site) pairs every further
-//! application is logged again rather than forgotten silently.
+//! application is logged again rather than forgotten silently; past [`STACKS`] raw stacks
+//! (or a full probe window) a stack is resolved again on each call (slower, never a lost
+//! line); two stacks whose 64-bit keys collide share one resolution, so the second one's
+//! site, if it is a new site, goes unlogged.
 
 use libc::{c_char, c_int, c_void};
 use std::ffi::CStr;
@@ -106,8 +114,16 @@ pub fn apply(model: &str, behaviour: &'static str) -> bool {
 }
 
 fn log_once(behaviour: &'static str, verb: &str, subject: Option<&[u8]>) {
-    let site = caller_site();
-    if first_time(behaviour, site.as_ref().map_or(0, |s| s.addr)) {
+    let mut frames = [std::ptr::null_mut::<c_void>(); FRAMES];
+    let frames = raw_frames(&mut frames);
+    let stack = stack_key(behaviour, frames);
+    if stack_known(stack) {
+        return; // this behaviour from this very stack: its site was resolved and logged
+    }
+    let site = site_of(frames);
+    let fresh = first_time(behaviour, site.as_ref().map_or(0, |s| s.addr));
+    remember_stack(stack);
+    if fresh {
         let subject = subject.map(String::from_utf8_lossy);
         let line = format_line_on(
             std::process::id(),
@@ -204,17 +220,74 @@ pub fn format_line_on(
     format!("slurm-shim[{pid}]: macOS behaviour {verb}: {behaviour}{on} at {at}\n")
 }
 
-fn caller_site() -> Option<Site> {
-    let mut frames = [std::ptr::null_mut::<c_void>(); 32];
-    // SAFETY: the buffer has room for the 32 frames asked for.
-    let n = unsafe { backtrace(frames.as_mut_ptr(), frames.len() as c_int) };
-    let n = usize::try_from(n).unwrap_or(0).min(frames.len());
-    let sites: Vec<Option<Site>> = frames[..n]
+/// How many return addresses a report looks at.
+const FRAMES: usize = 32;
+
+/// This thread's return addresses, innermost first (`backtrace`: no symbol lookup).
+fn raw_frames(buf: &mut [*mut c_void; FRAMES]) -> &[*mut c_void] {
+    // SAFETY: the buffer has room for the FRAMES frames asked for.
+    let n = unsafe { backtrace(buf.as_mut_ptr(), FRAMES as c_int) };
+    &buf[..usize::try_from(n).unwrap_or(0).min(FRAMES)]
+}
+
+/// The call site of `frames` (the first is this module's own and is skipped), resolved
+/// with `dladdr`: tens of microseconds in a program with many symbols, so done only for a
+/// stack not seen before ([`stack_known`]).
+fn site_of(frames: &[*mut c_void]) -> Option<Site> {
+    let sites: Vec<Option<Site>> = frames
         .iter()
         .skip(1)
         .map(|&pc| resolve(pc as usize))
         .collect();
     pick_caller(&sites)
+}
+
+#[cfg(test)]
+fn caller_site() -> Option<Site> {
+    let mut frames = [std::ptr::null_mut::<c_void>(); FRAMES];
+    site_of(raw_frames(&mut frames))
+}
+
+/// How many (behaviour, raw stack) pairs are remembered as already resolved.
+pub const STACKS: usize = 1024;
+
+static STACKS_SEEN: [AtomicUsize; STACKS] = [const { AtomicUsize::new(0) }; STACKS];
+
+/// How many slots [`stack_known`] and [`remember_stack`] probe.
+const STACK_PROBES: usize = 8;
+
+/// A non-zero key of `behaviour` called through exactly the return addresses `frames`
+/// (FNV-1a over the behaviour's address and every frame). The site [`site_of`] picks is a
+/// function of the frames alone, so an equal key means the same site, already logged.
+pub fn stack_key(behaviour: &'static str, frames: &[*mut c_void]) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let words = std::iter::once(behaviour.as_ptr() as u64).chain(frames.iter().map(|&f| f as u64));
+    for w in words {
+        h = (h ^ w).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (h as usize) | 1
+}
+
+fn stack_slots(key: usize) -> impl Iterator<Item = &'static AtomicUsize> {
+    let start = key.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize) % STACKS;
+    (0..STACK_PROBES).map(move |i| &STACKS_SEEN[(start + i) % STACKS])
+}
+
+/// Whether the stack `key` was resolved before ([`remember_stack`]). When the table is
+/// full, a stack is not remembered and is resolved again each time: slower, never wrong.
+pub fn stack_known(key: usize) -> bool {
+    stack_slots(key).any(|slot| slot.load(Ordering::Acquire) == key)
+}
+
+/// Remembers that the stack `key` was resolved (and its site logged, if new).
+pub fn remember_stack(key: usize) {
+    for slot in stack_slots(key) {
+        match slot.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return,
+            Err(k) if k == key => return,
+            Err(_) => continue,
+        }
+    }
 }
 
 /// The caller's frame among `sites` (innermost first): the frame after the outermost one
@@ -363,6 +436,21 @@ mod tests {
         assert!(!mode_observes(b"observed", b"slurmd"));
         assert!(!mode_observes(b"", b"slurmd"));
         assert!(!mode_observes(b"apply", b"slurmd"));
+    }
+
+    #[test]
+    fn report__a_stack_is_known_once_remembered_and_only_for_its_behaviour() {
+        const B: &str = "test behaviour stack A";
+        const C: &str = "test behaviour stack B";
+        let frames = [0x1000usize as *mut c_void, 0x2000 as *mut c_void];
+        let other = [0x1000usize as *mut c_void, 0x2004 as *mut c_void];
+        let key = stack_key(B, &frames);
+        assert!(!stack_known(key));
+        remember_stack(key);
+        assert!(stack_known(key));
+        assert!(!stack_known(stack_key(C, &frames)));
+        assert!(!stack_known(stack_key(B, &other)));
+        assert!(!stack_known(stack_key(B, &frames[..1])));
     }
 
     #[test]
