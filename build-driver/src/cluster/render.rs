@@ -9,6 +9,10 @@ use crate::error::{Error, Result};
 use crate::util::fs::write_atomic;
 use std::path::PathBuf;
 
+/// `MinJobAge` of every cluster's slurm.conf: seconds a finished job stays in slurmctld's
+/// memory (sacct keeps it). The soak's warm-up of slurmctld is derived from it.
+pub const MIN_JOB_AGE_S: u64 = 30;
+
 /// Everything the configuration files depend on.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -84,7 +88,7 @@ pub fn render(s: &Settings) -> String {
         // (sacct keeps them).
         "KillWait=2".into(),
         "OverTimeLimit=0".into(),
-        "MinJobAge=30".into(),
+        format!("MinJobAge={MIN_JOB_AGE_S}"),
     ]);
     lines.extend(s.nodes.iter().map(|n| node_line(n, s.profile)));
     let names: Vec<&str> = s.nodes.iter().map(|n| n.name.as_str()).collect();
@@ -467,7 +471,7 @@ mod tests {
             ],
         );
         assert!(has(&conf, "MinJobAge=300"), "{conf}");
-        assert!(!has(&conf, "MinJobAge=30"), "{conf}");
+        assert!(!has(&conf, &format!("MinJobAge={MIN_JOB_AGE_S}")), "{conf}");
         assert!(has(&conf, "SelectTypeParameters=CR_CPU"));
         assert!(!has(&conf, "SelectTypeParameters=CR_Core_Memory"));
         assert!(conf.lines().any(|l| l.starts_with("PartitionName=main ")));
