@@ -2,16 +2,12 @@
 //! the nodes of nodes.rs, the profile's lines of profile.rs), `gres.conf`, `slurmdbd.conf`
 //! and the prolog/epilog, all written by [`write_all`].
 
-use super::config::{Layout, Ports, write_key};
+use super::config::{Layout, MIN_JOB_AGE_S, Ports, write_key};
 use super::nodes::Node;
 use super::profile::Profile;
 use crate::error::{Error, Result};
 use crate::util::fs::write_atomic;
 use std::path::PathBuf;
-
-/// `MinJobAge` of every cluster's slurm.conf: seconds a finished job stays in slurmctld's
-/// memory (sacct keeps it). The soak's warm-up of slurmctld is derived from it.
-pub const MIN_JOB_AGE_S: u64 = 30;
 
 /// Everything the configuration files depend on.
 #[derive(Debug, Clone)]

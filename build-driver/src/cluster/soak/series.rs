@@ -59,7 +59,7 @@ pub fn job_table_fill_s(min_job_age: u64) -> f64 {
 /// start-up, and for slurmctld its job table filling under the clusters' `MinJobAge`.
 pub fn warmup_s(daemon: &str) -> f64 {
     if daemon == "slurmctld" {
-        STARTUP_S + job_table_fill_s(crate::cluster::render::MIN_JOB_AGE_S)
+        STARTUP_S + job_table_fill_s(crate::cluster::config::MIN_JOB_AGE_S)
     } else {
         STARTUP_S
     }
@@ -241,6 +241,19 @@ mod tests {
         }
     }
 
+    /// `n` samples one second apart from t = 0: RSS `from + i * step` kB for the first `until`
+    /// seconds, then `level` kB.
+    fn warming(n: usize, until: usize, (from, step): (u64, u64), level: u64) -> Series {
+        let mut s = series(|_| (20, 5, level), n);
+        for (i, x) in s.samples.iter_mut().enumerate() {
+            x.t = i as f64;
+            if i < until {
+                x.rss_kb = from + i as u64 * step;
+            }
+        }
+        s
+    }
+
     #[test]
     fn verdict__flat_with_noise() {
         let s = series(
@@ -271,13 +284,7 @@ mod tests {
     #[test]
     fn verdict__warm_up_not_judged() {
         // Growth only in the first 30 s, then flat.
-        let mut s = series(|_| (20, 5, 10_000), 100);
-        for (i, x) in s.samples.iter_mut().enumerate() {
-            x.t = i as f64;
-            if i < 30 {
-                x.rss_kb = 5_000 + i as u64 * 100;
-            }
-        }
+        let s = warming(100, 30, (5_000, 100), 10_000);
         assert!(s.verdict().unwrap().flat(), "{:?}", s.verdict());
         assert_eq!(s.judged().len(), 70);
     }
@@ -288,7 +295,7 @@ mod tests {
         assert_eq!(job_table_fill_s(5), 15.0);
         assert_eq!(job_table_fill_s(300), 360.0);
         assert_eq!(warmup_s("slurmd-node1"), STARTUP_S);
-        let ctld = STARTUP_S + job_table_fill_s(crate::cluster::render::MIN_JOB_AGE_S);
+        let ctld = STARTUP_S + job_table_fill_s(crate::cluster::config::MIN_JOB_AGE_S);
         assert_eq!(warmup_s("slurmctld"), ctld);
     }
 
@@ -296,13 +303,7 @@ mod tests {
     fn verdict__slurmctld_job_table_filling_not_judged() {
         // RSS grows while the job table fills (the first 90 s), then stays: flat for
         // slurmctld; the same figures from a slurmd (30 s warm-up) are not.
-        let mut s = series(|_| (20, 82, 30_000), 300);
-        for (i, x) in s.samples.iter_mut().enumerate() {
-            x.t = i as f64;
-            if i < 90 {
-                x.rss_kb = 20_000 + i as u64 * 110;
-            }
-        }
+        let mut s = warming(300, 90, (20_000, 110), 30_000);
         s.daemon = "slurmctld".into();
         assert!(s.verdict().unwrap().flat(), "{:?}", s.verdict());
         assert_eq!(s.judged().len(), 210);
