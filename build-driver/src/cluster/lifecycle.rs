@@ -84,6 +84,8 @@ pub struct UpOptions {
     /// The build scenario smd-410 upgrades the cluster to (`cluster test --upgrade-to`):
     /// staged, checked like a mix's builds; `slurm.conf` then names no PluginDir.
     pub upgrade_to: Option<PathBuf>,
+    /// Environment of every Slurm daemon (kept in the cluster record for restarts).
+    pub daemon_env: Vec<(String, String)>,
 }
 
 impl UpOptions {
@@ -101,6 +103,7 @@ impl UpOptions {
             isolate: true,
             profile: Profile::Default,
             upgrade_to: None,
+            daemon_env: Vec::new(),
         }
     }
 }
@@ -220,6 +223,7 @@ pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
         daemons: Vec::new(),
         namespaces: Vec::new(),
         upgrade_to,
+        daemon_env: opts.daemon_env.clone(),
     };
     state.save()?;
     let mut cluster = Cluster::from_state(state)?;

@@ -2,7 +2,7 @@
 //! the nodes of nodes.rs, the profile's lines of profile.rs), `gres.conf`, `slurmdbd.conf`
 //! and the prolog/epilog, all written by [`write_all`].
 
-use super::config::{Layout, Ports, write_key};
+use super::config::{Layout, MIN_JOB_AGE_S, Ports, write_key};
 use super::nodes::Node;
 use super::profile::Profile;
 use crate::error::{Error, Result};
@@ -84,7 +84,7 @@ pub fn render(s: &Settings) -> String {
         // (sacct keeps them).
         "KillWait=2".into(),
         "OverTimeLimit=0".into(),
-        "MinJobAge=30".into(),
+        format!("MinJobAge={MIN_JOB_AGE_S}"),
     ]);
     lines.extend(s.nodes.iter().map(|n| node_line(n, s.profile)));
     let names: Vec<&str> = s.nodes.iter().map(|n| n.name.as_str()).collect();
@@ -467,7 +467,7 @@ mod tests {
             ],
         );
         assert!(has(&conf, "MinJobAge=300"), "{conf}");
-        assert!(!has(&conf, "MinJobAge=30"), "{conf}");
+        assert!(!has(&conf, &format!("MinJobAge={MIN_JOB_AGE_S}")), "{conf}");
         assert!(has(&conf, "SelectTypeParameters=CR_CPU"));
         assert!(!has(&conf, "SelectTypeParameters=CR_Core_Memory"));
         assert!(conf.lines().any(|l| l.starts_with("PartitionName=main ")));

@@ -109,6 +109,9 @@ impl Cluster {
         cmd.env("SLURM_CONF", conf)
             .env(crate::gres_conf::HARDWARE_VAR, l.mac_hardware())
             .current_dir(l.logs());
+        if d != Daemon::MariaDb {
+            cmd.envs(self.state.daemon_env.iter().map(|(k, v)| (k, v)));
+        }
         super::config::set_emulation_log(&mut cmd, &l);
         let rec = procs::spawn_detached(&d.name(), cmd, iso.as_ref(), &l.daemon_output(&d.name()))?;
         let pid = rec.pid;

@@ -43,6 +43,10 @@ pub struct State {
     /// --upgrade-to`).
     #[serde(default)]
     pub upgrade_to: Option<PathBuf>,
+    /// Environment every Slurm daemon of the cluster starts with, restarts included (not
+    /// MariaDB): the soak's allocator setting (soak/series.rs `ALLOCATOR_ENV`).
+    #[serde(default)]
+    pub daemon_env: Vec<(String, String)>,
 }
 
 impl State {
@@ -149,6 +153,7 @@ mod tests {
             daemons: vec![],
             namespaces: vec![],
             upgrade_to: None,
+            daemon_env: vec![("MALLOC_ARENA_MAX".into(), "1".into())],
         }
     }
 
@@ -173,6 +178,7 @@ mod tests {
         assert_eq!(back.ports, s.ports);
         assert_eq!(back.profile, Profile::Poc);
         assert_eq!(back.nodes, s.nodes);
+        assert_eq!(back.daemon_env, s.daemon_env);
     }
 
     #[test]
