@@ -263,7 +263,6 @@ pub fn run(sh: &Shell, root: &Path, args: BuildArgs) -> Result<BuildOutput> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

@@ -313,7 +313,6 @@ pub fn summary(results: &Results) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     fn results(items: &[(&str, Outcome)]) -> Results {

@@ -416,7 +416,6 @@ fn ci_options(prefix: &Path, only: &[&str]) -> Result<TestOptions> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

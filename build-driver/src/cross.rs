@@ -145,7 +145,6 @@ pub fn cross_make_vars() -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
     use crate::targets::lookup;
 

@@ -495,7 +495,6 @@ impl LibRun<'_> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
     use crate::targets::lookup;
 

@@ -81,7 +81,6 @@ pub fn load<T: Recorded>(path: &Path) -> Result<T> {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
 

@@ -499,7 +499,6 @@ fn copy_local_tree(layout: &Layout, path: &Path) -> Result<SourceTree> {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
     use std::io::Write;

@@ -366,7 +366,6 @@ pub fn run(args: crate::cli::GresConfArgs) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     const STDOUT: &str = "NodeName=mac1 CPUs=14 Boards=1 SocketsPerBoard=1 CoresPerSocket=14 ThreadsPerCore=1 RealMemory=49152 Gres=gpu:apple_m4_max:1\n\

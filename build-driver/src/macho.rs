@@ -198,7 +198,6 @@ fn parse_archive(data: &[u8]) -> std::result::Result<Vec<Member>, String> {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 pub(crate) mod tests {
     use super::*;
 

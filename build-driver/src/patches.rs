@@ -422,7 +422,6 @@ mod darwin_proc_tests;
 mod doc_table_tests;
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
 

@@ -47,7 +47,6 @@ impl Personality {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
     use crate::targets::lookup;

@@ -298,7 +298,6 @@ impl Pin {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
 

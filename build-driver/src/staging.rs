@@ -103,7 +103,6 @@ impl Manifest {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
 

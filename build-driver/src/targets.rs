@@ -167,7 +167,6 @@ pub fn host() -> &'static Target {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

@@ -202,7 +202,6 @@ fn suggest(new: &[(&Key, &Value)]) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::super::image::Format;
     use super::*;
 

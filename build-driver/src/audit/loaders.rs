@@ -452,7 +452,6 @@ pub fn is_library(file_name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     fn ty(f: &str) -> Option<&'static str> {

@@ -84,7 +84,6 @@ fn block_applies(block: &Yaml, arch: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     const STUB: &str = "--- !tapi-tbd

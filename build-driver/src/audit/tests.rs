@@ -5,7 +5,6 @@
 //! aarch64-macos`; skipped with the reason printed when zig is absent). The ELF tests are
 //! compiled on Linux only (elsewhere `cc` does not make ELF).
 
-#![allow(non_snake_case)]
 use super::*;
 use std::fs;
 

@@ -75,7 +75,6 @@ pub fn write(base: &Path, top: &Path, out: &Path, mtime: u64) -> Result<()> {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
     use crate::testing::write as put;

@@ -221,7 +221,6 @@ end
 "##;
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
 

@@ -272,7 +272,6 @@ pub fn violations(keg: &Keg, data: &[u8]) -> Result<Vec<String>, String> {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
     use crate::testing::zig_macho;

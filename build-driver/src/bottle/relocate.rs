@@ -62,7 +62,6 @@ pub fn from_placeholders(text: &[u8], cellar: &str, prefix: &str) -> Vec<u8> {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
     const C: &str = "/opt/homebrew/Cellar";

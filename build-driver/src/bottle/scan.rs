@@ -59,7 +59,6 @@ pub fn hits(data: &[u8], needles: &[Vec<u8>]) -> Vec<String> {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
 

@@ -1,4 +1,3 @@
-#![allow(non_snake_case)]
 use super::*;
 use crate::testing::write as put;
 use std::fs;

@@ -491,7 +491,6 @@ pub fn verify_config_h(build_dir: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
     use crate::targets::lookup;
 

@@ -340,7 +340,6 @@ pub fn verify_darwin_link(sh: &Shell, prefix: &Path) -> Result<LinkReport> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
     use crate::targets::lookup;
 

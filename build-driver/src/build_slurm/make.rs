@@ -33,7 +33,6 @@ pub fn estimate(previous_log: &Path, src: &Path) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

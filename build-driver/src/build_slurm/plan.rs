@@ -429,7 +429,6 @@ fn toolchain(
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
     use crate::targets::lookup;

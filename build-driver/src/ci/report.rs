@@ -186,7 +186,6 @@ fn fmt_duration(d: Duration) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

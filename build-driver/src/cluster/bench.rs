@@ -262,7 +262,6 @@ pub(super) fn work_dir() -> Result<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

@@ -283,7 +283,6 @@ pub fn write_key(path: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     const SLURMD_C: &str = "NodeName=vm CPUs=8 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=2 RealMemory=24105\nUpTime=0-00:07:18\n";

@@ -53,7 +53,6 @@ impl fmt::Display for Daemon {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

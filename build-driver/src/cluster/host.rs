@@ -79,7 +79,6 @@ pub fn require_sack_dirs(uid: u32) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
     use xshell::cmd;
 

@@ -7,7 +7,6 @@ pub fn parse_job_id(out: &str) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

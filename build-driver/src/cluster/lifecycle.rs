@@ -419,7 +419,6 @@ pub fn exec(dir: &Path, node: Option<&str>, argv: &[std::ffi::OsString]) -> Resu
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

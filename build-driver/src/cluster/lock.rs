@@ -87,7 +87,6 @@ fn describe(running: &[&ProcRecord]) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

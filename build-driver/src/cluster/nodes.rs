@@ -182,7 +182,6 @@ fn canonical(p: &Path) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     fn b(label: &str) -> Build {

@@ -154,7 +154,6 @@ pub fn profile_script(prefix: &Path, conf: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

@@ -596,7 +596,6 @@ pub fn can_isolate() -> bool {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     /// `program`, to run with a private `/run` of `run_dir`; `None` when mount namespaces

@@ -260,7 +260,6 @@ pub fn markdown() -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
     use clap::ValueEnum;
 

@@ -322,7 +322,6 @@ pub fn write_all(s: &Settings, extra: &[String]) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::super::config::parse_slurmd_c;
     use super::*;
     use std::net::Ipv4Addr;

@@ -365,7 +365,6 @@ fn report_series(all: &[series::Series], judged: &[&str]) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

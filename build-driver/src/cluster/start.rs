@@ -287,7 +287,6 @@ fn registered_state(state: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

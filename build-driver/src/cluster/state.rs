@@ -116,7 +116,6 @@ impl State {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     fn state(root: &Path) -> State {

@@ -67,7 +67,6 @@ pub fn check_upgrade(from: &Path, to: &Path) -> Result<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

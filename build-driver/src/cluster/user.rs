@@ -144,7 +144,6 @@ fn parse_passwd(line: &str) -> Option<TestUser> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

@@ -205,7 +205,6 @@ pub fn check_prefix(
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
     use crate::targets::lookup;
 

@@ -100,7 +100,6 @@ pub fn probe_source() -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
     use crate::cross::zig::{find, install_hint};
     use object::{Object, ObjectSection, ObjectSymbol};

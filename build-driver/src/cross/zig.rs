@@ -269,7 +269,6 @@ pub fn configure_env(tc: &ZigToolchain, user_ldflags: Option<&str>) -> Vec<Strin
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
     use crate::targets::lookup;
 

@@ -259,7 +259,6 @@ fn check_overlay_and_bundle(r: &RawLib, err: Bad) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     const SHA: &str = "c739578bf6b764aa0752db9a2fdadcfe921c78f1228c7ec0bb47fa804c55d17b";

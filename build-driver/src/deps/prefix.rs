@@ -270,7 +270,6 @@ pub fn link_smoke(
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

@@ -166,7 +166,6 @@ pub fn unpack(
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
     use crate::deps::pins::BuildKind;
 

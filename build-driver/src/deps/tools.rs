@@ -181,7 +181,6 @@ pub fn cmake_toolchain(target: &Target, tools: &CrossTools, roots: &[PathBuf]) -
 
 #[cfg(test)]
 pub(crate) mod tests {
-    #![allow(non_snake_case)]
     use super::*;
     use crate::targets::lookup;
 

@@ -116,7 +116,6 @@ pub fn judge(diffs: &[Difference], exp: &Expectations, file: &Path) -> Result<St
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     fn d(test: &str, a: Option<Outcome>, b: Option<Outcome>) -> Difference {

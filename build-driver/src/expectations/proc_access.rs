@@ -171,7 +171,6 @@ fn symbol_at(file: &Path, offset: u64) -> Option<String> {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
 

@@ -209,7 +209,6 @@ pub fn unpack_and_install(
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
 

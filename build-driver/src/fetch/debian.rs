@@ -315,7 +315,6 @@ pub fn fetch_orig(sh: &Shell, deb: &DebianPin, sha256: &str, downloads: &Path) -
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
 

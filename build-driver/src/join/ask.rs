@@ -371,7 +371,6 @@ fn config_answer(out: Result<std::process::Output>) -> Answer {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

@@ -162,7 +162,6 @@ pub fn list(lines: &[Line]) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     fn line(s: &str) -> Line {

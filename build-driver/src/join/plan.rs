@@ -155,7 +155,6 @@ pub fn quote(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     fn inputs(shape: Shape) -> Inputs {

@@ -74,7 +74,6 @@ pub fn apply(plan: &Plan) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::super::plan::Install;
     use super::*;
     use std::os::unix::fs::PermissionsExt;

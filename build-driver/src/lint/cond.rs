@@ -261,7 +261,6 @@ impl Parser<'_> {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
     use crate::lint::source::parse;

@@ -277,7 +277,6 @@ pub fn function_bodies(tokens: &[Token]) -> Vec<(usize, usize)> {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
 

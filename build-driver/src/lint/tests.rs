@@ -3,7 +3,6 @@
 //! be reported says `finding`), against the pristine 24.11.5 tree when it is fetched, and
 //! its error cases.
 
-#![allow(non_snake_case)]
 use super::*;
 use crate::expectations::Recorded as _;
 use std::fs;

@@ -7,7 +7,6 @@
 //! the patch, on every run). Needs the pristine tree (`cargo xtask fetch --version V`) and
 //! `cc`; without either it prints why it is skipped.
 
-#![allow(non_snake_case)]
 use std::fs;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};

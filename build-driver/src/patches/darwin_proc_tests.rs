@@ -8,7 +8,6 @@
 //! patch (`git apply --include`), compiled with `cc` against the shim's stand-in headers
 //! (the SDK's names and layouts); without `cc` or `git` the test prints why it is skipped.
 
-#![allow(non_snake_case)]
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
 

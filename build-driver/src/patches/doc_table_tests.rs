@@ -2,7 +2,6 @@
 //! project promises (why, which OS, whether it can go upstream), and `docs/PATCHES.md`'s
 //! table has one row per patch number of every series, no row for a number no series has.
 
-#![allow(non_snake_case)]
 use super::series;
 use std::collections::BTreeSet;
 use std::fs;

@@ -120,7 +120,6 @@ pub fn parse(bytes: &[u8], what: &Path) -> crate::error::Result<plist::Value> {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
 

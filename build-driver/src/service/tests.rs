@@ -1,4 +1,3 @@
-#![allow(non_snake_case)]
 use super::*;
 use crate::cli::ServiceOptions;
 use crate::service::plist::Daemon;

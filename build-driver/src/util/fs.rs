@@ -220,7 +220,6 @@ pub fn copy_into(src: &Path, dst: &Path, exclude: &[&str]) -> Result<()> {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
     use crate::testing::write;

@@ -81,7 +81,6 @@ pub fn rust_flags(maps: &[PathMap]) -> Vec<String> {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
 

@@ -25,7 +25,6 @@ pub fn kill_group(pgid: u32) {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
 

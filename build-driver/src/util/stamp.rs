@@ -147,7 +147,6 @@ pub fn write(path: &Path, inputs: &Inputs) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

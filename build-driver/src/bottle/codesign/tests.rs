@@ -1,4 +1,3 @@
-#![allow(non_snake_case)]
 use super::*;
 use crate::testing::zig_macho;
 

@@ -127,7 +127,6 @@ fn collect(by_tid: &BTreeMap<u32, Vec<(Duration, u64)>>) -> Vec<ThreadSeries> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     fn series(points: &[(u64, u64)]) -> ThreadSeries {

@@ -274,7 +274,6 @@ fn check_close(tool: &str, step: &str, rss: u64, written: u64, truth: &Truth) ->
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

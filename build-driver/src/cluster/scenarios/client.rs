@@ -482,7 +482,6 @@ pub fn q(p: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

@@ -231,7 +231,6 @@ pub fn values(ctx: &mut Ctx<'_>) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

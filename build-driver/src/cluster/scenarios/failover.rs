@@ -264,7 +264,6 @@ fn fail_back(ctx: &mut Ctx<'_>, running: u32, batch: u32) -> Result<&'static str
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

@@ -338,7 +338,6 @@ fn bounce_under_gpu_job(
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

@@ -442,7 +442,6 @@ pub fn many_groups(ctx: &mut Ctx<'_>) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     const PASSWD: &str = "root:x:0:0:root:/root:/bin/bash\nslurmalien:x:1005:1005::/home/slurmalien:/bin/sh\nother:x:2005:2005::/h:/bin/sh\n";

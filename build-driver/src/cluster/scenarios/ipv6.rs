@@ -156,7 +156,6 @@ fn launched_from_v6(ctx: &Ctx<'_>) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

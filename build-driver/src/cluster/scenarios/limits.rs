@@ -132,7 +132,6 @@ pub fn ulimits(ctx: &mut Ctx<'_>) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     const LIMITS: &str = "Limit                     Soft Limit           Hard Limit           Units     \n\

@@ -206,7 +206,6 @@ pub fn rename_and_reopen(ctx: &mut Ctx<'_>) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     /// A file opened through a symlinked directory: the descriptor's link names the real

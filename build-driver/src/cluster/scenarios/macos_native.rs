@@ -349,7 +349,6 @@ pub fn binding_not_enforced(ctx: &mut Ctx<'_>) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

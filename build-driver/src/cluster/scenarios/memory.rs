@@ -215,7 +215,6 @@ pub fn pressure(ctx: &mut Ctx<'_>) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

@@ -497,7 +497,6 @@ impl LogMarks {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

@@ -171,7 +171,6 @@ fn open_pty() -> Result<(OwnedFd, OwnedFd)> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

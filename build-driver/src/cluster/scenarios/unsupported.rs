@@ -316,7 +316,6 @@ fn only_at_start(ctx: &mut Ctx<'_>, v: &Verdict, job_output: &str, what: &str) {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

@@ -176,7 +176,6 @@ pub fn clock_seed() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     #[test]

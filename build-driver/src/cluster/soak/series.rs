@@ -221,7 +221,6 @@ pub fn push(all: &mut Vec<Series>, daemon: &str, pid: u32, s: Sample) {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     fn series(values: impl Fn(usize) -> (u64, u64, u64), n: usize) -> Series {

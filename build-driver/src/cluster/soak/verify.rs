@@ -119,7 +119,6 @@ pub fn requeued(sacct_duplicates: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     fn e(key: &str, kind: &'static str, cancelled: bool) -> Expected {

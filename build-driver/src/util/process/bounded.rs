@@ -198,7 +198,6 @@ pub fn show(cmd: &Command) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     /// A `Command` from program and arguments.

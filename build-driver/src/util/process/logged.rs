@@ -153,7 +153,6 @@ pub fn step<T>(who: &str, what: &str, f: impl FnOnce() -> Result<T>) -> Result<T
 
 #[cfg(test)]
 mod tests {
-    #![allow(non_snake_case)]
     use super::*;
 
     /// A fake `make`: an executable script in `dir` (no `sh -c` strings).

@@ -100,7 +100,6 @@ pub fn file_tail(path: &Path, n: usize) -> String {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
 

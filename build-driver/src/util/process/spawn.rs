@@ -163,7 +163,6 @@ pub fn controlling_terminal(cmd: &mut Command) {
 }
 
 #[cfg(test)]
-#[allow(non_snake_case)]
 mod tests {
     use super::*;
 
