@@ -315,6 +315,9 @@ fn native_trusted(r: &AlienRun, alien: &TestUser, node_ids: &str) -> Result<Stri
     ))
 }
 
+/// How long the slurmstepd of SMD-102's jobs may take to exit once they were refused (or ran).
+const REFUSED_EXIT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// SMD-102: `slurmalien` is `U:G` on the controller and `U2:G2` on the node (the node's own
 /// user database). In the darwin personality the step and the batch job are refused before
 /// their payload runs (patches/*/0060, macOS only: the credential's user is looked up on the
@@ -336,6 +339,13 @@ pub fn uid_mismatch(ctx: &mut Ctx<'_>) -> Result<String> {
     let node_ids = format!("{uid2}:{gid2}");
     with_node_mounts(ctx, &mounts, |ctx| {
         let run = run_alien(ctx, &alien)?;
+        // A refused job's slurmstepd exits; it hung in conmgr_fini() before patch 0062.
+        ctx.wait_no_job_processes(REFUSED_EXIT).map_err(|e| {
+            Error::Scenario(format!(
+                "after {}'s jobs: {e} (a refused job's slurmstepd must exit: patch 0062)",
+                alien.name
+            ))
+        })?;
         same_numbers_run(ctx, &ok_user)?;
         let verdict = match personality {
             Personality::Darwin => darwin_refused(&run, &alien, &node_ids)?,

@@ -188,6 +188,7 @@ pub fn proctrack_cgroup(ctx: &mut Ctx<'_>) -> Result<String> {
         ctx,
         "ProctrackType=proctrack/cgroup",
         "CgroupPlugin=autodetect\n",
+        &[],
     )
 }
 
@@ -198,12 +199,21 @@ pub fn task_cgroup_devices(ctx: &mut Ctx<'_>) -> Result<String> {
         ctx,
         "TaskPlugin=task/cgroup",
         "CgroupPlugin=autodetect\nConstrainDevices=yes\n",
+        // The node's GPU is the `File=/dev/null` placeholder: a step without it is denied
+        // /dev/null, which slurmstepd opens for the task's unused stdin, and the step waits
+        // out its I/O timeout. With the GPU allocated the device is the task's to open.
+        &["--gres=gpu:1"],
     )
 }
 
 /// A cgroup plugin configured on the node: slurmd refuses to start naming cgroups (a
 /// Mac), or starts and puts a job's task in a cgroup of its own (Linux).
-fn cgroup_case(ctx: &mut Ctx<'_>, line: &str, cgroup_conf: &str) -> Result<String> {
+fn cgroup_case(
+    ctx: &mut Ctx<'_>,
+    line: &str,
+    cgroup_conf: &str,
+    srun_extra: &[&str],
+) -> Result<String> {
     let change = Change {
         lines: vec![line.to_string()],
         cgroup_conf: Some(cgroup_conf.to_string()),
@@ -222,7 +232,7 @@ fn cgroup_case(ctx: &mut Ctx<'_>, line: &str, cgroup_conf: &str) -> Result<Strin
                     None => return Err(silent(&what, &text)),
                 }
             }
-            Ok(()) => in_own_cgroup(ctx)?,
+            Ok(()) => in_own_cgroup(ctx, srun_extra)?,
         };
         // Stopped, so that putting the configuration back starts it as `up` did.
         ctx.cluster.stop(d)?;
@@ -230,13 +240,14 @@ fn cgroup_case(ctx: &mut Ctx<'_>, line: &str, cgroup_conf: &str) -> Result<Strin
     })
 }
 
-/// slurmd started with a cgroup plugin: a task's `/proc/self/cgroup` must name the job.
-fn in_own_cgroup(ctx: &Ctx<'_>) -> Result<Verdict> {
+/// slurmd started with a cgroup plugin: a task's `/proc/self/cgroup` must name the job
+/// (`extra`: more srun options).
+fn in_own_cgroup(ctx: &Ctx<'_>, extra: &[&str]) -> Result<Verdict> {
     let node = ctx.first_node();
-    let out = ctx.srun_stdout(
-        "srun under a cgroup plugin",
-        &["-n1", "-w", &node, "/bin/cat", "/proc/self/cgroup"],
-    )?;
+    let mut args = vec!["-n1", "-w", &node];
+    args.extend_from_slice(extra);
+    args.extend(["/bin/cat", "/proc/self/cgroup"]);
+    let out = ctx.srun_stdout("srun under a cgroup plugin", &args)?;
     match out.lines().find(|l| l.contains("job_")) {
         Some(l) => Ok(Verdict::Enforced(format!("the task is in {}", l.trim()))),
         None => Err(silent("slurmd started with a cgroup plugin", &out)),
