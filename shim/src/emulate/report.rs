@@ -164,12 +164,20 @@ fn observing() -> bool {
     }
 }
 
-/// Whether (behaviour, addr) is new; remembers it. Lock-free: a slot holds a non-zero key.
-pub fn first_time(behaviour: &'static str, addr: usize) -> bool {
-    let key = (behaviour.as_ptr() as usize).rotate_left(17) ^ addr | 1;
-    let start = key.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize) % SITES;
-    for i in 0..SITES {
-        let slot = &SEEN[(start + i) % SITES];
+/// The slots of `table` a non-zero `key` may live in: `probes` of them from its hash.
+fn slots(
+    table: &'static [AtomicUsize],
+    key: usize,
+    probes: usize,
+) -> impl Iterator<Item = &'static AtomicUsize> {
+    let start = key.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize) % table.len();
+    (0..probes.min(table.len())).map(move |i| &table[(start + i) % table.len()])
+}
+
+/// Puts the non-zero `key` into `table` (lock-free, `probes` slots tried): `false` when it
+/// was there already, `true` when it is new or no tried slot was free.
+fn insert(table: &'static [AtomicUsize], key: usize, probes: usize) -> bool {
+    for slot in slots(table, key, probes) {
         match slot.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => return true,
             Err(k) if k == key => return false,
@@ -177,6 +185,12 @@ pub fn first_time(behaviour: &'static str, addr: usize) -> bool {
         }
     }
     true
+}
+
+/// Whether (behaviour, addr) is new; remembers it. Lock-free: a slot holds a non-zero key.
+pub fn first_time(behaviour: &'static str, addr: usize) -> bool {
+    let key = (behaviour.as_ptr() as usize).rotate_left(17) ^ addr | 1;
+    insert(&SEEN, key, SITES)
 }
 
 /// A resolved call site.
@@ -268,26 +282,15 @@ pub fn stack_key(behaviour: &'static str, frames: &[*mut c_void]) -> usize {
     (h as usize) | 1
 }
 
-fn stack_slots(key: usize) -> impl Iterator<Item = &'static AtomicUsize> {
-    let start = key.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize) % STACKS;
-    (0..STACK_PROBES).map(move |i| &STACKS_SEEN[(start + i) % STACKS])
-}
-
 /// Whether the stack `key` was resolved before ([`remember_stack`]). When the table is
 /// full, a stack is not remembered and is resolved again each time: slower, never wrong.
 pub fn stack_known(key: usize) -> bool {
-    stack_slots(key).any(|slot| slot.load(Ordering::Acquire) == key)
+    slots(&STACKS_SEEN, key, STACK_PROBES).any(|slot| slot.load(Ordering::Acquire) == key)
 }
 
 /// Remembers that the stack `key` was resolved (and its site logged, if new).
 pub fn remember_stack(key: usize) {
-    for slot in stack_slots(key) {
-        match slot.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => return,
-            Err(k) if k == key => return,
-            Err(_) => continue,
-        }
-    }
+    insert(&STACKS_SEEN, key, STACK_PROBES);
 }
 
 /// The caller's frame among `sites` (innermost first): the frame after the outermost one
