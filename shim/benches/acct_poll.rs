@@ -23,22 +23,27 @@ use slurm_shim::emulate::proc_rusage::{
     RUSAGE_INFO_V4, rusage_info_v6, slurm_shim_proc_pid_rusage,
 };
 
+/// `proc_pidinfo(pid, flavor, 0, out, sizeof *out)`: the bytes written.
+fn pidinfo<T>(pid: c_int, flavor: c_int, out: &mut T) -> c_int {
+    // SAFETY: `out` is a `T`, writable for the size given.
+    unsafe {
+        slurm_shim_proc_pidinfo(
+            pid,
+            flavor,
+            0,
+            (out as *mut T).cast(),
+            std::mem::size_of::<T>() as c_int,
+        )
+    }
+}
+
 /// What jobacct_gather/darwin's `_measure` asks for one process.
 fn darwin_one(pid: c_int) -> u64 {
     let mut ri = rusage_info_v6::default();
     let mut ti = proc_taskinfo::default();
     // SAFETY: `ri` holds V6, larger than the V4 asked for.
     let rc = unsafe { slurm_shim_proc_pid_rusage(pid, RUSAGE_INFO_V4, (&raw mut ri).cast()) };
-    // SAFETY: `ti` is a `proc_taskinfo`, the size given.
-    let n = unsafe {
-        slurm_shim_proc_pidinfo(
-            pid,
-            PROC_PIDTASKINFO,
-            0,
-            (&raw mut ti).cast(),
-            std::mem::size_of::<proc_taskinfo>() as c_int,
-        )
-    };
+    let n = pidinfo(pid, PROC_PIDTASKINFO, &mut ti);
     assert!(rc == 0 && n > 0, "pid {pid} could not be read");
     ri.ri_user_time + ti.pti_virtual_size
 }
@@ -47,16 +52,7 @@ fn darwin_one(pid: c_int) -> u64 {
 fn scan_one(pid: c_int) -> u64 {
     // SAFETY: all-zero is a valid `proc_bsdshortinfo`.
     let mut si: proc_bsdshortinfo = unsafe { std::mem::zeroed() };
-    // SAFETY: `si` is a `proc_bsdshortinfo`, the size given.
-    let n = unsafe {
-        slurm_shim_proc_pidinfo(
-            pid,
-            PROC_PIDT_SHORTBSDINFO,
-            0,
-            (&raw mut si).cast(),
-            std::mem::size_of::<proc_bsdshortinfo>() as c_int,
-        )
-    };
+    let n = pidinfo(pid, PROC_PIDT_SHORTBSDINFO, &mut si);
     assert!(n > 0, "pid {pid} could not be read");
     u64::from(si.pbsi_ppid)
 }
