@@ -6,13 +6,13 @@ use crate::error::{Error, Result};
 
 /// How long one client command (`sbatch`, `scontrol`, `sacctmgr`, `mariadb`, ...) may take.
 pub const CLIENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
 
 /// `MinJobAge` of every cluster's slurm.conf (render.rs): seconds a finished job stays in
 /// slurmctld's memory (sacct keeps it). The soak's warm-up of slurmctld is derived from it.
 pub const MIN_JOB_AGE_S: u64 = 30;
-use std::io::Write;
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
 
 /// Every file and directory of one cluster, all below one directory.
 #[derive(Debug, Clone)]
