@@ -142,7 +142,7 @@ fn bench_one(
             super::nodes::node_name(0)
         ),
     ];
-    let lab = Lab::start(sh, prefix, dir, profile, 1, &extra)?;
+    let lab = Lab::start(sh, prefix, dir, profile, 1, &extra, &[])?;
     let result = submit_and_wait(sh, &lab, dir, jobs);
     let stopped = lab.stop(sh);
     let f = result?;

@@ -168,9 +168,12 @@ fn measure(
         format!("JobAcctGatherType={}", p.name),
         "JobAcctGatherFrequency=task=1".to_string(),
     ];
-    let lab = with_emulation_off(p.off, || {
-        Lab::start(sh, prefix, dir, Profile::MacosNative, 1, &extra)
-    })?;
+    let env: Vec<(String, String)> = p
+        .off
+        .map(|off| ("SLURM_SHIM_EMULATION_OFF".to_string(), off.to_string()))
+        .into_iter()
+        .collect();
+    let lab = Lab::start(sh, prefix, dir, Profile::MacosNative, 1, &extra, &env)?;
     let result = poll_job(sh, &lab, dir, p, args);
     let stopped = lab.stop(sh);
     let polls = result?;
@@ -178,25 +181,6 @@ fn measure(
     Ok(polls)
 }
 
-/// Runs `f` with `SLURM_SHIM_EMULATION_OFF=off` in this process's environment (the daemons
-/// `f` starts inherit it), restored afterwards.
-fn with_emulation_off<T>(off: Option<&str>, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    const VAR: &str = "SLURM_SHIM_EMULATION_OFF";
-    let before = std::env::var_os(VAR);
-    if let Some(off) = off {
-        // SAFETY: the benchmark's driver is single-threaded here (no reader thread of a
-        // bounded command outlives its call), so nothing reads the environment meanwhile.
-        unsafe { std::env::set_var(VAR, off) };
-    }
-    let r = f();
-    match before {
-        // SAFETY: as above.
-        Some(v) => unsafe { std::env::set_var(VAR, v) },
-        // SAFETY: as above.
-        None => unsafe { std::env::remove_var(VAR) },
-    }
-    r
-}
 
 /// The job's script: its slurmstepd's pid to `stepd`, then groups of up to 100 processes
 /// (a subshell and its `sleep`s), `procs` in all besides the script's shell.

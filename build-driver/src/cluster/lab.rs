@@ -29,8 +29,8 @@ pub struct Lab {
 
 impl Lab {
     /// Configure and start a cluster of `nodes` nodes and `profile` from `prefix` below `dir`,
-    /// with `extra` lines for `slurm.conf` (a key already set is replaced), and wait until
-    /// every node is idle.
+    /// with `extra` lines for `slurm.conf` (a key already set is replaced) and `daemon_env`
+    /// in the Slurm daemons' environment, and wait until every node is idle.
     pub fn start(
         _sh: &Shell,
         prefix: &Path,
@@ -38,6 +38,7 @@ impl Lab {
         profile: Profile,
         nodes: usize,
         extra: &[String],
+        daemon_env: &[(String, String)],
     ) -> Result<Lab> {
         let layout = Layout {
             root: dir.join("cluster"),
@@ -47,6 +48,7 @@ impl Lab {
         opts.isolate = false;
         opts.profile = profile;
         opts.nodes = Some(nodes);
+        opts.daemon_env = daemon_env.to_vec();
         opts.extra_conf = std::iter::once(MIN_JOB_AGE.to_string())
             .chain(extra.iter().cloned())
             .collect();

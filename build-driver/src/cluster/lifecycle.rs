@@ -282,6 +282,9 @@ fn print_plan(cluster: &Cluster, name: &str, dir: &Path) {
             );
         }
     }
+    for (k, v) in &cluster.state.daemon_env {
+        println!("note: the Slurm daemons run with {k}={v}");
+    }
 }
 
 /// Stop every process recorded in `dir` (reverse start order), then what is left in the

@@ -257,6 +257,7 @@ fn run_one(
         args.profile.profile,
         args.nodes,
         &extra,
+        &[],
     )?;
     let outcome = (|| {
         let suite = prepare_suite(sh, install, dir, &lab.conf())?;
