@@ -49,9 +49,9 @@ mod state;
 mod upgrade;
 pub mod user;
 
-pub use lifecycle::{UpOptions, default_dir, down, up};
 #[cfg(test)]
 pub use config::free_ports;
+pub use lifecycle::{UpOptions, default_dir, down, up};
 
 use crate::cli::{ClusterAction, ClusterArgs, ClusterTarget, ProfileArg, ShapeArgs};
 use crate::error::{Error, Result};

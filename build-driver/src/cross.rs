@@ -146,14 +146,14 @@ pub fn cross_make_vars() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::lookup;
+    use crate::targets::rows;
 
     #[test]
     fn default_is_zig__only_for_apple_targets_from_linux() {
-        let linux = lookup("x86_64-unknown-linux-gnu").unwrap();
-        let arm_linux = lookup("aarch64-unknown-linux-gnu").unwrap();
-        let mac = lookup("aarch64-apple-darwin").unwrap();
-        let mac_x86 = lookup("x86_64-apple-darwin").unwrap();
+        let linux = rows::linux_x86();
+        let arm_linux = rows::linux_arm();
+        let mac = rows::mac_arm();
+        let mac_x86 = rows::mac_x86();
         assert!(default_is_zig(mac, linux));
         assert!(default_is_zig(mac_x86, linux));
         assert!(!default_is_zig(mac, mac));

@@ -496,14 +496,14 @@ impl LibRun<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::lookup;
+    use crate::targets::rows;
 
     #[test]
     fn stamp__unchanged_inputs_skip_and_any_change_rebuilds() {
         let d = tempfile::tempdir().unwrap();
         let root = crate::project_root();
         let pins = DepPins::load(&root).unwrap();
-        let t = lookup("aarch64-apple-darwin").unwrap();
+        let t = rows::mac_arm();
         let Some(tools) = tools::tests::zig_or_skip(&d.path().join("tools"), t.rust) else {
             return;
         };

@@ -29,4 +29,3 @@ impl Daemon {
         format!("{LABEL_PREFIX}.{}", self.name())
     }
 }
-

@@ -40,9 +40,9 @@ mod rlimit;
 mod scope;
 mod setgroups;
 mod source;
-mod token;
 #[cfg(test)]
 mod tests;
+mod token;
 
 use crate::cli::LintArgs;
 use crate::error::{Error, Result};

@@ -5,7 +5,6 @@
 //! line parses with this driver's command line, and the Slurm job runs fetch, deps,
 //! build-slurm, audit and the cluster test in that order.
 
-
 use crate::cli::Cli;
 use clap::Parser;
 use yaml_rust2::{Yaml, YamlLoader};

@@ -49,12 +49,12 @@ impl Personality {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::lookup;
+    use crate::targets::rows;
 
     #[test]
     fn check__darwin_needs_linux_host_and_target() {
-        let linux = lookup("x86_64-unknown-linux-gnu").unwrap();
-        let mac = lookup("aarch64-apple-darwin").unwrap();
+        let linux = rows::linux_x86();
+        let mac = rows::mac_arm();
         assert!(Personality::Darwin.check(linux, linux).is_ok());
         assert!(matches!(
             Personality::Darwin.check(linux, mac),

@@ -165,6 +165,32 @@ pub fn host() -> &'static Target {
     lookup(HOST).unwrap_or(&TARGETS[0])
 }
 
+/// The table's rows by name, for the other modules' tests: each triple is spelt here once.
+#[cfg(test)]
+pub mod rows {
+    use super::{Target, lookup};
+
+    fn row(triple: &str) -> &'static Target {
+        lookup(triple).unwrap_or_else(|e| panic!("{triple}: {e}"))
+    }
+
+    pub fn mac_arm() -> &'static Target {
+        row("aarch64-apple-darwin")
+    }
+
+    pub fn mac_x86() -> &'static Target {
+        row("x86_64-apple-darwin")
+    }
+
+    pub fn linux_x86() -> &'static Target {
+        row("x86_64-unknown-linux-gnu")
+    }
+
+    pub fn linux_arm() -> &'static Target {
+        row("aarch64-unknown-linux-gnu")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -492,7 +492,7 @@ pub fn verify_config_h(build_dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::lookup;
+    use crate::targets::rows;
 
     fn spec<'a>(
         p: Personality,
@@ -521,7 +521,7 @@ mod tests {
     }
 
     fn linux() -> &'static Target {
-        lookup("x86_64-unknown-linux-gnu").unwrap()
+        rows::linux_x86()
     }
 
     #[test]
@@ -596,7 +596,7 @@ mod tests {
 
     #[test]
     fn configure_args__macos_keeps_user_cppflags_before_the_compat_dir() {
-        let mac = lookup("aarch64-apple-darwin").unwrap();
+        let mac = rows::mac_arm();
         let mut s = spec(Personality::Native, mac, mac, "/p");
         s.user_cppflags = Some("-I/opt/homebrew/include".into());
         let args = configure_args(&s);
@@ -618,7 +618,7 @@ mod tests {
 
     #[test]
     fn configure_args__mysql_off_only_when_cross_compiling_to_macos() {
-        let mac = lookup("aarch64-apple-darwin").unwrap();
+        let mac = rows::mac_arm();
         let off = "--without-mysql_config".to_string();
         let cross = configure_args(&spec(Personality::Native, mac, linux(), "/p"));
         assert!(cross.contains(&off), "{cross:?}");
@@ -633,7 +633,7 @@ mod tests {
 
     #[test]
     fn configure_args__cross_gets_build_and_host_from_the_table() {
-        let mac = lookup("aarch64-apple-darwin").unwrap();
+        let mac = rows::mac_arm();
         let args = configure_args(&spec(Personality::Native, mac, linux(), "/p"));
         assert!(args.contains(&"--build=x86_64-linux-gnu".to_string()));
         assert!(args.contains(&"--host=aarch64-apple-darwin".to_string()));
@@ -668,7 +668,7 @@ mod tests {
 
     #[test]
     fn configure_args__macos_deps_prefix_and_tool_vars_last() {
-        let mac = lookup("x86_64-apple-darwin").unwrap();
+        let mac = rows::mac_x86();
         let mut sp = spec(Personality::Native, mac, linux(), "/p");
         sp.deps_prefix = Some(PathBuf::from("/deps"));
         sp.tool_vars = vec!["AR=/t/ar".into(), "LDFLAGS=-L/sdk/lib".into()];
@@ -713,7 +713,7 @@ mod tests {
         let none = |_: &str| None;
         assert_eq!(linux_cc(&none, true), "ccache gcc");
         assert_eq!(linux_cc(&none, false), "gcc");
-        let arm = lookup("aarch64-unknown-linux-gnu").unwrap();
+        let arm = rows::linux_arm();
         assert_eq!(
             compiler(arm, linux(), true, &none, false, None)
                 .unwrap()
@@ -724,7 +724,7 @@ mod tests {
 
     #[test]
     fn compiler__macos_target_from_linux_zig_default_and_user_override() {
-        let mac = lookup("aarch64-apple-darwin").unwrap();
+        let mac = rows::mac_arm();
         let none = |_: &str| None;
         match compiler(mac, linux(), true, &none, true, None) {
             Err(Error::Unsupported(m)) => assert!(m.contains("CC_aarch64_apple_darwin"), "{m}"),
@@ -806,7 +806,7 @@ mod tests {
 
     #[test]
     fn uses_shim__native_linux_no_darwin_yes_macos_always() {
-        let mac = lookup("aarch64-apple-darwin").unwrap();
+        let mac = rows::mac_arm();
         assert!(!uses_shim(Personality::Native, linux()));
         assert!(uses_shim(Personality::Darwin, linux()));
         assert!(uses_shim(Personality::Native, mac));

@@ -341,7 +341,7 @@ pub fn verify_darwin_link(sh: &Shell, prefix: &Path) -> Result<LinkReport> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::lookup;
+    use crate::targets::rows;
 
     fn shim() -> ShimLib {
         ShimLib {
@@ -352,7 +352,7 @@ mod tests {
 
     #[test]
     fn lib_ldflags__linux_requests_each_symbol_then_archive_then_libs() {
-        let t = lookup("x86_64-unknown-linux-gnu").unwrap();
+        let t = rows::linux_x86();
         let v = lib_ldflags(t, &shim(), &["slurm_shim_pipe2", "slurm_shim_accept4"]);
         assert_eq!(
             v,
@@ -369,7 +369,7 @@ mod tests {
 
     #[test]
     fn lib_ldflags__apple_uses_ld64_spelling() {
-        let t = lookup("aarch64-apple-darwin").unwrap();
+        let t = rows::mac_arm();
         let v = lib_ldflags(t, &shim(), &["slurm_shim_pipe2"]);
         assert_eq!(v[0], "-Wl,-u,_slurm_shim_pipe2");
         assert!(!v.iter().any(|f| f.contains("gc-sections")), "{v:?}");
@@ -377,7 +377,7 @@ mod tests {
 
     #[test]
     fn lib_ldflags__every_flag_is_hidden_from_libtool() {
-        let t = lookup("x86_64-unknown-linux-gnu").unwrap();
+        let t = rows::linux_x86();
         for f in lib_ldflags(t, &shim(), &shim_symbols()) {
             assert!(f.starts_with("-Wl,"), "{f}");
         }

@@ -431,12 +431,12 @@ fn toolchain(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::lookup;
+    use crate::targets::rows;
 
     #[test]
     fn staging_name__personality_nopatch_and_cross_triple() {
-        let linux = lookup("x86_64-unknown-linux-gnu").unwrap();
-        let arm = lookup("aarch64-unknown-linux-gnu").unwrap();
+        let linux = rows::linux_x86();
+        let arm = rows::linux_arm();
         for (personality, no_patches, target, cross, want) in [
             (Personality::Native, false, linux, false, "24.11.5-native"),
             (

@@ -161,16 +161,13 @@ fn submit_and_wait(sh: &Shell, lab: &Lab, dir: &Path, jobs: usize) -> Result<Fig
     let mut submitted = Vec::with_capacity(jobs);
     for _ in 0..jobs {
         let at = now();
-        let out = read_bounded(
+        let id = super::jobs::sbatch_id(
             cmd!(
                 sh,
                 "{sbatch} --parsable -J bench -p {PARTITION} -o {pattern} --wrap 'date +%s.%N'"
             )
             .quiet(),
-            CLIENT_TIMEOUT,
         )?;
-        let id = super::jobs::parse_job_id(&out)
-            .ok_or_else(|| Error::Scenario(format!("sbatch printed no job id: {out:?}")))?;
         submitted.push((id, at));
     }
     let submit = t0.elapsed();

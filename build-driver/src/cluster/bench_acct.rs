@@ -181,7 +181,6 @@ fn measure(
     Ok(polls)
 }
 
-
 /// The job's script: its slurmstepd's pid to `stepd`, then groups of up to 100 processes
 /// (a subshell and its `sleep`s), `procs` in all besides the script's shell.
 fn tree_script(stepd: &Path, procs: usize) -> String {
@@ -214,12 +213,13 @@ fn poll_job(
         .map_err(|e| Error::io(&script, e))?;
     let sbatch = lab.tool("sbatch");
     let out = dir.join("job.out");
-    let id = read_bounded(
-        cmd!(sh, "{sbatch} --parsable -J bench-acct --mem=8G -o {out} {script}").quiet(),
-        CLIENT_TIMEOUT,
+    let id = super::jobs::sbatch_id(
+        cmd!(
+            sh,
+            "{sbatch} --parsable -J bench-acct --mem=8G -o {out} {script}"
+        )
+        .quiet(),
     )?;
-    let id = super::jobs::parse_job_id(&id)
-        .ok_or_else(|| Error::Scenario(format!("sbatch printed no job id: {id:?}")))?;
     let measured = sample_job(sh, lab, &stepd_file, id, p, args);
     let cancelled = cancel_and_wait(sh, lab, id, read_pid(&stepd_file));
     let polls = measured?;
@@ -272,7 +272,12 @@ fn sample_job(
         p.name,
         thread_totals(&series)
     );
-    Ok(bursts.iter().skip(1).take(args.polls).map(Burst::cpu_ms).collect())
+    Ok(bursts
+        .iter()
+        .skip(1)
+        .take(args.polls)
+        .map(Burst::cpu_ms)
+        .collect())
 }
 
 fn read_pid(f: &Path) -> Option<u32> {

@@ -455,5 +455,4 @@ impl Cluster {
         self.stop(d)?;
         self.start(sh, d)
     }
-
 }

@@ -25,8 +25,8 @@
 //! run the first build, as the PoC's Linux head node did. Each node carries its build's label
 //! as a node feature (`--constraint=darwin`).
 
-pub use super::config::node_name;
 use super::config::NodeHw;
+pub use super::config::node_name;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
@@ -61,7 +61,6 @@ pub struct Node {
     /// What its slurmd detects (`slurmd -C` of its build).
     pub hw: NodeHw,
 }
-
 
 /// The address of node `i`: `127.0.0.<11+i>` with namespaces, else 127.0.0.1.
 pub fn node_addr(i: usize, isolated: bool) -> Ipv4Addr {

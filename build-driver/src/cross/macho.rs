@@ -206,7 +206,7 @@ pub fn check_prefix(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::lookup;
+    use crate::targets::{lookup, rows};
 
     use crate::macho::tests::header;
 
@@ -326,7 +326,7 @@ mod tests {
     #[test]
     fn check_prefix__lists_every_problem() {
         let d = tempfile::tempdir().unwrap();
-        let t = lookup("aarch64-apple-darwin").unwrap();
+        let t = rows::mac_arm();
         for r in required(Line::L24_11, false) {
             let p = d.path().join(&r.path);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -350,7 +350,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let x86 = lookup("x86_64-apple-darwin").unwrap();
+        let x86 = rows::mac_x86();
         assert!(check_prefix(d.path(), x86, Line::L24_11, false).is_err());
     }
 }

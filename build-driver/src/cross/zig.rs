@@ -270,7 +270,7 @@ pub fn configure_env(tc: &ZigToolchain, user_ldflags: Option<&str>) -> Vec<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::lookup;
+    use crate::targets::rows;
 
     #[test]
     fn check_version__only_the_pin() {
@@ -296,7 +296,7 @@ mod tests {
 
     #[test]
     fn cc_wrapper__target_sdk_and_bundle_rewrite() {
-        let t = lookup("aarch64-apple-darwin").unwrap();
+        let t = rows::mac_arm();
         let after = ["-ffile-prefix-map=/r=/x".to_string(), "-g0".to_string()];
         let w = cc_wrapper(
             Path::new("/z/zig"),
@@ -346,7 +346,7 @@ mod tests {
         )
         .unwrap();
         std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let t = lookup("x86_64-apple-darwin").unwrap();
+        let t = rows::mac_x86();
         let tc = write_wrappers(
             &d.path().join("tc"),
             &fake,
@@ -450,7 +450,7 @@ mod tests {
             return;
         };
         let d = tempfile::tempdir().unwrap();
-        let t = lookup("aarch64-apple-darwin").unwrap();
+        let t = rows::mac_arm();
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
         let tc = write_wrappers(&d.path().join("tc"), &zig, &version, t, root, false).unwrap();
         let a = d.path().join("a.c");

@@ -271,6 +271,7 @@ pub fn link_smoke(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::targets::rows;
 
     #[test]
     fn relocate_pc_files__rewrites_absolute_and_prefix_lines() {
@@ -330,7 +331,7 @@ mod tests {
     #[test]
     fn check_archives__accepts_zig_arm64_objects_and_rejects_another_cpu() {
         let d = tempfile::tempdir().unwrap();
-        let t = crate::targets::lookup("aarch64-apple-darwin").unwrap();
+        let t = rows::mac_arm();
         let Some(tools) = super::super::tools::tests::zig_or_skip(&d.path().join("tools"), t.rust)
         else {
             return;
@@ -349,7 +350,7 @@ mod tests {
             check_archives(&prefix, t).unwrap(),
             vec![("libprobe.a".to_string(), 1)]
         );
-        let x86 = crate::targets::lookup("x86_64-apple-darwin").unwrap();
+        let x86 = rows::mac_x86();
         let e = check_archives(&prefix, x86).unwrap_err().to_string();
         assert!(e.contains("a_long_object_file_name.o"), "{e}");
 

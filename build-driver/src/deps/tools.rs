@@ -182,7 +182,7 @@ pub fn cmake_toolchain(target: &Target, tools: &CrossTools, roots: &[PathBuf]) -
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::targets::lookup;
+    use crate::targets::{lookup, rows};
 
     /// The zig tools, or None (with a printed reason) where zig is not installed.
     pub(crate) fn zig_or_skip(dir: &Path, triple: &str) -> Option<CrossTools> {
@@ -248,15 +248,14 @@ pub(crate) mod tests {
     fn for_target__linux_target_is_refused() {
         let d = tempfile::tempdir().unwrap();
         let sh = Shell::new().unwrap();
-        let e = CrossTools::for_target(&sh, d.path(), lookup("x86_64-unknown-linux-gnu").unwrap())
-            .unwrap_err();
+        let e = CrossTools::for_target(&sh, d.path(), rows::linux_x86()).unwrap_err();
         assert!(e.to_string().contains("not an Apple target"), "{e}");
     }
 
     #[test]
     fn cmake_toolchain__names_darwin_and_the_tools() {
         let d = tempfile::tempdir().unwrap();
-        let t = lookup("aarch64-apple-darwin").unwrap();
+        let t = rows::mac_arm();
         let tools = CrossTools {
             cc: d.path().join("zig-cc"),
             ar: "ar".into(),

@@ -138,7 +138,10 @@ pub fn name_static_sites(seen: Vec<Seen>, prefix: &Path) -> Vec<Seen> {
         .into_iter()
         .map(|mut s| {
             if s.function == "?" {
-                if let Some(f) = s.offset.and_then(|o| symbol_at(&object_file(prefix, &s.object)?, o)) {
+                if let Some(f) = s
+                    .offset
+                    .and_then(|o| symbol_at(&object_file(prefix, &s.object)?, o))
+                {
                     s.function = f;
                 }
             }
@@ -220,7 +223,15 @@ slurm-shim[14]: macOS behaviour applied: stat of a path macOS does not have -> E
         )
         .unwrap();
         let prog = sbin.join("slurmstepd");
-        crate::testing::cc(&sh, &["-O1".as_ref(), c.as_os_str(), "-o".as_ref(), prog.as_os_str()]);
+        crate::testing::cc(
+            &sh,
+            &[
+                "-O1".as_ref(),
+                c.as_os_str(),
+                "-o".as_ref(),
+                prog.as_os_str(),
+            ],
+        );
         let data = std::fs::read(&prog).unwrap();
         let file = object::File::parse(&*data).unwrap();
         use object::{Object, ObjectSymbol};

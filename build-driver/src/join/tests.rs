@@ -11,7 +11,6 @@
 //! others (read only: the harness writes only into its cluster directory). A missing build
 //! skips its test, saying which and how to build it (CI builds 24.11.5 only).
 
-
 use super::ask::{Controller, Source};
 use super::*;
 use crate::cluster::UpOptions;

@@ -12,7 +12,6 @@
 //! `<sys/prctl.h>`, which macOS lacks). Anything
 //! else is unknown, and a condition that depends on it is [`Mac::Maybe`].
 
-
 /// Macros a macOS build of Slurm defines, with their value where a guard compares it.
 const DEFINED: &[(&str, i64)] = &[
     ("__APPLE__", 1),

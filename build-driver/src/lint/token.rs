@@ -112,4 +112,3 @@ pub fn arguments(tokens: &[Token], open: usize) -> Vec<std::ops::Range<usize>> {
     }
     out
 }
-

@@ -79,7 +79,11 @@ fn read_threads(pid: u32) -> Result<BTreeMap<u32, u64>> {
             continue;
         };
         let f = e.path().join("schedstat");
-        if let Some(ns) = std::fs::read_to_string(&f).ok().as_deref().and_then(parse_schedstat) {
+        if let Some(ns) = std::fs::read_to_string(&f)
+            .ok()
+            .as_deref()
+            .and_then(parse_schedstat)
+        {
             now.insert(tid, ns);
         }
     }

@@ -144,8 +144,14 @@ pub fn accounting_accuracy(ctx: &mut Ctx<'_>) -> Result<String> {
     std::fs::write(&py, ACCURACY).map_err(|e| Error::io(&py, e))?;
     let mut seen = Vec::new();
     for (first, order) in [
-        ("p", "the task exits first, the re-parented worker 1.5 s later"),
-        ("w", "the re-parented worker exits first, the task 1.5 s later"),
+        (
+            "p",
+            "the task exits first, the re-parented worker 1.5 s later",
+        ),
+        (
+            "w",
+            "the re-parented worker exits first, the task 1.5 s later",
+        ),
     ] {
         seen.push(format!("{} ({order})", one_order(ctx, &py, first)?));
     }
@@ -185,7 +191,12 @@ fn step_fields(ctx: &Ctx<'_>, tool: &str, step: &str, fields: &str) -> Result<St
 
 /// sstat while the job runs (then the job is told it is `done`, in its directory `dir`): the
 /// CPU as shown, RSS and bytes written, checked against the processes' own figures.
-fn live_figures(ctx: &Ctx<'_>, dir: &Path, step: &str, truth: &Truth) -> Result<(String, u64, u64)> {
+fn live_figures(
+    ctx: &Ctx<'_>,
+    dir: &Path,
+    step: &str,
+    truth: &Truth,
+) -> Result<(String, u64, u64)> {
     let live = step_fields(ctx, "sstat", step, "AveCPU,MaxRSS,TRESUsageOutTot")?;
     let done = dir.join("done");
     std::fs::write(&done, "").map_err(|e| Error::io(&done, e))?;

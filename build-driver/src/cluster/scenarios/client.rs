@@ -153,9 +153,7 @@ impl<'a> Ctx<'a> {
             .args(args)
             .arg(script);
         let cmd = std::mem::replace(c, Command::new("true"));
-        let out = read_bounded(cmd, CLIENT_TIMEOUT)?;
-        parse_job_id(&out)
-            .ok_or_else(|| Error::Scenario(format!("sbatch printed no job id: {out:?}")))
+        sbatch_id(cmd)
     }
 
     /// `sbatch --wrap` of a one-line command with output discarded (churn).
@@ -164,9 +162,7 @@ impl<'a> Ctx<'a> {
         c.args(["--parsable", "-o", "/dev/null", "-e", "/dev/null"])
             .args(args)
             .arg(format!("--wrap={line}"));
-        let out = read_bounded(c, CLIENT_TIMEOUT)?;
-        parse_job_id(&out)
-            .ok_or_else(|| Error::Scenario(format!("sbatch printed no job id: {out:?}")))
+        sbatch_id(c)
     }
 
     /// Run a client with arguments, bounded; non-zero exit is in the Output.
@@ -385,7 +381,7 @@ pub fn is_terminal(state: &str) -> bool {
     TERMINAL.split(' ').any(|t| t == first)
 }
 
-pub use super::super::jobs::parse_job_id;
+pub use super::super::jobs::{parse_job_id, sbatch_id};
 
 /// `Key=Value` words of a one-line `scontrol show` record (values without spaces).
 pub fn parse_fields(out: &str) -> Vec<(String, String)> {

@@ -23,9 +23,7 @@ pub fn propagation(ctx: &mut Ctx<'_>) -> Result<String> {
             .arg("-o")
             .arg(ctx.path(&format!("{stem}.out")))
             .arg(&script);
-        let out = crate::util::process::bounded::read_bounded(c, super::client::CLIENT_TIMEOUT)?;
-        let id = super::client::parse_job_id(&out)
-            .ok_or_else(|| Error::Scenario(format!("sbatch printed no job id: {out:?}")))?;
+        let id = super::super::jobs::sbatch_id(c)?;
         ids.push((stem, id));
     }
     let dir = ctx.dir.display().to_string();

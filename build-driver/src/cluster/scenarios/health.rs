@@ -154,7 +154,10 @@ fn group_gone(pgid: u32) -> Result<()> {
             .iter()
             .map(|p| {
                 let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-                format!("{p}: {}", stat.split(' ').take(5).collect::<Vec<_>>().join(" "))
+                format!(
+                    "{p}: {}",
+                    stat.split(' ').take(5).collect::<Vec<_>>().join(" ")
+                )
             })
             .collect();
         Error::Scenario(format!("{e}: left {who:?}"))

@@ -12,10 +12,10 @@ use super::super::daemon::Daemon;
 use super::super::handle::NodeMount;
 use super::super::user::{TestUser, ensure_test_user, ensure_user, group_gid};
 use super::client::{CLIENT_TIMEOUT, Ctx, JOB_TIMEOUT, LogMark, q};
-use crate::util::process::bounded::{read_bounded, run_bounded};
 use super::node_view::with_node_mounts;
 use crate::error::{Error, Result};
 use crate::personality::Personality;
+use crate::util::process::bounded::{read_bounded, run_bounded};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -231,7 +231,8 @@ fn run_alien(ctx: &mut Ctx<'_>, alien: &TestUser) -> Result<AlienRun> {
     let reason = ctx.job_field(job, "Reason")?.unwrap_or_default();
     let node_reason = ctx.node_field("Reason").unwrap_or_default();
     ctx.read("scancel", &[&job.to_string()]).ok();
-    let refusal = mark.added()
+    let refusal = mark
+        .added()
         .lines()
         .find(|l| l.contains(&alien.name) && l.contains("this node"))
         .map(|l| l.trim().to_string());
@@ -419,7 +420,8 @@ pub fn many_groups(ctx: &mut Ctx<'_>) -> Result<String> {
             names[MANY - 1]
         )));
     }
-    let branch = mark.added()
+    let branch = mark
+        .added()
         .lines()
         .find(|l| l.contains("setgroups_darwin"))
         .map(|l| l.trim().to_string());

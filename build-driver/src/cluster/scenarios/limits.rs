@@ -122,7 +122,11 @@ pub fn ulimits(ctx: &mut Ctx<'_>) -> Result<String> {
     ctx.cluster.check_daemons()?;
     let hard: Vec<String> = PROBES
         .iter()
-        .map(|(n, _, _)| limit(&slurmd, n).map_or("?", |(_, _, h)| h.as_str()).to_string())
+        .map(|(n, _, _)| {
+            limit(&slurmd, n)
+                .map_or("?", |(_, _, h)| h.as_str())
+                .to_string()
+        })
         .collect();
     Ok(format!(
         "{a} and {b}: soft NOFILE 777, CORE 4194304, STACK 12582912, CPU 3333 as submitted; hard = slurmd's ({}); no SLURM_RLIMIT_* in the job; slurmd running",

@@ -4,7 +4,7 @@
 
 use super::super::daemon::Daemon;
 use super::super::procs::Liveness;
-use super::client::{Ctx, JOB_TIMEOUT, POLL, LogMark, q};
+use super::client::{Ctx, JOB_TIMEOUT, LogMark, POLL, q};
 use crate::error::{Error, Result};
 use crate::util::process::bounded::poll;
 use crate::util::signal::process_exists;

@@ -76,7 +76,10 @@ fn plugin_stack(ctx: &Ctx<'_>) -> Result<(PathBuf, PathBuf)> {
 fn marked_step(ctx: &Ctx<'_>, user: &str, marks: &Path) -> Result<(u32, Vec<String>)> {
     let mut c = ctx.tool_as(user, "srun");
     c.args(["-N1", "-n2", "true"]);
-    succeeded("srun -n2 with the SPANK plugin", &run_bounded(c, CLIENT_TIMEOUT)?)?;
+    succeeded(
+        "srun -n2 with the SPANK plugin",
+        &run_bounded(c, CLIENT_TIMEOUT)?,
+    )?;
     let l = file_lines(marks);
     let job = l
         .iter()
@@ -85,10 +88,15 @@ fn marked_step(ctx: &Ctx<'_>, user: &str, marks: &Path) -> Result<(u32, Vec<Stri
         .find(|&j| j > 0)
         .ok_or_else(|| Error::Scenario(format!("no mark names a job: {l:?}")))?;
     // job_epilog runs once the job is over.
-    let after_step = poll("the job's epilog marks", JOB_TIMEOUT, super::client::POLL, || {
-        let l = file_lines(marks);
-        Ok(l.iter().any(|x| x.starts_with("job_epilog ")).then_some(l))
-    })?;
+    let after_step = poll(
+        "the job's epilog marks",
+        JOB_TIMEOUT,
+        super::client::POLL,
+        || {
+            let l = file_lines(marks);
+            Ok(l.iter().any(|x| x.starts_with("job_epilog ")).then_some(l))
+        },
+    )?;
     Ok((job, after_step))
 }
 
@@ -109,7 +117,10 @@ fn mark_faults(
     }
     for (cb, cx, n) in STEP_MARKS {
         if got(&counts, cb, cx) != n {
-            bad.push(format!("{cb} in {cx}: {} (expected {n})", got(&counts, cb, cx)));
+            bad.push(format!(
+                "{cb} in {cx}: {} (expected {n})",
+                got(&counts, cb, cx)
+            ));
         }
     }
     let (step, stop) = all.split_at(before_stop.min(all.len()));

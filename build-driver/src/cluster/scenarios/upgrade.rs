@@ -52,7 +52,10 @@ fn all_at(ctx: &Ctx<'_>, version: &str, when: &str) -> Result<()> {
         POLL,
         || {
             last = node_versions(ctx)?;
-            Ok(last.iter().all(|(_, v)| !v.is_empty()).then(|| last.clone()))
+            Ok(last
+                .iter()
+                .all(|(_, v)| !v.is_empty())
+                .then(|| last.clone()))
         },
     );
     let vs = match known {

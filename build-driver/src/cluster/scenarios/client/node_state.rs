@@ -79,8 +79,7 @@ impl Ctx<'_> {
             || {
                 self.cluster.check_daemons()?;
                 let (state, reason) = self.state_reason()?;
-                Ok((state.contains("DRAIN") && reason.contains(needle))
-                    .then_some((state, reason)))
+                Ok((state.contains("DRAIN") && reason.contains(needle)).then_some((state, reason)))
             },
         )
     }
