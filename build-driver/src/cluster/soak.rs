@@ -42,8 +42,10 @@ pub fn run(sh: &Shell, args: SoakArgs) -> Result<()> {
     let mut up = args.shape.up_options(name, dir.clone())?;
     up.nodes = Some(up.nodes.unwrap_or(2.max(up.builds.len())));
     up.profile = args.profile.profile;
-    let (key, value) = series::ALLOCATOR_ENV;
-    up.daemon_env = vec![(key.into(), value.into())];
+    up.daemon_env = series::ALLOCATOR_ENV
+        .iter()
+        .map(|&(k, v)| (k.into(), v.into()))
+        .collect();
     let judged = judged_daemons(&args.judge)?;
     let faults = match (args.faults, args.fault_count) {
         (false, _) => 0,
@@ -342,9 +344,8 @@ fn judged_daemons(list: &str) -> Result<Vec<&'static str>> {
 /// Print every series; returns the processes of the `judged` kinds that are not flat.
 fn report_series(all: &[series::Series], judged: &[&str]) -> Vec<String> {
     println!(
-        "soak: descriptors, threads and RSS (sampled; daemons run with {}={}; flat = after the warm-up (slurmd {:.0} s, slurmctld {:.0} s), last tenth's median within 5 % of the first tenth's, descriptors within 2):",
-        series::ALLOCATOR_ENV.0,
-        series::ALLOCATOR_ENV.1,
+        "soak: descriptors, threads and RSS (sampled; daemons run with {}; flat = after the warm-up (slurmd {:.0} s, slurmctld {:.0} s), last tenth's median within 5 % of the first tenth's, descriptors within 2):",
+        series::allocator_env_shown(),
         series::warmup_s("slurmd"),
         series::warmup_s("slurmctld")
     );

@@ -14,13 +14,20 @@
 //! process with fewer than [`MIN_SAMPLES`] judged samples is printed but not judged (it did
 //! not live long enough to show a trend).
 //!
-//! RSS is judged with glibc's malloc held to one arena ([`ALLOCATOR_ENV`], given to every
-//! Slurm daemon of the soak). With its default (8 arenas per core), slurmctld (83 threads on
-//! 2 cores) has 15 arenas, each keeping the high-water mark of what was ever allocated in it:
-//! in the soaks of 2026-12-01 its malloc_stats() showed 22-26 MB taken from the system for
-//! 10-12 MB in use (native build; darwin 15-19 MB for 8-10 MB). With one arena the gap was
-//! 3-4 MB (13 MB for 10 MB), so RSS follows the bytes in use, which is what a leak grows.
-//! macOS's allocator (libmalloc's per-CPU magazines) is not glibc's, so the setting changes
+//! RSS is judged with glibc's malloc held to one arena and a fixed mmap threshold
+//! ([`ALLOCATOR_ENV`], given to every Slurm daemon of the soak). With its default (8 arenas
+//! per core), slurmctld (83 threads on 2 cores) has 15 arenas, each keeping the high-water
+//! mark of what was ever allocated in it: in the soaks of 2026-12-01 its malloc_stats() showed
+//! 22-26 MB taken from the system for 10-12 MB in use (native build; darwin 15-19 MB for
+//! 8-10 MB). With one arena the gap was 3-4 MB (13 MB for 10 MB), but RSS still rose in steps
+//! of a few MB (two soaks of 2026-12-01): glibc's mmap threshold is dynamic (mallopt(3)): once
+//! an mmapped block of S bytes is freed, blocks up to S come from the heap, whose pages stay
+//! below the small objects allocated beside them, so each larger pack buffer (a state save, a
+//! big reply) lifts the heap for good. Fixing the threshold at its default
+//! (`MALLOC_MMAP_THRESHOLD_`, with `MALLOC_TRIM_THRESHOLD_`: setting either ends the dynamic
+//! adjustment) keeps such buffers mmapped and returned; `tests/heap-steps/heap_steps.c` shows
+//! both (a test below). Then RSS follows the bytes in use, which is what a leak grows.
+//! macOS's allocator (libmalloc's per-CPU magazines) is not glibc's, so the settings change
 //! no behaviour the port depends on. Even so, slurmctld's bytes in use rose for its first
 //! 5-6 minutes (7 -> 10 MB) and then levelled off, native and darwin builds alike, so its
 //! warm-up is at least [`SLURMCTLD_SETTLE_S`]: judged from its start, a lifetime of a few
@@ -32,8 +39,22 @@ use std::fmt::Write as _;
 pub const MIN_SAMPLES: usize = 20;
 /// Seconds of every process's start that are not judged (start-up).
 pub const STARTUP_S: f64 = 30.0;
-/// What every Slurm daemon of a soak runs with: glibc's malloc with one arena (module doc).
-pub const ALLOCATOR_ENV: (&str, &str) = ("MALLOC_ARENA_MAX", "1");
+/// What every Slurm daemon of a soak runs with: glibc's malloc with one arena and its mmap
+/// and trim thresholds fixed at their defaults, 128 KiB (module doc).
+pub const ALLOCATOR_ENV: &[(&str, &str)] = &[
+    ("MALLOC_ARENA_MAX", "1"),
+    ("MALLOC_MMAP_THRESHOLD_", "131072"),
+    ("MALLOC_TRIM_THRESHOLD_", "131072"),
+];
+
+/// `ALLOCATOR_ENV` as `K=V K=V ...`, for the report.
+pub fn allocator_env_shown() -> String {
+    let all: Vec<String> = ALLOCATOR_ENV
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    all.join(" ")
+}
 /// Allowed change of the median, RSS and threads.
 pub const PERCENT: f64 = 5.0;
 /// Allowed change of the thread count's median, at least (threads in flight).
@@ -382,5 +403,40 @@ mod tests {
             .find(|l| l.trim_start().starts_with("fds"))
             .unwrap();
         assert_eq!(fds.split_whitespace().count() - 1, 10, "{fds}");
+    }
+
+    /// Runs tests/heap-steps/heap_steps.c with `env` and returns how many kB its resident set
+    /// grew.
+    fn heap_growth_kb(env: &[(&str, &str)]) -> i64 {
+        let sh = xshell::Shell::new().unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let exe = d.path().join("heap_steps");
+        let src =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/heap-steps/heap_steps.c");
+        crate::testing::cc(&sh, &["-o".as_ref(), exe.as_ref(), src.as_ref()]);
+        let mut run = xshell::cmd!(sh, "{exe}").quiet();
+        for (k, v) in env {
+            run = run.env(k, v);
+        }
+        let out = run.read().unwrap();
+        let kb: Vec<i64> = out.split_whitespace().map(|x| x.parse().unwrap()).collect();
+        kb[1] - kb[0]
+    }
+
+    #[test]
+    fn allocator_env__rss_follows_bytes_in_use_where_the_default_keeps_freed_buffers() {
+        // 3,000 objects of 200 bytes stay in use (about 0.6 MB); 30 buffers of 1-8 MiB are
+        // freed. glibc's default keeps the heap the buffers moved into (about 9 MB more).
+        let default = heap_growth_kb(&[("MALLOC_ARENA_MAX", "1")]);
+        let soak = heap_growth_kb(ALLOCATOR_ENV);
+        assert!(
+            default > 4096,
+            "default: {default} kB (expected the freed buffers kept)"
+        );
+        assert!(
+            soak < 2048,
+            "{}: {soak} kB (expected about the 0.6 MB in use)",
+            allocator_env_shown()
+        );
     }
 }
