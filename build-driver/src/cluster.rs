@@ -324,7 +324,7 @@ pub fn macos_native_scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
     for (name, why) in scenarios::macos_native_local() {
         println!("SKIP {name} (not in CI): {why}; run it with --only {name}");
     }
-    let mut opts = ci_options(prefix, scenarios::MACOS_NATIVE_CI)?;
+    let mut opts = ci_options(prefix, &scenarios::macos_native_ci())?;
     opts.up.profile = profile::Profile::MacosNative;
     test(sh, &opts)
 }
