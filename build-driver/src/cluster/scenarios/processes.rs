@@ -135,6 +135,62 @@ fn state_and_group(pid: u32) -> Option<(char, u32)> {
     state_parent_group(pid).map(|(s, _, g)| (s, g))
 }
 
+/// The processes SMD-109's job recorded (`<name> <pid>` lines).
+#[derive(Clone, Copy)]
+struct Tree {
+    plain: u32,
+    ignoring: u32,
+    parent: u32,
+    orphan: u32,
+    escaped: u32,
+}
+
+impl Tree {
+    fn read(p: &std::path::Path, id: u32, lines: &[String]) -> Result<Tree> {
+        let mut named = std::collections::BTreeMap::new();
+        for l in lines {
+            let (what, pid) = l
+                .split_once(' ')
+                .and_then(|(w, n)| Some((w.to_string(), n.trim().parse::<u32>().ok()?)))
+                .ok_or_else(|| Error::Scenario(format!("{}: bad line {l:?}", p.display())))?;
+            named.insert(what, pid);
+        }
+        let pid = |w: &str| {
+            named.get(w).copied().ok_or_else(|| {
+                Error::Scenario(format!("job {id} recorded no {w} process: {lines:?}"))
+            })
+        };
+        Ok(Tree {
+            plain: pid("plain")?,
+            ignoring: pid("term-ignoring")?,
+            parent: pid("zombie-parent")?,
+            orphan: pid("orphan")?,
+            escaped: pid("escaped")?,
+        })
+    }
+
+    /// Before the cancel: all but the `setsid` one share the job's process group.
+    fn check_groups(&self, id: u32) -> Result<()> {
+        let group = state_and_group(self.plain).map(|(_, g)| g);
+        let in_group: Vec<u32> = [self.plain, self.ignoring, self.parent, self.orphan]
+            .into_iter()
+            .filter(|&x| state_and_group(x).map(|(_, g)| g) == group)
+            .collect();
+        if in_group.len() != 4 || state_and_group(self.escaped).map(|(_, g)| g) == group {
+            return Err(Error::Scenario(format!(
+                "job {id}: unexpected process groups before the cancel: group {group:?}, members {in_group:?} of plain {}, term-ignoring {}, zombie parent {}, orphan {}; escaped {} in {:?}",
+                self.plain,
+                self.ignoring,
+                self.parent,
+                self.orphan,
+                self.escaped,
+                state_and_group(self.escaped)
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// SMD-109: a batch job starts a plain child, a child that ignores SIGTERM, a zombie (a child
 /// whose parent never reaps it), a double-forked orphan that stays in the job's process group,
 /// and one that leaves it with `setsid`. After `scancel` everything in the job's process
@@ -158,27 +214,14 @@ pub fn orphans(ctx: &mut Ctx<'_>) -> Result<String> {
     );
     let id = ctx.sbatch("orphans", &["-n1"], &body)?;
     let lines = ctx.wait_lines(&p, 5, JOB_TIMEOUT)?;
-    let mut named = std::collections::BTreeMap::new();
-    for l in &lines {
-        let (what, pid) = l
-            .split_once(' ')
-            .and_then(|(w, n)| Some((w.to_string(), n.trim().parse::<u32>().ok()?)))
-            .ok_or_else(|| Error::Scenario(format!("{}: bad line {l:?}", p.display())))?;
-        named.insert(what, pid);
-    }
-    let pid = |w: &str| {
-        named
-            .get(w)
-            .copied()
-            .ok_or_else(|| Error::Scenario(format!("job {id} recorded no {w} process: {lines:?}")))
-    };
-    let (plain, ignoring, parent, orphan, escaped) = (
-        pid("plain")?,
-        pid("term-ignoring")?,
-        pid("zombie-parent")?,
-        pid("orphan")?,
-        pid("escaped")?,
-    );
+    let t = Tree::read(&p, id, &lines)?;
+    let Tree {
+        plain,
+        ignoring,
+        parent,
+        orphan,
+        escaped,
+    } = t;
     // The zombie: the exec'd `sleep 300` never reaps its `sleep 0.2` child.
     let zombie = crate::util::process::bounded::poll(
         "the zombie child to appear",
@@ -190,17 +233,7 @@ pub fn orphans(ctx: &mut Ctx<'_>) -> Result<String> {
                 .copied())
         },
     )?;
-    let group = state_and_group(plain).map(|(_, g)| g);
-    let in_group: Vec<u32> = [plain, ignoring, parent, orphan]
-        .into_iter()
-        .filter(|&x| state_and_group(x).map(|(_, g)| g) == group)
-        .collect();
-    if in_group.len() != 4 || state_and_group(escaped).map(|(_, g)| g) == group {
-        return Err(Error::Scenario(format!(
-            "job {id}: unexpected process groups before the cancel: group {group:?}, members {in_group:?} of plain {plain}, term-ignoring {ignoring}, zombie parent {parent}, orphan {orphan}; escaped {escaped} in {:?}",
-            state_and_group(escaped)
-        )));
-    }
+    t.check_groups(id)?;
     // proctrack/darwin (profile `macos-native`) follows ancestry, so the setsid orphan is
     // the job's too; proctrack/pgid follows the process group and cannot reach it.
     let by_ancestry = ctx.cluster.profile() == Profile::MacosNative;
