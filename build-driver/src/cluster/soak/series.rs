@@ -409,8 +409,7 @@ mod tests {
     /// grew.
     fn heap_growth_kb(env: &[(&str, &str)]) -> i64 {
         let sh = xshell::Shell::new().unwrap();
-        let d = tempfile::tempdir().unwrap();
-        let exe = d.path().join("heap_steps");
+        let (_d, exe) = crate::testing::scratch("heap_steps");
         let src =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/heap-steps/heap_steps.c");
         crate::testing::cc(&sh, &["-o".as_ref(), exe.as_ref(), src.as_ref()]);
