@@ -129,16 +129,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn check__all_accounted() {
-        let exp = [
+    /// One submission of each kind: a batch job, a two-task array, a cancelled job.
+    fn submitted() -> [Expected; 4] {
+        [
             e("1", "batch", false),
             e("2_0", "array", false),
             e("2_1", "array", false),
             e("3", "cancel", true),
-        ];
+        ]
+    }
+
+    #[test]
+    fn check__all_accounted() {
         let f = check(
-            &exp,
+            &submitted(),
             "1|COMPLETED\n2_0|COMPLETED\n2_1|COMPLETED\n3|CANCELLED by 0\n9|COMPLETED\n",
         );
         assert!(f.ok(), "{f:?}");
@@ -148,30 +152,22 @@ mod tests {
 
     #[test]
     fn check__every_problem_named() {
-        let exp = [
-            e("1", "batch", false),
-            e("2", "batch", false),
-            e("3", "batch", false),
-            e("4", "cancel", true),
-        ];
-        let f = check(&exp, "2|COMPLETED\n2|COMPLETED\n3|RUNNING\n4|COMPLETED\n");
+        let f = check(
+            &submitted(),
+            "2_0|COMPLETED\n2_0|COMPLETED\n2_1|RUNNING\n3|COMPLETED\n",
+        );
         assert!(!f.ok());
         assert_eq!(f.missing, ["1"]);
-        assert_eq!(f.doubled, [("2".to_string(), 2)]);
-        assert_eq!(f.unfinished, [("3".to_string(), "RUNNING".to_string())]);
+        assert_eq!(f.doubled, [("2_0".to_string(), 2)]);
+        assert_eq!(f.unfinished, [("2_1".to_string(), "RUNNING".to_string())]);
         assert_eq!(
             f.not_cancelled,
-            [("4".to_string(), "COMPLETED".to_string())]
-        );
-        let p = f.problems();
-        assert!(
-            p.contains("1 without a record") && p.contains("2 x2"),
-            "{p}"
+            [("3".to_string(), "COMPLETED".to_string())]
         );
         assert_eq!(
-            p,
-            "1 without a record in sacct: 1; 1 with several records: 2 x2; \
-             1 not in a final state: 3 RUNNING; 1 cancelled jobs not CANCELLED: 4 COMPLETED"
+            f.problems(),
+            "1 without a record in sacct: 1; 1 with several records: 2_0 x2; \
+             1 not in a final state: 2_1 RUNNING; 1 cancelled jobs not CANCELLED: 3 COMPLETED"
         );
     }
 

@@ -1,0 +1,213 @@
+//! The driver's shape, held by a test: no source file over 600 lines before its tests and at
+//! most 3 over 500, at most 5 functions over 80 lines (tests and test-only files not counted).
+//! The figures are printed (`cargo test -p build-driver --test house -- --nocapture`), so the
+//! numbers docs/RESULTS.md gives come from a command anyone can run.
+
+#![allow(non_snake_case)] // tests are named subject__behaviour, as in the crate
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+
+const FILE_MAX: usize = 600;
+const FILE_LONG: usize = 500;
+const FILES_LONG_ALLOWED: usize = 3;
+const FN_LONG: usize = 80;
+const FNS_LONG_ALLOWED: usize = 5;
+
+/// A source file, as the limits see it.
+#[derive(Debug)]
+struct Source {
+    path: PathBuf,
+    /// Lines before the first `#[cfg(test)] mod` (all lines where there is none).
+    lines_before_tests: usize,
+    /// The functions outside tests: (name, lines from `fn` to the closing brace).
+    functions: Vec<(String, usize)>,
+}
+
+fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.parse_args::<syn::Meta>()
+                .is_ok_and(|m| m.path().is_ident("test"))
+    })
+}
+
+fn is_test_fn(attrs: &[syn::Attribute]) -> bool {
+    is_cfg_test(attrs) || attrs.iter().any(|a| a.path().is_ident("test"))
+}
+
+/// Lines from the `fn` keyword to the closing brace of the body.
+fn span_lines(from: proc_macro2::Span, to: proc_macro2::Span) -> usize {
+    to.end().line + 1 - from.start().line
+}
+
+#[derive(Default)]
+struct Functions(Vec<(String, usize)>);
+
+impl<'a> Visit<'a> for Functions {
+    fn visit_item_mod(&mut self, m: &'a syn::ItemMod) {
+        if !is_cfg_test(&m.attrs) {
+            syn::visit::visit_item_mod(self, m);
+        }
+    }
+    fn visit_item_fn(&mut self, f: &'a syn::ItemFn) {
+        if !is_test_fn(&f.attrs) {
+            let n = span_lines(f.sig.fn_token.span, f.block.brace_token.span.close());
+            self.0.push((f.sig.ident.to_string(), n));
+            syn::visit::visit_item_fn(self, f);
+        }
+    }
+    fn visit_impl_item_fn(&mut self, f: &'a syn::ImplItemFn) {
+        if !is_test_fn(&f.attrs) {
+            let n = span_lines(f.sig.fn_token.span, f.block.brace_token.span.close());
+            self.0.push((f.sig.ident.to_string(), n));
+            syn::visit::visit_impl_item_fn(self, f);
+        }
+    }
+    fn visit_trait_item_fn(&mut self, f: &'a syn::TraitItemFn) {
+        if let Some(body) = &f.default {
+            let n = span_lines(f.sig.fn_token.span, body.brace_token.span.close());
+            self.0.push((f.sig.ident.to_string(), n));
+        }
+        syn::visit::visit_trait_item_fn(self, f);
+    }
+}
+
+/// Where `mod name;` declared in `file` lives: `<dir>/name.rs` or `<dir>/name/mod.rs`, with
+/// `<dir>` the file's folder for main.rs and mod.rs, else the folder named after the file.
+fn child_paths(file: &Path, name: &str) -> [PathBuf; 2] {
+    let parent = file.parent().unwrap_or(Path::new(""));
+    let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let dir = if matches!(stem, "main" | "mod" | "lib") {
+        parent.to_path_buf()
+    } else {
+        parent.join(stem)
+    };
+    [
+        dir.join(format!("{name}.rs")),
+        dir.join(name).join("mod.rs"),
+    ]
+}
+
+/// Every `.rs` file below `src`, parsed; the files only tests compile are left out.
+fn sources(src: &Path) -> Vec<Source> {
+    let mut files = Vec::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    let mut test_only = BTreeSet::new();
+    let mut parsed = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let file = syn::parse_file(&text)
+            .unwrap_or_else(|e| panic!("{}: not Rust syn can parse: {e}", path.display()));
+        let mut cut = None;
+        for item in &file.items {
+            if let syn::Item::Mod(m) = item
+                && is_cfg_test(&m.attrs)
+            {
+                cut.get_or_insert(m.span().start().line - 1);
+                if m.content.is_none() {
+                    test_only.extend(child_paths(&path, &m.ident.to_string()));
+                }
+            }
+        }
+        let mut functions = Functions::default();
+        functions.visit_file(&file);
+        parsed.push(Source {
+            lines_before_tests: cut.unwrap_or(text.lines().count()),
+            path,
+            functions: functions.0,
+        });
+    }
+    parsed.retain(|s| !test_only.contains(&s.path));
+    parsed
+}
+
+#[test]
+fn house__files_and_functions_within_the_limits() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let sources = sources(&src);
+    assert!(sources.len() > 100, "only {} files under {}", sources.len(), src.display());
+    let name = |p: &Path| p.strip_prefix(&src).unwrap_or(p).display().to_string();
+
+    let mut long_files: Vec<(usize, String)> = sources
+        .iter()
+        .filter(|s| s.lines_before_tests > FILE_LONG)
+        .map(|s| (s.lines_before_tests, name(&s.path)))
+        .collect();
+    long_files.sort_unstable_by(|a, b| b.cmp(a));
+    let mut long_fns: Vec<(usize, String)> = sources
+        .iter()
+        .flat_map(|s| {
+            s.functions
+                .iter()
+                .filter(|(_, n)| *n > FN_LONG)
+                .map(|(f, n)| (*n, format!("{}::{f}", name(&s.path))))
+        })
+        .collect();
+    long_fns.sort_unstable_by(|a, b| b.cmp(a));
+    let fn_count: usize = sources.iter().map(|s| s.functions.len()).sum();
+    let longest = sources
+        .iter()
+        .flat_map(|s| s.functions.iter().map(|(_, n)| *n))
+        .max()
+        .unwrap_or(0);
+
+    println!(
+        "house: {} files, {fn_count} functions outside tests (longest {longest} lines)",
+        sources.len()
+    );
+    println!("house: files over {FILE_LONG} lines before their tests: {long_files:?}");
+    println!("house: functions over {FN_LONG} lines: {long_fns:?}");
+
+    let over_max: Vec<_> = long_files.iter().filter(|(n, _)| *n > FILE_MAX).collect();
+    assert!(
+        over_max.is_empty(),
+        "files over {FILE_MAX} lines before their tests: {over_max:?}; split them by concern"
+    );
+    assert!(
+        long_files.len() <= FILES_LONG_ALLOWED,
+        "{} files over {FILE_LONG} lines (at most {FILES_LONG_ALLOWED}): {long_files:?}",
+        long_files.len()
+    );
+    assert!(
+        long_fns.len() <= FNS_LONG_ALLOWED,
+        "{} functions over {FN_LONG} lines (at most {FNS_LONG_ALLOWED}): {long_fns:?}",
+        long_fns.len()
+    );
+}
+
+#[test]
+fn child_paths__beside_main_and_below_a_named_file() {
+    assert_eq!(
+        child_paths(Path::new("src/main.rs"), "cli"),
+        [PathBuf::from("src/cli.rs"), PathBuf::from("src/cli/mod.rs")]
+    );
+    assert_eq!(
+        child_paths(Path::new("src/bottle.rs"), "tests")[0],
+        PathBuf::from("src/bottle/tests.rs")
+    );
+}
+
+#[test]
+fn functions__counts_bodies_and_skips_tests() {
+    let file: syn::File = syn::parse_str(
+        "fn a() {\n    x();\n}\n#[test]\nfn t() {}\n#[cfg(test)]\nmod tests { fn h() {} }\n\
+         impl S {\n    /// doc\n    fn b(&self) {\n        y();\n        z();\n    }\n}\n",
+    )
+    .unwrap();
+    let mut f = Functions::default();
+    f.visit_file(&file);
+    assert_eq!(f.0, [("a".to_string(), 3), ("b".to_string(), 4)]);
+}
