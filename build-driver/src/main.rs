@@ -18,6 +18,8 @@ mod error;
 mod expectations;
 mod fetch;
 mod gres_conf;
+#[cfg(test)]
+mod house;
 mod install;
 mod join;
 mod launchd;

@@ -65,7 +65,11 @@ fn definition<'a>(src: &'a str, head: &str, line: &str) -> &'a str {
 fn harness(line: &str) -> String {
     let src = plugin_source(line);
     let pieces = [
-        definition(&src, "static mach_timebase_info_data_t timebase = { 1, 1 };", line),
+        definition(
+            &src,
+            "static mach_timebase_info_data_t timebase = { 1, 1 };",
+            line,
+        ),
         definition(&src, "static uint64_t _units_to_usec(uint64_t units)", line),
         definition(&src, "extern int init(void)", line),
     ];
@@ -179,7 +183,10 @@ fn convert(line: &str, timebase: &str) -> (String, u64, u64) {
 fn check_line(line: &str) {
     for timebase in ["125/3", "1/1"] {
         let (seen, plugin, proc) = convert(line, timebase);
-        assert_eq!(seen, timebase, "{line}: the plugin's init() read another timebase");
+        assert_eq!(
+            seen, timebase,
+            "{line}: the plugin's init() read another timebase"
+        );
         assert!(proc >= 500_000, "{line}: the child burnt only {proc} us");
         // The shim turns /proc's ticks into units, the plugin turns them back: equal but for
         // rounding (1 ms allowed); ignoring the timebase gives 3/125 of it under 125/3.

@@ -50,7 +50,7 @@ pub fn enter(sh: &Shell, what: &str, args: &[std::ffi::OsString]) -> Result<Ente
             why: "it creates a private mount namespace, a test user and a sudo rule".into(),
         });
     }
-    let exe = std::env::current_exe().map_err(|e| Error::io("/proc/self/exe", e))?;
+    let exe = running_exe(std::process::id());
     cmd!(
         sh,
         "unshare --mount --propagation private -- {exe} {args...}"
@@ -64,6 +64,13 @@ pub fn enter(sh: &Shell, what: &str, args: &[std::ffi::OsString]) -> Result<Ente
         ))
     })?;
     Ok(Entered::Done)
+}
+
+/// The program process `pid` runs, as a path `exec` accepts even after its file was deleted
+/// or replaced (a `cargo build` while `cargo xtask ci` runs relinks `target/debug/build-driver`):
+/// the kernel's link to the running image, not the name it was started by.
+fn running_exe(pid: u32) -> PathBuf {
+    PathBuf::from(format!("/proc/{pid}/exe"))
 }
 
 fn mount_ns(pid: &str) -> Result<PathBuf> {
@@ -167,6 +174,31 @@ mod tests {
             .read()
             .unwrap();
         assert_eq!(out, "/p/bin:/p/sbin:/usr/bin:/bin|/c/slurm.conf");
+    }
+
+    /// A program whose file is deleted while it runs can still be started again through
+    /// [`running_exe`], and not by its name.
+    #[test]
+    fn running_exe__starts_the_running_image_after_its_file_is_gone() {
+        let (_dir, copy) = crate::testing::scratch("sleep-copy");
+        std::fs::copy("/bin/sleep", &copy).unwrap();
+        let mut running = std::process::Command::new(&copy).arg("30").spawn().unwrap();
+        std::fs::remove_file(&copy).unwrap();
+        let again = |exe: &Path| {
+            std::process::Command::new(exe)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        let by_name = again(&copy);
+        let by_image = again(&running_exe(running.id()));
+        running.kill().unwrap();
+        running.wait().unwrap();
+        assert!(!by_name, "{} still runs after its removal", copy.display());
+        assert!(
+            by_image,
+            "/proc/<pid>/exe of a running program did not start"
+        );
     }
 
     #[test]
