@@ -95,18 +95,11 @@ fn child_paths(file: &Path, name: &str) -> [PathBuf; 2] {
 
 /// Every `.rs` file below `src`, parsed; the files only tests compile are left out.
 fn sources(src: &Path) -> Vec<Source> {
-    let mut files = Vec::new();
-    let mut stack = vec![src.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                files.push(path);
-            }
-        }
-    }
+    let files = crate::util::fs::walk_files(src)
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.extension().is_some_and(|e| e == "rs"))
+        .map(|r| src.join(r));
     let mut test_only = BTreeSet::new();
     let mut parsed = Vec::new();
     for path in files {

@@ -8,32 +8,16 @@ use crate::error::{Error, Result};
 use flate2::{Compression, GzBuilder};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-
-/// Every path below `dir`, sorted, relative to it (directories before their contents).
-pub fn walk(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        let abs = dir.join(&rel);
-        for e in fs::read_dir(&abs).map_err(|e| Error::io(&abs, e))? {
-            let e = e.map_err(|e| Error::io(&abs, e))?;
-            let r = rel.join(e.file_name());
-            let ft = e.file_type().map_err(|err| Error::io(e.path(), err))?;
-            if ft.is_dir() {
-                stack.push(r.clone());
-            }
-            out.push(r);
-        }
-    }
-    out.sort();
-    Ok(out)
-}
+use std::path::Path;
 
 /// Packs `base/<top>` as `<top>/...` into `out` (gzip), every entry with `mtime`.
 pub fn write(base: &Path, top: &Path, out: &Path, mtime: u64) -> Result<()> {
     let mut entries = vec![top.to_path_buf()];
-    entries.extend(walk(&base.join(top))?.into_iter().map(|r| top.join(r)));
+    entries.extend(
+        crate::util::fs::walk(&base.join(top))?
+            .into_iter()
+            .map(|r| top.join(r)),
+    );
     let file = fs::File::create(crate::util::fs::part_path(out)).map_err(|e| Error::io(out, e))?;
     let gz = GzBuilder::new().mtime(0).write(file, Compression::new(6));
     let mut tar = tar::Builder::new(gz);

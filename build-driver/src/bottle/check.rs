@@ -46,7 +46,7 @@ pub fn check(root: &Path, layout: &Layout, keg: &Path) -> Result<Report> {
     let k = layout.keg();
     let mut report = Report::default();
     let mut problems = Vec::new();
-    for rel in super::archive::walk(keg)? {
+    for rel in crate::util::fs::walk(keg)? {
         let abs = keg.join(&rel);
         let meta = fs::symlink_metadata(&abs).map_err(|e| Error::io(&abs, e))?;
         if !meta.is_file() {

@@ -37,7 +37,7 @@ pub fn assemble(
     crate::util::fs::copy_tree(staged, keg)?;
     let mut out = Assembled::default();
     let k = layout.keg();
-    for rel in super::archive::walk(keg)? {
+    for rel in crate::util::fs::walk(keg)? {
         let abs = keg.join(&rel);
         let meta = fs::symlink_metadata(&abs).map_err(|e| Error::io(&abs, e))?;
         if !meta.is_file() {

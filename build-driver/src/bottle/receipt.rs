@@ -56,7 +56,7 @@ pub fn bottle_json(
     let mut all_files = Vec::new();
     let mut exec_files = Vec::new();
     let mut size = 0u64;
-    for rel in super::archive::walk(keg)? {
+    for rel in crate::util::fs::walk(keg)? {
         let abs = keg.join(&rel);
         let meta = std::fs::symlink_metadata(&abs).map_err(|e| Error::io(&abs, e))?;
         if meta.is_file() {

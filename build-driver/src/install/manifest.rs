@@ -50,7 +50,7 @@ impl Manifest {
     /// The manifest of the tree at `dir`, installed as `prefix`.
     pub fn of_tree(dir: &Path, prefix: &Path) -> Result<Manifest> {
         let mut files = BTreeMap::new();
-        for rel in crate::bottle::archive::walk(dir)? {
+        for rel in crate::util::fs::walk(dir)? {
             if let Some(e) = entry(&dir.join(&rel))? {
                 files.insert(rel.display().to_string(), e);
             }
@@ -102,7 +102,7 @@ impl Manifest {
             }
         }
         crate::util::fs::remove_optional(&dir.join(super::MANIFEST))?;
-        let mut dirs: Vec<PathBuf> = crate::bottle::archive::walk(dir)?
+        let mut dirs: Vec<PathBuf> = crate::util::fs::walk(dir)?
             .into_iter()
             .map(|r| dir.join(r))
             .filter(|p| p.is_dir() && !p.is_symlink())
@@ -122,7 +122,7 @@ impl Manifest {
     /// The entries of a file not in this manifest (an admin's), relative to `dir`.
     pub fn foreign_files(&self, dir: &Path) -> Result<Vec<String>> {
         let mut out = Vec::new();
-        for rel in crate::bottle::archive::walk(dir)? {
+        for rel in crate::util::fs::walk(dir)? {
             let name = rel.display().to_string();
             let p = dir.join(&rel);
             let meta = fs::symlink_metadata(&p).map_err(|e| Error::io(&p, e))?;

@@ -124,6 +124,41 @@ pub fn write_script(path: &Path, text: &str) -> Result<()> {
     write_atomic(path, text.as_bytes(), 0o755)
 }
 
+/// Every path below `dir`, sorted, relative to it (directories before their contents);
+/// links are listed, not followed.
+pub fn walk(dir: &Path) -> Result<Vec<PathBuf>> {
+    walk_keeping(dir, true)
+}
+
+/// [`walk`] without the directories: files, links and other entries.
+pub fn walk_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    walk_keeping(dir, false)
+}
+
+fn walk_keeping(dir: &Path, dirs: bool) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let abs = dir.join(&rel);
+        for e in fs::read_dir(&abs).map_err(|e| Error::io(&abs, e))? {
+            let e = e.map_err(|e| Error::io(&abs, e))?;
+            let r = rel.join(e.file_name());
+            let is_dir = e
+                .file_type()
+                .map_err(|err| Error::io(e.path(), err))?
+                .is_dir();
+            if is_dir {
+                stack.push(r.clone());
+            }
+            if dirs || !is_dir {
+                out.push(r);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// A fresh copy of `src` at `dst` (`dst` is removed first). Keeps modes, modification times
 /// and symlinks.
 pub fn copy_tree(src: &Path, dst: &Path) -> Result<()> {
@@ -223,6 +258,18 @@ pub fn copy_into(src: &Path, dst: &Path, exclude: &[&str]) -> Result<()> {
 mod tests {
     use super::*;
     use crate::testing::write;
+
+    #[test]
+    fn walk__sorted_relative_dirs_before_contents_links_not_followed() {
+        let (_d, top) = crate::testing::scratch("top");
+        write(&top.join("b/c.txt"), "c");
+        write(&top.join("a.txt"), "a");
+        std::os::unix::fs::symlink(top.join("b"), top.join("l")).unwrap();
+        let p = |v: &[&str]| v.iter().map(PathBuf::from).collect::<Vec<_>>();
+        assert_eq!(walk(&top).unwrap(), p(&["a.txt", "b", "b/c.txt", "l"]));
+        assert_eq!(walk_files(&top).unwrap(), p(&["a.txt", "b/c.txt", "l"]));
+        assert!(walk(&top.join("absent")).is_err());
+    }
 
     #[test]
     fn copy_tree__copies_files_links_modes_and_times_and_replaces_dst() {

@@ -9,7 +9,7 @@
 //! build never leaves one.
 
 use crate::error::{Error, Result};
-use crate::util::fs::{hex, remove_optional, write_atomic};
+use crate::util::fs::{hex, remove_optional, walk_files, write_atomic};
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -48,31 +48,14 @@ impl Inputs {
     }
 }
 
-/// All regular files under `dir` (recursively; symlinks are not followed), sorted.
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let rd = fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
-    for entry in rd {
-        let entry = entry.map_err(|e| Error::io(dir, e))?;
-        let ft = entry.file_type().map_err(|e| Error::io(entry.path(), e))?;
-        if ft.is_dir() {
-            walk(&entry.path(), out)?;
-        } else {
-            out.push(entry.path());
-        }
-    }
-    Ok(())
-}
-
 /// Digest of a tree's metadata: each file's relative path, size and modification time.
 /// Cheap (no file is read) and changes when any file is added, removed or rewritten.
 pub fn tree_metadata_digest(dir: &Path) -> Result<String> {
-    let mut files = Vec::new();
-    walk(dir, &mut files)?;
-    files.sort();
+    let files = walk_files(dir)?;
     let mut h = Sha256::new();
-    for f in files {
+    for rel in files {
+        let f = dir.join(&rel);
         let md = fs::symlink_metadata(&f).map_err(|e| Error::io(&f, e))?;
-        let rel = f.strip_prefix(dir).unwrap_or(&f);
         let mtime = md
             .modified()
             .ok()
@@ -93,7 +76,7 @@ pub fn contents_digest(root: &Path, paths: &[PathBuf]) -> Result<String> {
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
-            walk(p, &mut files)?;
+            files.extend(walk_files(p)?.into_iter().map(|r| p.join(r)));
         } else if p.exists() {
             files.push(p.clone());
         }
