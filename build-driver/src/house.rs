@@ -1,7 +1,9 @@
-//! The driver's shape, held by a test: no source file over 600 lines before its tests and at
-//! most 3 over 500, at most 5 functions over 80 lines (tests and test-only files not counted).
-//! The figures are printed (`cargo test -p build-driver house -- --nocapture`), so the numbers
-//! docs/RESULTS.md gives come from a command anyone can run.
+//! The house's shape, held by tests: in every crate of the workspace (the shim and the four
+//! under build-driver/), no source file over 600 lines before its tests and at most 3 over
+//! 500, at most 5 functions over 80 lines (tests and test-only files not counted); and the
+//! crates depend on each other only downwards (the node tool on the shared helpers and the
+//! shim alone). The figures are printed (`cargo test -p build-driver house -- --nocapture`),
+//! so the numbers docs/RESULTS.md gives come from a command anyone can run.
 //!
 //! A unit-test module, not an integration test: an integration test makes `cargo test` build
 //! `target/debug/build-driver` too, with the test-only features of syn (which cbindgen also
@@ -17,6 +19,22 @@ const FILE_LONG: usize = 500;
 const FILES_LONG_ALLOWED: usize = 3;
 const FN_LONG: usize = 80;
 const FNS_LONG_ALLOWED: usize = 5;
+
+/// Files and functions over the limits when the shim came under this test (issue 21), each
+/// held at the size it had then: it may shrink, never grow, and leaves the counts above.
+/// Splitting them is an edit of the shim, not a move of the house.
+const RECORDED_OVER: &[(&str, usize, &str)] = &[
+    (
+        "shim/src/timer.rs",
+        1013,
+        "one emulated API (POSIX per-process timers: registry, service thread, dispatcher)",
+    ),
+    (
+        "shim/src/emulate/mac_hardware.rs::parse",
+        120,
+        "the modelled Mac's hardware file, one key per arm of a match",
+    ),
+];
 
 /// A source file, as the limits see it.
 #[derive(Debug)]
@@ -93,9 +111,24 @@ fn child_paths(file: &Path, name: &str) -> [PathBuf; 2] {
     ]
 }
 
+/// The source folders of every crate of the workspace.
+fn crate_sources() -> Vec<PathBuf> {
+    let root = driver_common::project_root();
+    [
+        "shim/src",
+        "build-driver/src",
+        "build-driver/common/src",
+        "build-driver/node/src",
+        "build-driver/lab/src",
+    ]
+    .iter()
+    .map(|d| root.join(d))
+    .collect()
+}
+
 /// Every `.rs` file below `src`, parsed; the files only tests compile are left out.
-fn sources(src: &Path) -> Vec<Source> {
-    let files = crate::util::fs::walk_files(src)
+fn sources_of(src: &Path) -> Vec<Source> {
+    let files = driver_common::util::fs::walk_files(src)
         .unwrap()
         .into_iter()
         .filter(|r| r.extension().is_some_and(|e| e == "rs"))
@@ -131,20 +164,35 @@ fn sources(src: &Path) -> Vec<Source> {
 
 #[test]
 fn files_and_functions__within_the_limits() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let sources = sources(&src);
-    assert!(
-        sources.len() > 100,
-        "only {} files under {}",
-        sources.len(),
-        src.display()
-    );
-    let name = |p: &Path| p.strip_prefix(&src).unwrap_or(p).display().to_string();
+    let mut sources = Vec::new();
+    for src in crate_sources() {
+        let found = sources_of(&src);
+        assert!(
+            found.len() > 5,
+            "only {} files under {}",
+            found.len(),
+            src.display()
+        );
+        sources.extend(found);
+    }
+    let root = driver_common::project_root();
+    let name = |p: &Path| p.strip_prefix(&root).unwrap_or(p).display().to_string();
+    let recorded = |n: usize, what: &str| -> bool {
+        let Some((_, max, _)) = RECORDED_OVER.iter().find(|(w, ..)| *w == what) else {
+            return false;
+        };
+        assert!(
+            n <= *max,
+            "{what}: {n} lines, over the {max} recorded in RECORDED_OVER"
+        );
+        true
+    };
 
     let mut long_files: Vec<(usize, String)> = sources
         .iter()
         .filter(|s| s.lines_before_tests > FILE_LONG)
         .map(|s| (s.lines_before_tests, name(&s.path)))
+        .filter(|(n, what)| !recorded(*n, what))
         .collect();
     long_files.sort_unstable_by(|a, b| b.cmp(a));
     let mut long_fns: Vec<(usize, String)> = sources
@@ -155,6 +203,7 @@ fn files_and_functions__within_the_limits() {
                 .filter(|(_, n)| *n > FN_LONG)
                 .map(|(f, n)| (*n, format!("{}::{f}", name(&s.path))))
         })
+        .filter(|(n, what)| !recorded(*n, what))
         .collect();
     long_fns.sort_unstable_by(|a, b| b.cmp(a));
     let fn_count: usize = sources.iter().map(|s| s.functions.len()).sum();
@@ -170,6 +219,7 @@ fn files_and_functions__within_the_limits() {
     );
     println!("house: files over {FILE_LONG} lines before their tests: {long_files:?}");
     println!("house: functions over {FN_LONG} lines: {long_fns:?}");
+    println!("house: recorded over the limits, held at their size: {RECORDED_OVER:?}");
 
     let over_max: Vec<_> = long_files.iter().filter(|(n, _)| *n > FILE_MAX).collect();
     assert!(
@@ -210,4 +260,55 @@ fn functions__counts_bodies_and_skips_tests() {
     let mut f = Functions::default();
     f.visit_file(&file);
     assert_eq!(f.0, [("a".to_string(), 3), ("b".to_string(), 4)]);
+}
+
+/// The path dependencies (`name = { path = ... }` or `name.workspace = true` of a workspace
+/// crate) of one crate's `[dependencies]`.
+fn internal_deps(manifest: &Path) -> BTreeSet<String> {
+    const INTERNAL: [&str; 5] = [
+        "slurm-shim",
+        "driver-common",
+        "slurm-mac",
+        "slurm-lab",
+        "build-driver",
+    ];
+    let text = std::fs::read_to_string(manifest).unwrap();
+    let doc: toml::Table = toml::from_str(&text).unwrap();
+    doc.get("dependencies")
+        .and_then(|d| d.as_table())
+        .map(|t| {
+            t.keys()
+                .filter(|k| INTERNAL.contains(&k.as_str()))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn crates__depend_only_downwards() {
+    let root = driver_common::project_root();
+    let deps = |dir: &str| internal_deps(&root.join(dir).join("Cargo.toml"));
+    let set = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+    assert_eq!(
+        deps("shim"),
+        set(&[]),
+        "the shim depends on no driver crate"
+    );
+    assert_eq!(
+        deps("build-driver/common"),
+        set(&[]),
+        "common depends on no other crate of ours"
+    );
+    assert_eq!(
+        deps("build-driver/node"),
+        set(&["driver-common", "slurm-shim"]),
+        "the node tool ships in the bottle: only the shared helpers and the shim"
+    );
+    assert_eq!(
+        deps("build-driver/lab"),
+        set(&["driver-common", "slurm-mac"]),
+        "the laboratory uses the node tool's code, never the build driver's"
+    );
+    assert!(deps("build-driver").contains("slurm-lab"));
 }
