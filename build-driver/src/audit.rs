@@ -24,7 +24,7 @@ mod resolve;
 mod tbd;
 
 use crate::cli::AuditArgs;
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use image::{Format, Image};
 use resolve::Resolver;
 use std::collections::{BTreeMap, BTreeSet};

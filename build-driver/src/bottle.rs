@@ -27,9 +27,9 @@ pub mod relocate;
 pub mod scan;
 
 use crate::cli::{BottleArgs, BuildArgs, DepsArgs, SourceArgs};
-use crate::error::{Error, Result};
-use crate::personality::Personality;
-use crate::targets::{self, Os, Target};
+use driver_common::error::{Error, Result};
+use driver_common::personality::Personality;
+use driver_common::targets::{self, Os, Target};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use xshell::Shell;
@@ -163,8 +163,8 @@ pub struct Made {
 }
 
 /// The release line of a pinned version (an unknown version is an error listing the pins).
-pub fn pinned(root: &Path, version: &str) -> Result<crate::pins::Pin> {
-    let pins = crate::pins::Pins::load(root)?;
+pub fn pinned(root: &Path, version: &str) -> Result<driver_common::pins::Pin> {
+    let pins = driver_common::pins::Pins::load(root)?;
     pins.get(version).cloned()
 }
 
@@ -211,12 +211,12 @@ pub fn run(sh: &Shell, root: &Path, args: BottleArgs) -> Result<Made> {
 pub fn package(
     root: &Path,
     layout: &Layout,
-    pin: &crate::pins::Pin,
+    pin: &driver_common::pins::Pin,
     staged: &Path,
     out: &Path,
 ) -> Result<Made> {
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
-    let work = crate::util::fs::Staging::new(out, "bottle")?;
+    let work = driver_common::util::fs::Staging::new(out, "bottle")?;
     let keg = work.dir.join(layout.top());
     let source = source_of(pin)?;
     let commit = project_commit(root);
@@ -246,10 +246,10 @@ pub fn package(
     let report = check::check(root, layout, &keg)?;
     let bottle = out.join(layout.bottle_name());
     archive::write(&work.dir, &layout.top(), &bottle, epoch)?;
-    let sha256 = crate::util::fs::sha256_file(&bottle)?;
+    let sha256 = driver_common::util::fs::sha256_file(&bottle)?;
     let bottles = [(layout.tag.to_string(), sha256.clone())];
     let text = formula::render(&spec(layout, &source, &commit, &bottles));
-    crate::util::fs::write_atomic(
+    driver_common::util::fs::write_atomic(
         &out.join(format!("{}.rb", layout.formula)),
         text.as_bytes(),
         0o644,
@@ -259,13 +259,13 @@ pub fn package(
         ..layout.clone()
     };
     let vtext = formula::render(&spec(&versioned, &source, &commit, &[]));
-    crate::util::fs::write_atomic(
+    driver_common::util::fs::write_atomic(
         &out.join(format!("{}.rb", versioned.formula)),
         vtext.as_bytes(),
         0o644,
     )?;
     let json = receipt::bottle_json(layout, &keg, &sha256, &assembled.changed_files, epoch)?;
-    crate::util::fs::write_atomic(&out.join(layout.json_name()), json.as_bytes(), 0o644)?;
+    driver_common::util::fs::write_atomic(&out.join(layout.json_name()), json.as_bytes(), 0o644)?;
     Ok(Made {
         bottle,
         sha256,
@@ -274,9 +274,9 @@ pub fn package(
 }
 
 /// The pinned tarball's first URL and sha256 (a pin without them cannot make a formula).
-pub fn source_of(pin: &crate::pins::Pin) -> Result<formula::Source> {
+pub fn source_of(pin: &driver_common::pins::Pin) -> Result<formula::Source> {
     match &pin.source {
-        crate::pins::PinSource::Tarball {
+        driver_common::pins::PinSource::Tarball {
             sha256: Some(s),
             urls,
             ..
@@ -286,7 +286,9 @@ pub fn source_of(pin: &crate::pins::Pin) -> Result<formula::Source> {
         }),
         // A release by its tag and commit (Homebrew's `url ..., tag:, revision:`): a line no
         // registry serves a verified tarball of (docs/RELEASE-LINES.md).
-        crate::pins::PinSource::Git { repo, commit } if release_tag(&pin.version).is_some() => {
+        driver_common::pins::PinSource::Git { repo, commit }
+            if release_tag(&pin.version).is_some() =>
+        {
             Ok(formula::Source::Git {
                 url: repo.clone(),
                 tag: release_tag(&pin.version).unwrap_or_default(),

@@ -37,10 +37,10 @@
 //! `<cargo target dir>/slurm/<version>-<personality>[-nopatch][-<triple>]/` holds `src/`
 //! (the patched copy), `build/` (kept after install so `make check` can run in it),
 //! `prefix/` (unless `--prefix`), the logs and `stamp`. `-<triple>` is added only when
-//! cross-compiling. The stamp holds the hash of every input (see [`crate::util::stamp`]); when it matches,
+//! cross-compiling. The stamp holds the hash of every input (see [`driver_common::util::stamp`]); when it matches,
 //! nothing is rebuilt. What was staged (source, build dir, the make variables a later `make`
 //! in the build dir needs, personality, target, line) is written to the staging manifest
-//! beside the prefix ([`crate::staging::Manifest`]), which `check`, `cluster` and `ci` read.
+//! beside the prefix ([`driver_common::staging::Manifest`]), which `check`, `cluster` and `ci` read.
 //!
 //! # Shape
 //!
@@ -55,12 +55,12 @@ pub mod plan;
 mod run;
 
 use crate::cli::BuildArgs;
-use crate::error::{Error, Result};
-use crate::personality::Personality;
-use crate::staging::Manifest;
-use crate::targets::{self, Os};
-use crate::util::process::is_executable;
-use crate::util::stamp::{self, Inputs};
+use driver_common::error::{Error, Result};
+use driver_common::personality::Personality;
+use driver_common::staging::Manifest;
+use driver_common::targets::{self, Os};
+use driver_common::util::process::is_executable;
+use driver_common::util::stamp::{self, Inputs};
 use plan::Plan;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -97,18 +97,7 @@ impl BuildOutput {
     }
 }
 
-/// The programs the summary looks for: `(dir under the prefix, name)`.
-pub const KEY_BINARIES: &[(&str, &str)] = &[
-    ("sbin", "slurmctld"),
-    ("sbin", "slurmd"),
-    ("sbin", "slurmstepd"),
-    ("bin", "sbatch"),
-    ("bin", "srun"),
-    ("bin", "scancel"),
-    ("bin", "sinfo"),
-    ("bin", "squeue"),
-    ("bin", "scontrol"),
-];
+pub use driver_common::staging::KEY_BINARIES;
 
 /// Does the work; prints progress but no final summary. Plan -> stamp -> run -> verify.
 pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
@@ -134,7 +123,7 @@ pub fn build(sh: &Shell, root: &Path, args: &BuildArgs) -> Result<BuildOutput> {
     // From here on, an interrupted build must not leave a stamp behind.
     std::fs::create_dir_all(&dirs.base).map_err(|e| Error::io(&dirs.base, e))?;
     stamp::remove(&dirs.stamp())?;
-    crate::util::fs::remove_optional(&Manifest::path_for(&dirs.staged()))?;
+    driver_common::util::fs::remove_optional(&Manifest::path_for(&dirs.staged()))?;
     run::all(sh, &plan)?;
     verify(sh, &plan)?;
     record(&plan, &inputs)?;

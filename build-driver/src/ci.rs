@@ -36,13 +36,13 @@ mod report;
 
 use crate::audit::expect as audit_expectations;
 use crate::build_slurm::{self, BuildOutput};
-use crate::check::{self, Results};
 use crate::cli::{BuildArgs, CiArgs, DepsArgs, PeerArgs, SourceArgs};
-use crate::error::{Error, Result};
-use crate::expectations::make_check as check_expectations;
-use crate::personality::Personality;
-use crate::util::process::bounded::run_inherit_bounded;
+use driver_common::error::{Error, Result};
+use driver_common::personality::Personality;
+use driver_common::util::process::bounded::run_inherit_bounded;
 use report::Report;
+use slurm_lab::check::{self, Results};
+use slurm_lab::expectations::make_check as check_expectations;
 use std::path::Path;
 use std::time::Duration;
 use xshell::{Shell, cmd};
@@ -174,7 +174,7 @@ fn non_regression_lane(
     });
     // the hazard scan of the patched source: ci/expectations/lint-<line>.toml, exactly
     report.step_after("lint: patched source (hazard scan)", &patched, |b| {
-        let file = crate::expectations::file(builds.root, &format!("lint-{}.toml", b.line));
+        let file = driver_common::expectations::file(builds.root, &format!("lint-{}.toml", b.line));
         crate::lint::check(&b.src_dir, Some(&file))
     });
     let r_pristine = report.step_after("make check: native, no patches", &pristine, |b| {
@@ -253,18 +253,18 @@ fn cluster_lanes(
 ) {
     let (sh, root) = (builds.sh, builds.root);
     report.step_after("cluster smoke: native install", patched, |b| {
-        crate::cluster::smoke(sh, root, &b.prefix)
+        slurm_lab::cluster::smoke(sh, root, &b.prefix)
             .map(|()| "sbatch, srun, scancel passed".to_string())
     });
     report.step_after("cluster scenarios: darwin install", darwin, |b| {
-        crate::cluster::scenarios(sh, &b.prefix)
+        slurm_lab::cluster::scenarios(sh, &b.prefix)
             .map(|()| "every scenario passed or is a listed gap".to_string())
     });
     report.step_after(
         "cluster scenarios: darwin install, profile macos-native",
         darwin,
         |b| {
-            crate::cluster::macos_native_scenarios(sh, &b.prefix).map(|()| {
+            slurm_lab::cluster::macos_native_scenarios(sh, &b.prefix).map(|()| {
                 "the macOS process plugins: accounting, OverMemoryKill, tracking".to_string()
             })
         },
@@ -274,7 +274,7 @@ fn cluster_lanes(
             report.step(
                 "cluster multi-node: 3 nodes, native head + darwin node",
                 || {
-                    crate::cluster::multi_node_smoke(sh, &native.prefix, &dar.prefix)
+                    slurm_lab::cluster::multi_node_smoke(sh, &native.prefix, &dar.prefix)
                         .map(|()| "nodes-*, mix-* and PMI-2 scenarios passed".to_string())
                 },
             );
@@ -285,7 +285,7 @@ fn cluster_lanes(
         ),
     }
     report.step_after("cluster soak: darwin, 300 jobs, 2 faults", darwin, |b| {
-        crate::cluster::short_soak(sh, &b.prefix)
+        slurm_lab::cluster::short_soak(sh, &b.prefix)
             .map(|()| "every job accounted once, nothing left, daemons flat".to_string())
     });
     match (patched, darwin) {
@@ -299,11 +299,11 @@ fn cluster_lanes(
                     timeout: 240,
                     keep: false,
                     profile: crate::cli::ProfileArg {
-                        profile: crate::cluster::profile::Profile::Default,
+                        profile: slurm_lab::cluster::profile::Profile::Default,
                     },
                     nodes: 1,
                 };
-                crate::cluster::peer::run(sh, root, args)
+                slurm_lab::cluster::peer::run(sh, root, args)
                     .map(|()| "same outcomes (ci/peer-subset.txt)".to_string())
             });
         }

@@ -18,7 +18,7 @@
 //! not depend on whatever cbindgen binary a machine has.
 
 use crate::cli::CodegenArgs;
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use slurm_shim::table::{ENTRIES, Map};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -151,7 +151,7 @@ pub fn run(sh: &Shell, root: &Path, args: CodegenArgs) -> Result<()> {
         println!("{HEADER} unchanged");
         return Ok(());
     }
-    crate::util::fs::write_atomic(&path, text.as_bytes(), 0o644)?;
+    driver_common::util::fs::write_atomic(&path, text.as_bytes(), 0o644)?;
     println!("wrote {HEADER} ({} functions mapped)", ENTRIES.len());
     Ok(())
 }

@@ -37,7 +37,7 @@
 //! # Minimum macOS version
 //!
 //! The target table's `macos_min` (12.0, Monterey, for both Apple rows; see
-//! [`crate::targets::Target::macos_min`]) for zig's `-target` and for cargo
+//! [`driver_common::targets::Target::macos_min`]) for zig's `-target` and for cargo
 //! (`MACOSX_DEPLOYMENT_TARGET`), so the shim and Slurm agree.
 
 pub mod macho;
@@ -45,7 +45,7 @@ pub mod macho;
 mod sdk_layout;
 pub mod zig;
 
-use crate::targets::{Os, Target};
+use driver_common::targets::{Os, Target};
 use std::path::Path;
 
 /// Whether a build of `target` on `host` uses the zig toolchain by default (Linux host,
@@ -146,7 +146,7 @@ pub fn cross_make_vars() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::rows;
+    use driver_common::targets::rows;
 
     #[test]
     fn default_is_zig__only_for_apple_targets_from_linux() {

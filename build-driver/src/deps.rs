@@ -70,11 +70,11 @@ pub mod tools;
 
 use crate::build_slurm::link::cargo_target_dir;
 use crate::cli::DepsArgs;
-use crate::error::{Error, Result};
-use crate::targets::{self, Target};
-use crate::util::fs::Staging;
-use crate::util::process::{on_path, require_tool};
-use crate::util::stamp::{Inputs, contents_digest};
+use driver_common::error::{Error, Result};
+use driver_common::targets::{self, Target};
+use driver_common::util::fs::Staging;
+use driver_common::util::process::{on_path, require_tool};
+use driver_common::util::stamp::{Inputs, contents_digest};
 use pins::{BuildKind, DepPins};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -123,7 +123,9 @@ pub fn base_dir(root: &Path, target: &Target) -> PathBuf {
 pub fn run(sh: &Shell, root: &Path, args: DepsArgs) -> Result<DepsPrefix> {
     let target = targets::lookup(&args.target)?;
     let tools = CrossTools::for_target(sh, &base_dir(root, target).join("tools"), target)?;
-    let jobs = args.jobs.unwrap_or_else(crate::util::process::default_jobs);
+    let jobs = args
+        .jobs
+        .unwrap_or_else(driver_common::util::process::default_jobs);
     let p = ensure_with(
         sh,
         root,
@@ -407,7 +409,7 @@ impl LibRun<'_> {
         let tarball = source::tarball(self.sh, lib, t, &downloads, self.debian_mirror)?;
         let (s, tree) = source::unpack(self.sh, &tarball, &t.top_dir, build_parent)?;
         if let Some(o) = overlay {
-            crate::util::fs::copy_into(o, &tree, &[])?;
+            driver_common::util::fs::copy_into(o, &tree, &[])?;
         }
         Ok((s, Some(tree)))
     }
@@ -496,7 +498,7 @@ impl LibRun<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::rows;
+    use driver_common::targets::rows;
 
     #[test]
     fn stamp__unchanged_inputs_skip_and_any_change_rebuilds() {

@@ -20,13 +20,13 @@ pub(crate) mod archive;
 pub(crate) mod debian;
 
 use crate::cli::{FetchArgs, Origin, SourceArgs};
-use crate::error::{Error, Result};
-use crate::pins::{Pin, PinSource, Pins};
-use crate::util::fs::Staging;
-use crate::util::fs::{copy_tree_excluding, sha256_file};
-use crate::util::process::logged;
-use crate::util::process::{require_tool, run_checked};
 use archive::Layout;
+use driver_common::error::{Error, Result};
+use driver_common::pins::{Pin, PinSource, Pins};
+use driver_common::util::fs::Staging;
+use driver_common::util::fs::{copy_tree_excluding, sha256_file};
+use driver_common::util::process::logged;
+use driver_common::util::process::{require_tool, run_checked};
 use std::fs;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
@@ -65,7 +65,7 @@ pub fn run(sh: &Shell, root: &Path, args: FetchArgs) -> Result<SourceTree> {
         tree.line,
         tree.path.display()
     );
-    match crate::lines::Line::from_name(&tree.line, "fetch") {
+    match driver_common::lines::Line::from_name(&tree.line, "fetch") {
         Ok(line) => println!("{}", line.skew_summary()),
         Err(e) => println!("note: {e}"),
     }
@@ -509,9 +509,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         fs::create_dir_all(d.path().join("slurm-src")).unwrap();
         let committed =
-            fs::read_to_string(crate::project_root().join(crate::pins::PINS_FILE)).unwrap();
+            fs::read_to_string(crate::project_root().join(driver_common::pins::PINS_FILE)).unwrap();
         fs::write(
-            d.path().join(crate::pins::PINS_FILE),
+            d.path().join(driver_common::pins::PINS_FILE),
             format!("{committed}\n{extra_pins}"),
         )
         .unwrap();

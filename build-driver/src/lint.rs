@@ -45,7 +45,8 @@ mod tests;
 mod token;
 
 use crate::cli::LintArgs;
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
+use expect::Compare as _;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;

@@ -5,8 +5,8 @@
 //! commands with the same crate) all read Mach-O through `object`; no header is parsed by
 //! hand.
 
-use crate::error::{Error, Result};
-use crate::targets::Target;
+use driver_common::error::{Error, Result};
+use driver_common::targets::Target;
 use object::macho;
 use object::read::archive::ArchiveFile;
 use object::read::macho::{FatArch, MachHeader, MachOFatFile32, MachOFatFile64};

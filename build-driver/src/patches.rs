@@ -15,8 +15,8 @@
 //! versions), so `autoreconf -fi` (aclocal, libtoolize, autoconf, autoheader, automake)
 //! regenerates everything consistently.
 
-use crate::error::{Error, Result};
-use crate::util::process::require_tool;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::require_tool;
 use std::fs;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
@@ -459,7 +459,7 @@ diff --git a/src/a.c b/src/a.c\nindex 1111111..2222222 100644\n--- a/src/a.c\n++
     fn series__committed_series_files_parse() {
         // every known line has a series, and it names only patch files that exist
         let root = crate::project_root();
-        for f in crate::lines::LINES {
+        for f in driver_common::lines::LINES {
             series(&root, f.name).unwrap();
         }
     }
@@ -705,7 +705,7 @@ error: src/x y.c: No such file or directory\nerror: corrupt patch at line 9\n";
         let sh = Shell::new().unwrap();
         let (_d, copy) = crate::testing::scratch("src");
         let t = std::time::Instant::now();
-        crate::util::fs::copy_tree(tree, &copy).unwrap();
+        driver_common::util::fs::copy_tree(tree, &copy).unwrap();
         eprintln!("copy_tree: {:.2}s", t.elapsed().as_secs_f64());
         apply(&sh, &series(&crate::project_root(), line).unwrap(), &copy).unwrap();
         let configure = fs::read(copy.join("configure")).unwrap();

@@ -1,11 +1,9 @@
 //! Recorded expectations: the files under `ci/expectations/` that say which differences or
 //! findings are known, each with its reason. One loader serves every kind: a missing file
 //! means nothing is expected (and says so), a file that does not parse names itself and
-//! what is wrong. The kinds: [`make_check`] (darwin vs native `make check` results) and
-//! `crate::audit::expect` (accepted plugin-linkage findings, beside the audit's report).
-
-pub mod make_check;
-pub mod proc_access;
+//! what is wrong. The kinds: the laboratory's `make_check` (darwin vs native `make check` results) and
+//! `proc_access`, the driver's `audit::expect` (accepted plugin-linkage findings, beside the
+//! audit's report) and the lint's.
 
 use crate::error::{Error, Result};
 use serde::Deserialize;
@@ -25,6 +23,29 @@ impl<A> Default for AcceptedList<A> {
         AcceptedList {
             accepted: Vec::new(),
         }
+    }
+}
+
+/// One kind of `[[accepted]]` entry: what an unlisted one is called and how an entry is
+/// checked (`seen` holds the keys of the entries before it, to refuse one listed twice).
+/// Each kind implements this for its own entry type; the list's [`Recorded`] follows.
+pub trait Entry: serde::de::DeserializeOwned {
+    /// What an entry lists, for the message when there is no file.
+    const UNLISTED: &'static str;
+    /// What makes two entries the same.
+    type Key: Ord;
+    /// `Err` says what is wrong with this entry.
+    fn check(
+        &self,
+        seen: &mut std::collections::BTreeSet<Self::Key>,
+    ) -> std::result::Result<(), String>;
+}
+
+impl<A: Entry> Recorded for AcceptedList<A> {
+    const UNLISTED: &'static str = A::UNLISTED;
+
+    fn parse(text: &str) -> std::result::Result<Self, String> {
+        parse_checked(text, |e: &Self| &e.accepted, A::check)
     }
 }
 
@@ -84,15 +105,53 @@ pub fn load<T: Recorded>(path: &Path) -> Result<T> {
 mod tests {
     use super::*;
 
+    /// An entry kind of the tests' own: a name and a reason, each name once.
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Probe {
+        name: String,
+        reason: String,
+    }
+
+    impl Entry for Probe {
+        const UNLISTED: &'static str = "probe";
+        type Key = String;
+
+        fn check(
+            &self,
+            seen: &mut std::collections::BTreeSet<String>,
+        ) -> std::result::Result<(), String> {
+            if self.reason.trim().is_empty() {
+                return Err(format!("entry for `{}` has an empty reason", self.name));
+            }
+            if !seen.insert(self.name.clone()) {
+                return Err(format!("`{}` is listed twice", self.name));
+            }
+            Ok(())
+        }
+    }
+
     #[test]
     fn load__missing_is_empty_malformed_names_the_file() {
         let d = tempfile::tempdir().unwrap();
-        let none = load::<make_check::Expectations>(&d.path().join("none.toml")).unwrap();
-        assert!(none.expected.is_empty());
+        let none = load::<AcceptedList<Probe>>(&d.path().join("none.toml")).unwrap();
+        assert!(none.accepted.is_empty());
         let bad = d.path().join("bad.toml");
-        std::fs::write(&bad, "[[accepted]]\nplugin = \"x.so\"\n").unwrap();
-        let e = load::<crate::audit::Expectations>(&bad).unwrap_err();
+        std::fs::write(&bad, "[[accepted]]\nname = \"x.so\"\n").unwrap();
+        let e = load::<AcceptedList<Probe>>(&bad).unwrap_err();
         assert!(matches!(e, Error::File { .. }), "{e}");
         assert!(e.to_string().contains("bad.toml"), "{e}");
+    }
+
+    #[test]
+    fn accepted_list__checks_each_entry_in_order() {
+        let ok = "[[accepted]]\nname = \"a\"\nreason = \"r\"\n";
+        assert_eq!(AcceptedList::<Probe>::parse(ok).unwrap().accepted.len(), 1);
+        let twice = format!("{ok}{ok}");
+        let e = AcceptedList::<Probe>::parse(&twice).unwrap_err();
+        assert!(e.contains("`a` is listed twice"), "{e}");
+        let empty = "[[accepted]]\nname = \"b\"\nreason = \" \"\n";
+        let e = AcceptedList::<Probe>::parse(empty).unwrap_err();
+        assert!(e.contains("empty reason"), "{e}");
     }
 }

@@ -102,6 +102,36 @@ impl Manifest {
     }
 }
 
+/// The programs the summary looks for: `(dir under the prefix, name)`.
+pub const KEY_BINARIES: &[(&str, &str)] = &[
+    ("sbin", "slurmctld"),
+    ("sbin", "slurmd"),
+    ("sbin", "slurmstepd"),
+    ("bin", "sbatch"),
+    ("bin", "srun"),
+    ("bin", "scancel"),
+    ("bin", "sinfo"),
+    ("bin", "squeue"),
+    ("bin", "scontrol"),
+];
+
+/// `<destdir>/<prefix>` (the prefix's leading `/` dropped), or `prefix` without a destdir.
+pub fn staged_path(destdir: Option<&Path>, prefix: &Path) -> PathBuf {
+    match destdir {
+        Some(d) => d.join(prefix.strip_prefix("/").unwrap_or(prefix)),
+        None => prefix.to_path_buf(),
+    }
+}
+
+/// Cargo's target directory: `$CARGO_TARGET_DIR` (relative to `root` if relative), else
+/// `<root>/target`.
+pub fn cargo_target_dir(root: &Path, env: Option<String>) -> PathBuf {
+    match env.filter(|s| !s.is_empty()) {
+        Some(d) => root.join(d),
+        None => root.join("target"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -166,7 +166,7 @@ pub fn host() -> &'static Target {
 }
 
 /// The table's rows by name, for the other modules' tests: each triple is spelt here once.
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 pub mod rows {
     use super::{Target, lookup};
 

@@ -7,8 +7,8 @@
 //! Check test case (`file:line:P|F|E:tcase:test:iter: message`). A failing `make check` is not
 //! an error here: the results are what matter, and CI compares them between trees.
 
-use crate::error::{Error, Result};
-use crate::util::process::tail;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::tail;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -71,11 +71,11 @@ pub const MAKE_FAILED: &str = "<make check: failed outside the test results>";
 /// manifest), with the make variables its build used (so a relink keeps the shim in a
 /// darwin build), and collect the results.
 pub fn make_check(sh: &Shell, prefix: &Path) -> Result<Results> {
-    let staged = crate::staging::Manifest::read(prefix)?;
+    let staged = driver_common::staging::Manifest::read(prefix)?;
     make_check_with(
         sh,
         &staged.build_dir,
-        crate::util::process::default_jobs(),
+        driver_common::util::process::default_jobs(),
         &staged.make_vars,
     )
 }
@@ -365,7 +365,7 @@ mod tests {
 
     #[test]
     fn collect__names_programs_by_path_and_adds_cases() {
-        let (dir, sub) = crate::testing::scratch("slurm_unit/common");
+        let (dir, sub) = driver_common::testing::scratch("slurm_unit/common");
         std::fs::create_dir_all(&sub).unwrap();
         std::fs::write(sub.join("pack-test.trs"), ":test-result: PASS\n").unwrap();
         std::fs::write(
@@ -446,7 +446,7 @@ mod tests {
     /// A shell with make and a temporary directory holding `dir` and a `Makefile` of
     /// `makefile`; `None` (the reason printed: the test is skipped) without make.
     fn make_project(dir: &str, makefile: &str) -> Option<(Shell, tempfile::TempDir)> {
-        let sh = crate::testing::shell_with(&["make"])?;
+        let sh = driver_common::testing::shell_with(&["make"])?;
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join(dir)).unwrap();
         std::fs::write(d.path().join("Makefile"), makefile).unwrap();

@@ -54,7 +54,7 @@ pub use config::free_ports;
 pub use lifecycle::{UpOptions, default_dir, down, up};
 
 use crate::cli::{ClusterAction, ClusterArgs, ClusterTarget, ProfileArg, ShapeArgs};
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use xshell::Shell;
@@ -390,10 +390,10 @@ fn short_soak_args(prefix: &Path) -> Result<crate::cli::SoakArgs> {
     ];
     let mut args: Vec<std::ffi::OsString> = line.iter().map(Into::into).collect();
     args.extend(["--prefix".into(), prefix.as_os_str().to_owned()]);
-    let cli = crate::cli::Cli::try_parse_from(args)
+    let cli = crate::cli::ClusterCli::try_parse_from(args)
         .map_err(|e| Error::Usage(format!("the CI soak's own command line: {e}")))?;
     match cli.command {
-        crate::cli::Command::Cluster(ClusterArgs {
+        crate::cli::ClusterCommand::Cluster(ClusterArgs {
             action: ClusterAction::Soak(a),
         }) => Ok(a),
         _ => Err(Error::Usage(
@@ -405,7 +405,10 @@ fn short_soak_args(prefix: &Path) -> Result<crate::cli::SoakArgs> {
 /// `cluster test` options for CI: a cluster named after the prefix's staged build
 /// (`ci_<version>_<personality>`, so native and darwin do not collide).
 fn ci_options(prefix: &Path, only: &[&str]) -> Result<TestOptions> {
-    let name = format!("ci_{}", crate::staging::Manifest::read(prefix)?.slug());
+    let name = format!(
+        "ci_{}",
+        driver_common::staging::Manifest::read(prefix)?.slug()
+    );
     let dir = default_dir(&name);
     Ok(TestOptions {
         up: UpOptions::new(prefix.to_path_buf(), name, dir),

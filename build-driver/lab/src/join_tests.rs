@@ -3,7 +3,7 @@
 //! and take about a minute each. Run them with
 //!
 //! ```text
-//! cargo test -p build-driver join::tests -- --ignored --nocapture --test-threads 1
+//! cargo test -p slurm-lab join_tests -- --ignored --nocapture --test-threads 1
 //! ```
 //!
 //! The prefixes default to this worktree's `target/slurm/<build>/prefix`; the variables
@@ -11,17 +11,20 @@
 //! others (read only: the harness writes only into its cluster directory). A missing build
 //! skips its test, saying which and how to build it (CI builds 24.11.5 only).
 
-use super::ask::{Controller, Source};
-use super::*;
 use crate::cluster::UpOptions;
 use crate::cluster::handle::Cluster;
+use driver_common::error::{Error, Result};
+use slurm_mac::join::ask::{Controller, Source};
+use slurm_mac::join::*;
+use std::path::Path;
 use std::path::PathBuf;
+use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 fn prefix(var: &str, build: &str, how: &str) -> Option<PathBuf> {
     let p = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
-        crate::project_root()
+        driver_common::project_root()
             .join("target/slurm")
             .join(build)
             .join("prefix")
@@ -207,7 +210,7 @@ fn join__same_line_darwin_node_accepted_and_bad_inputs_name_the_fix() {
     assert_names_fix(&r, "chmod 600");
 
     let wrong = c.layout().root.join("wrong.key");
-    crate::util::fs::write_atomic(&wrong, &[7u8; 1024], 0o600).unwrap();
+    driver_common::util::fs::write_atomic(&wrong, &[7u8; 1024], 0o600).unwrap();
     let r = check(&darwin, &configless(c), &wrong, TIMEOUT);
     show("wrong key", &r);
     assert_names_fix(&r, "--key");
@@ -313,15 +316,15 @@ fn join__planned_dynamic_slurmd_registers_with_its_features() {
         .arg("-D")
         .env("SLURM_SACK_KEY", key)
         .env_remove("SLURM_CONF");
-    crate::util::process::spawn::private_run(
+    driver_common::util::process::spawn::private_run(
         &mut cmd,
         std::ffi::CString::new(run.as_os_str().as_encoded_bytes()).unwrap(),
         Some(c"mac1".into()),
         Vec::new(),
     );
     let log = c.layout().root.join("mac1-slurmd.out");
-    let mut child = crate::util::process::spawn_logged(cmd, &log).unwrap();
-    let seen = crate::util::process::bounded::poll(
+    let mut child = driver_common::util::process::spawn_logged(cmd, &log).unwrap();
+    let seen = driver_common::util::process::bounded::poll(
         "mac1 idle",
         Duration::from_secs(60),
         Duration::from_millis(500),
@@ -331,7 +334,8 @@ fn join__planned_dynamic_slurmd_registers_with_its_features() {
             }
             let mut q = c.tool("scontrol");
             q.args(["show", "node", "mac1"]);
-            let out = crate::util::process::bounded::run_bounded(q, Duration::from_secs(20))?;
+            let out =
+                driver_common::util::process::bounded::run_bounded(q, Duration::from_secs(20))?;
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
             Ok((text.contains("State=IDLE")).then_some(text))
         },
@@ -341,7 +345,7 @@ fn join__planned_dynamic_slurmd_registers_with_its_features() {
     let text = seen.unwrap_or_else(|e| {
         panic!(
             "{e}; slurmd said:\n{}",
-            crate::util::process::file_tail(&log, 20)
+            driver_common::util::process::file_tail(&log, 20)
         )
     });
     println!("scontrol show node mac1:\n{text}");

@@ -18,8 +18,8 @@
 //! default Apple M4 Pro without a GPU): the output says so in its first lines. A native
 //! Linux prefix has no gpu/apple and is refused with the reason.
 
-use crate::error::{Error, Result};
-use crate::util::process::bounded::run_bounded;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::run_bounded;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -471,7 +471,7 @@ mod tests {
         let e = slurmd_of(&d.path().join("nope")).unwrap_err().to_string();
         assert!(e.contains("no such directory"), "{e}");
         let e = slurmd_of(d.path()).unwrap_err().to_string();
-        crate::testing::assert_mentions(&e, &["sbin/slurmd is missing", "--prefix"]);
+        driver_common::testing::assert_mentions(&e, &["sbin/slurmd is missing", "--prefix"]);
     }
 
     #[cfg(target_os = "linux")]
@@ -489,12 +489,15 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("lib/slurm")).unwrap();
         let e = source_of(d.path(), None).unwrap_err().to_string();
-        crate::testing::assert_mentions(&e, &["gpu_apple.so is missing", "--personality darwin"]);
+        driver_common::testing::assert_mentions(
+            &e,
+            &["gpu_apple.so is missing", "--personality darwin"],
+        );
         std::fs::write(d.path().join("lib/slurm/gpu_apple.so"), "").unwrap();
         let hw = d.path().join("hw");
         std::fs::write(&hw, "agx.0.model = M\nbogus line\n").unwrap();
         let e = source_of(d.path(), Some(&hw)).unwrap_err().to_string();
-        crate::testing::assert_mentions(&e, &["line 2", "not a hardware file"]);
+        driver_common::testing::assert_mentions(&e, &["line 2", "not a hardware file"]);
         std::fs::write(&hw, "agx.0.model = Apple M4 Max\n").unwrap();
         assert_eq!(
             source_of(d.path(), Some(&hw)).unwrap(),

@@ -24,8 +24,8 @@ mod config;
 pub mod manifest;
 
 use crate::cli::{InstallArgs, UninstallArgs};
-use crate::error::{Error, Result};
-use crate::staging::Manifest as Staged;
+use driver_common::error::{Error, Result};
+use driver_common::staging::Manifest as Staged;
 use manifest::Manifest;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -41,7 +41,7 @@ fn absolute(p: &Path) -> Result<PathBuf> {
 
 /// `<destdir>/<path>` or `path`.
 fn rooted(destdir: Option<&Path>, path: &Path) -> PathBuf {
-    crate::build_slurm::plan::staged_path(destdir, path)
+    driver_common::staging::staged_path(destdir, path)
 }
 
 /// The install's target directories.
@@ -110,7 +110,7 @@ fn check_prefix(dir: &Path) -> Result<()> {
 /// Where `install` looks for the build of `prefix` without `--from`: `target/stage/<prefix>`.
 pub fn default_from(root: &Path, prefix: &Path) -> PathBuf {
     let target =
-        crate::build_slurm::link::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok());
+        driver_common::staging::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok());
     rooted(Some(&target.join("stage")), prefix)
 }
 
@@ -175,9 +175,9 @@ fn install_tree(from: &Path, t: &Target) -> Result<bool> {
         .parent()
         .ok_or_else(|| Error::file(&t.dir, "has no parent directory"))?;
     fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    let staging = crate::util::fs::Staging::new(parent, "install")?;
+    let staging = driver_common::util::fs::Staging::new(parent, "install")?;
     let tree = staging.dir.join("tree");
-    crate::util::fs::copy_tree(from, &tree)?;
+    driver_common::util::fs::copy_tree(from, &tree)?;
     new.write(&tree.join(MANIFEST))?;
     let aside = staging.dir.join("old");
     let had_old = t.dir.exists();

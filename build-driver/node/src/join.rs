@@ -24,16 +24,14 @@
 //! written (the key, the local config, the controller's answer), so a refused or failed
 //! join leaves nothing behind. docs/JOIN.md is the user's guide.
 
-mod ask;
+pub mod ask;
 mod lines;
-mod plan;
-#[cfg(test)]
-mod tests;
+pub mod plan;
 mod write;
 
 use crate::cli::JoinArgs;
-use crate::error::{Error, Result};
 use ask::{Controller, Problem, Source};
+use driver_common::error::{Error, Result};
 use lines::{Verdict, Version};
 use std::path::Path;
 use std::time::Duration;
@@ -272,5 +270,5 @@ fn default_features() -> String {
 fn slurmd_c(prefix: &Path) -> Result<String> {
     let mut c = std::process::Command::new(prefix.join("sbin/slurmd"));
     c.arg("-C");
-    crate::util::process::bounded::read_bounded(c, Duration::from_secs(60))
+    driver_common::util::process::bounded::read_bounded(c, Duration::from_secs(60))
 }

@@ -12,7 +12,7 @@ pub mod launchctl;
 pub mod plist;
 
 use crate::cli::{ServiceAction, ServiceArgs, ServiceOptions};
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use launchctl::Launchctl;
 use plist::Service;
 use std::path::{Path, PathBuf};
@@ -80,7 +80,7 @@ pub fn install(sh: &Shell, o: &ServiceOptions) -> Result<()> {
     let l = launchctl_of(o)?;
     let svc = service_of(o);
     let program = svc.prefix.join("sbin").join(o.daemon.name());
-    if !crate::util::process::is_executable(&program) {
+    if !driver_common::util::process::is_executable(&program) {
         return Err(Error::file(
             &program,
             "is not an executable daemon: pass the --prefix Slurm is installed in \
@@ -94,7 +94,7 @@ pub fn install(sh: &Shell, o: &ServiceOptions) -> Result<()> {
     let label = o.daemon.label();
     l.bootout(sh, &label, launchctl::BOOTOUT_WAIT)?;
     let path = plist_path(o);
-    crate::util::fs::write_atomic(&path, &xml, 0o644)?;
+    driver_common::util::fs::write_atomic(&path, &xml, 0o644)?;
     l.bootstrap(sh, &path)?;
     println!("{label}: {} written and loaded", path.display());
     Ok(())
@@ -106,7 +106,7 @@ pub fn uninstall(sh: &Shell, o: &ServiceOptions) -> Result<()> {
     let label = o.daemon.label();
     l.bootout(sh, &label, launchctl::BOOTOUT_WAIT)?;
     let path = plist_path(o);
-    crate::util::fs::remove_optional(&path)?;
+    driver_common::util::fs::remove_optional(&path)?;
     println!("{label}: unloaded, {} removed", path.display());
     Ok(())
 }

@@ -12,19 +12,21 @@
 //! ```
 
 use super::report::{Finding, Report};
-use crate::error::{Error, Result};
-use crate::expectations::Recorded;
+use driver_common::error::{Error, Result};
+use driver_common::expectations::Entry;
+#[cfg(test)]
+use driver_common::expectations::Recorded as _;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Where CI expects the accepted audit findings of a release line and lane.
 pub fn path(root: &Path, line: &str, lane: &str) -> PathBuf {
-    crate::expectations::file(root, &format!("audit-{line}-{lane}.toml"))
+    driver_common::expectations::file(root, &format!("audit-{line}-{lane}.toml"))
 }
 
 /// The accepted findings of one file.
-pub type Expectations = crate::expectations::AcceptedList<Accepted>;
+pub type Expectations = driver_common::expectations::AcceptedList<Accepted>;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,26 +43,26 @@ pub struct Accepted {
 type Key = (String, String);
 type Value = (BTreeSet<String>, BTreeSet<String>);
 
-impl Expectations {
-    fn pairs(&self) -> BTreeMap<Key, (Value, &str)> {
-        let mut out = BTreeMap::new();
-        for a in &self.accepted {
-            for p in &a.programs {
-                out.insert(
-                    (a.plugin.clone(), p.clone()),
-                    ((a.symbols.clone(), a.libraries.clone()), a.reason.as_str()),
-                );
-            }
+/// Every accepted (plugin, program) pair with its symbols, libraries and reason.
+fn pairs(exp: &Expectations) -> BTreeMap<Key, (Value, &str)> {
+    let mut out = BTreeMap::new();
+    for a in &exp.accepted {
+        for p in &a.programs {
+            out.insert(
+                (a.plugin.clone(), p.clone()),
+                ((a.symbols.clone(), a.libraries.clone()), a.reason.as_str()),
+            );
         }
-        out
     }
+    out
 }
 
-impl Recorded for Expectations {
+impl Entry for Accepted {
     const UNLISTED: &'static str = "finding";
+    type Key = (String, String);
 
-    fn parse(text: &str) -> std::result::Result<Expectations, String> {
-        crate::expectations::parse_checked(text, |e: &Expectations| &e.accepted, check_entry)
+    fn check(&self, seen: &mut BTreeSet<Self::Key>) -> std::result::Result<(), String> {
+        check_entry(self, seen)
     }
 }
 
@@ -107,7 +109,7 @@ fn show(v: &Value) -> String {
 /// Compare the report with the accepted findings; print every difference.
 pub fn judge(report: &Report, exp: &Expectations, file: &Path) -> Result<()> {
     let found = found_pairs(&report.findings);
-    let accepted = exp.pairs();
+    let accepted = pairs(exp);
     let mut problems = Vec::new();
     let mut new = Vec::new();
     for (key, value) in &found {

@@ -14,7 +14,7 @@
 //!   time) and `LC_RPATH` from the load
 //!   commands. Names keep Mach-O's leading underscore, as the SDK's `.tbd` lists do.
 
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use object::elf;
 use object::macho;
 use object::read::elf::{ElfFile, FileHeader};

@@ -74,8 +74,8 @@ pub enum Loader {
     Clients,
 }
 
-pub use crate::lines::Line;
 use Loader::{Clients, Program as P};
+pub use driver_common::lines::Line;
 
 #[derive(Debug)]
 pub struct PluginType {
@@ -552,7 +552,10 @@ mod tests {
                 "{}",
                 t.name
             );
-            for p in crate::lines::LINES.iter().flat_map(|f| programs(t, f.line)) {
+            for p in driver_common::lines::LINES
+                .iter()
+                .flat_map(|f| programs(t, f.line))
+            {
                 assert!(
                     CLIENTS.contains(&p) || DAEMONS.contains(&p),
                     "{}: unknown program {p}",

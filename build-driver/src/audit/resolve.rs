@@ -26,7 +26,7 @@
 
 use super::image::{Format, Image};
 use super::tbd::{self, StubLibrary};
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;

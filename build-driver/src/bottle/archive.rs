@@ -4,7 +4,7 @@
 //! same, owner and group 0 without names, the gzip header's time 0 and no file name.
 //! Directories, regular files (mode kept) and symlinks; nothing else.
 
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use flate2::{Compression, GzBuilder};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -14,11 +14,12 @@ use std::path::Path;
 pub fn write(base: &Path, top: &Path, out: &Path, mtime: u64) -> Result<()> {
     let mut entries = vec![top.to_path_buf()];
     entries.extend(
-        crate::util::fs::walk(&base.join(top))?
+        driver_common::util::fs::walk(&base.join(top))?
             .into_iter()
             .map(|r| top.join(r)),
     );
-    let file = fs::File::create(crate::util::fs::part_path(out)).map_err(|e| Error::io(out, e))?;
+    let file =
+        fs::File::create(driver_common::util::fs::part_path(out)).map_err(|e| Error::io(out, e))?;
     let gz = GzBuilder::new().mtime(0).write(file, Compression::new(6));
     let mut tar = tar::Builder::new(gz);
     tar.mode(tar::HeaderMode::Deterministic);
@@ -55,7 +56,7 @@ pub fn write(base: &Path, top: &Path, out: &Path, mtime: u64) -> Result<()> {
     let gz = tar.into_inner().map_err(|e| Error::io(out, e))?;
     let file = gz.finish().map_err(|e| Error::io(out, e))?;
     file.sync_all().map_err(|e| Error::io(out, e))?;
-    fs::rename(crate::util::fs::part_path(out), out).map_err(|e| Error::io(out, e))
+    fs::rename(driver_common::util::fs::part_path(out), out).map_err(|e| Error::io(out, e))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! (they must be placeholders); the files the formula names exist.
 
 use super::{Layout, codesign, linkage, relocate, scan};
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -46,7 +46,7 @@ pub fn check(root: &Path, layout: &Layout, keg: &Path) -> Result<Report> {
     let k = layout.keg();
     let mut report = Report::default();
     let mut problems = Vec::new();
-    for rel in crate::util::fs::walk(keg)? {
+    for rel in driver_common::util::fs::walk(keg)? {
         let abs = keg.join(&rel);
         let meta = fs::symlink_metadata(&abs).map_err(|e| Error::io(&abs, e))?;
         if !meta.is_file() {
@@ -82,8 +82,8 @@ pub fn check(root: &Path, layout: &Layout, keg: &Path) -> Result<Report> {
             ));
         }
     }
-    let plist = keg.join(crate::service::plist::file_name(
-        crate::service::plist::Daemon::Slurmd,
+    let plist = keg.join(slurm_mac::service::plist::file_name(
+        slurm_mac::service::plist::Daemon::Slurmd,
     ));
     for n in NAMED
         .iter()

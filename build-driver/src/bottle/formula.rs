@@ -206,7 +206,7 @@ fn service_and_caveats(formula: &str) -> String {
   end
 
 "##,
-        label = crate::service::plist::Daemon::Slurmd.label(),
+        label = slurm_mac::service::plist::Daemon::Slurmd.label(),
     )
 }
 

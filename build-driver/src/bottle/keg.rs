@@ -6,8 +6,8 @@
 //! files relocated to placeholders ([`super::relocate`]).
 
 use super::{Layout, linkage, relocate};
-use crate::error::{Error, Result};
-use crate::service::plist::{Daemon, Service, file_name};
+use driver_common::error::{Error, Result};
+use slurm_mac::service::plist::{Daemon, Service, file_name};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -34,10 +34,10 @@ pub fn assemble(
     if let Some(parent) = keg.parent() {
         fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     }
-    crate::util::fs::copy_tree(staged, keg)?;
+    driver_common::util::fs::copy_tree(staged, keg)?;
     let mut out = Assembled::default();
     let k = layout.keg();
-    for rel in crate::util::fs::walk(keg)? {
+    for rel in driver_common::util::fs::walk(keg)? {
         let abs = keg.join(&rel);
         let meta = fs::symlink_metadata(&abs).map_err(|e| Error::io(&abs, e))?;
         if !meta.is_file() {
@@ -74,11 +74,11 @@ pub fn assemble(
         .map_err(|e| Error::parse("the LaunchDaemon plist", e))?;
     let xml =
         relocate::to_placeholders(&xml, &layout.cellar(), &layout.homebrew_prefix).unwrap_or(xml);
-    crate::util::fs::write_atomic(&keg.join(&plist_name), &xml, 0o644)?;
+    driver_common::util::fs::write_atomic(&keg.join(&plist_name), &xml, 0o644)?;
     out.changed_files.push(plist_name);
     let brew = keg.join(".brew");
     fs::create_dir_all(&brew).map_err(|e| Error::io(&brew, e))?;
-    crate::util::fs::write_atomic(
+    driver_common::util::fs::write_atomic(
         &brew.join(format!("{}.rb", layout.formula)),
         formula_text.as_bytes(),
         0o644,
@@ -89,7 +89,7 @@ pub fn assemble(
 
 fn write_keeping_mode(path: &Path, data: &[u8], meta: &fs::Metadata) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    crate::util::fs::write_atomic(path, data, meta.permissions().mode() & 0o7777)
+    driver_common::util::fs::write_atomic(path, data, meta.permissions().mode() & 0o7777)
 }
 
 impl Layout {

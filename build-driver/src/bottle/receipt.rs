@@ -5,7 +5,7 @@
 //! the third-party libraries are linked statically.
 
 use super::Layout;
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -42,7 +42,7 @@ fn tab(layout: &Layout, changed: &[String], epoch: u64) -> Value {
 pub fn write_receipt(layout: &Layout, keg: &Path, changed: &[String], epoch: u64) -> Result<()> {
     let text = serde_json::to_string_pretty(&tab(layout, changed, epoch))
         .map_err(|e| Error::parse("INSTALL_RECEIPT.json", e))?;
-    crate::util::fs::write_atomic(&keg.join("INSTALL_RECEIPT.json"), text.as_bytes(), 0o644)
+    driver_common::util::fs::write_atomic(&keg.join("INSTALL_RECEIPT.json"), text.as_bytes(), 0o644)
 }
 
 /// The `.bottle.json` text.
@@ -56,7 +56,7 @@ pub fn bottle_json(
     let mut all_files = Vec::new();
     let mut exec_files = Vec::new();
     let mut size = 0u64;
-    for rel in crate::util::fs::walk(keg)? {
+    for rel in driver_common::util::fs::walk(keg)? {
         let abs = keg.join(&rel);
         let meta = std::fs::symlink_metadata(&abs).map_err(|e| Error::io(&abs, e))?;
         if meta.is_file() {

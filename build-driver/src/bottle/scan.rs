@@ -1,9 +1,9 @@
 //! The scan that fails a bottle: no file may contain a directory of the build machine
-//! ([`crate::util::host_paths`]: the project root, the cargo target directory, `$HOME`, cargo's
+//! ([`driver_common::util::host_paths`]: the project root, the cargo target directory, `$HOME`, cargo's
 //! and rustup's homes). The compile maps those directories away at the source; this finds
 //! anything that slipped through (a configure path, an rpath, a panic location).
 
-use crate::util::host_paths::PathMap;
+use driver_common::util::host_paths::PathMap;
 
 /// The byte strings to look for: each directory, as written. `$HOME` itself is not one
 /// (root's home directory also appears in an example path of Slurm's own man pages); the

@@ -9,7 +9,7 @@ fn layout() -> Layout {
     Layout::new(FORMULA, "24.11.5", "24.11", "aarch64-apple-darwin").unwrap()
 }
 
-fn pin() -> crate::pins::Pin {
+fn pin() -> driver_common::pins::Pin {
     pinned(&crate::project_root(), "24.11.5").unwrap()
 }
 

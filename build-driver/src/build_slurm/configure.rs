@@ -2,9 +2,9 @@
 //! configure answers (cache variables, plus the two `config.h` answers that have none).
 
 use crate::cross;
-use crate::error::{Error, Result};
-use crate::personality::Personality;
-use crate::targets::{Os, Target};
+use driver_common::error::{Error, Result};
+use driver_common::personality::Personality;
+use driver_common::targets::{Os, Target};
 use std::path::{Path, PathBuf};
 
 /// The darwin personality's configure cache variables: what `configure` answers for an
@@ -492,7 +492,7 @@ pub fn verify_config_h(build_dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::rows;
+    use driver_common::targets::rows;
 
     fn spec<'a>(
         p: Personality,

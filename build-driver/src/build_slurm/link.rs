@@ -27,8 +27,8 @@
 //! objects are unaffected by `--gc-sections`: every global symbol of libslurmfull is
 //! exported, hence a root.) On macOS the archive is linked with `-u _<sym>` per symbol.
 
-use crate::error::{Error, Result};
-use crate::targets::{Os, Target};
+use driver_common::error::{Error, Result};
+use driver_common::targets::{Os, Target};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
@@ -42,20 +42,13 @@ pub struct ShimLib {
     pub native_libs: Vec<String>,
 }
 
-/// Cargo's target directory: `$CARGO_TARGET_DIR` (relative to `root` if relative), else
-/// `<root>/target`.
-pub fn cargo_target_dir(root: &Path, env: Option<String>) -> PathBuf {
-    match env.filter(|s| !s.is_empty()) {
-        Some(d) => root.join(d),
-        None => root.join("target"),
-    }
-}
+pub use driver_common::staging::cargo_target_dir;
 
-/// The build machine's directories for this project ([`crate::util::host_paths`]), with
+/// The build machine's directories for this project ([`driver_common::util::host_paths`]), with
 /// this run's cargo target directory.
-pub fn host_dirs(root: &Path) -> Vec<crate::util::host_paths::PathMap> {
+pub fn host_dirs(root: &Path) -> Vec<driver_common::util::host_paths::PathMap> {
     let target = cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok());
-    crate::util::host_paths::build_machine_dirs(root, &target)
+    driver_common::util::host_paths::build_machine_dirs(root, &target)
 }
 
 /// `cargo rustc -p slurm-shim --release --target <triple> --crate-type staticlib -- --print
@@ -84,7 +77,9 @@ pub fn build_shim(
                 .ok()
                 .map(|f| f.split_whitespace().map(String::from).collect())
                 .unwrap_or_default();
-            flags.extend(crate::util::host_paths::rust_flags(&host_dirs(root)));
+            flags.extend(driver_common::util::host_paths::rust_flags(&host_dirs(
+                root,
+            )));
             c = c.env("RUSTFLAGS", flags.join(" "));
         }
         c.quiet().ignore_status().output()?
@@ -341,7 +336,7 @@ pub fn verify_darwin_link(sh: &Shell, prefix: &Path) -> Result<LinkReport> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::rows;
+    use driver_common::targets::rows;
 
     fn shim() -> ShimLib {
         ShimLib {

@@ -1,7 +1,7 @@
 //! Make's progress estimate: the previous build's count of compile and link steps, else the
-//! number of C files under `src/` (the runs themselves: [`crate::util::process::logged`]).
+//! number of C files under `src/` (the runs themselves: [`driver_common::util::process::logged`]).
 
-use crate::util::process::logged::count_steps;
+use driver_common::util::process::logged::count_steps;
 use std::path::Path;
 
 /// The progress estimate: the step count of a previous log if there is one, else the number

@@ -9,15 +9,15 @@ use super::configure::{self, Compiler, ConfigureSpec};
 use super::link;
 use crate::cli::BuildArgs;
 use crate::cross::{self, zig::ZigToolchain};
-use crate::error::{Error, Result};
 use crate::fetch::{self, SourceTree};
-use crate::lines::Line;
 use crate::patches;
-use crate::personality::Personality;
-use crate::targets::{self, Os, Target};
-use crate::util::fs::sha256_file;
-use crate::util::process::{on_path, require_tool};
-use crate::util::stamp::{self, Inputs};
+use driver_common::error::{Error, Result};
+use driver_common::lines::Line;
+use driver_common::personality::Personality;
+use driver_common::targets::{self, Os, Target};
+use driver_common::util::fs::sha256_file;
+use driver_common::util::process::{on_path, require_tool};
+use driver_common::util::stamp::{self, Inputs};
 use std::path::{Path, PathBuf};
 use xshell::Shell;
 
@@ -88,7 +88,7 @@ pub struct Plan {
     /// The oldest macOS an Apple target is built for (`None`: a Linux target).
     pub macos_min: Option<&'static str>,
     pub source: SourceTree,
-    /// The source's release line (known to [`crate::lines`]).
+    /// The source's release line (known to [`driver_common::lines`]).
     pub line: Line,
     pub dirs: Dirs,
     /// The patches to apply (empty with `--no-patches`).
@@ -108,13 +108,7 @@ pub struct Plan {
     pub make_vars: Vec<String>,
 }
 
-/// `<destdir>/<prefix>` (the prefix's leading `/` dropped), or `prefix` without a destdir.
-pub fn staged_path(destdir: Option<&Path>, prefix: &Path) -> PathBuf {
-    match destdir {
-        Some(d) => d.join(prefix.strip_prefix("/").unwrap_or(prefix)),
-        None => prefix.to_path_buf(),
-    }
-}
+pub use driver_common::staging::staged_path;
 
 fn absolute(p: &Path) -> Result<PathBuf> {
     std::path::absolute(p).map_err(|e| Error::io(p, e))
@@ -214,7 +208,7 @@ impl Plan {
             localstatedir: args.localstatedir.as_deref().map(absolute).transpose()?,
             jobs: args
                 .jobs
-                .unwrap_or_else(crate::util::process::default_jobs)
+                .unwrap_or_else(driver_common::util::process::default_jobs)
                 .max(1),
             header: shim_header(root),
             configure_args: Vec::new(),
@@ -288,7 +282,7 @@ impl Plan {
         Ok(())
     }
 
-    /// Every input of the build, for the stamp (see [`crate::util::stamp`]).
+    /// Every input of the build, for the stamp (see [`driver_common::util::stamp`]).
     pub fn inputs(&self, root: &Path) -> Result<Inputs> {
         let mut inputs = Inputs::default();
         inputs.add("driver", env!("CARGO_PKG_VERSION"));
@@ -361,8 +355,8 @@ impl Plan {
     }
 
     /// What the build stages, for the manifest beside the prefix.
-    pub fn manifest(&self) -> crate::staging::Manifest {
-        crate::staging::Manifest {
+    pub fn manifest(&self) -> driver_common::staging::Manifest {
+        driver_common::staging::Manifest {
             version: self.source.version.clone(),
             line: self.source.line.clone(),
             personality: self.personality,
@@ -431,7 +425,7 @@ fn toolchain(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::rows;
+    use driver_common::targets::rows;
 
     #[test]
     fn staging_name__personality_nopatch_and_cross_triple() {

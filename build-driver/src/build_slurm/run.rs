@@ -5,9 +5,9 @@
 use super::configure;
 use super::make;
 use super::plan::{CONTRIBS, Plan};
-use crate::error::{Error, Result};
 use crate::patches;
-use crate::util::process::logged::{Progress, run_logged};
+use driver_common::error::{Error, Result};
+use driver_common::util::process::logged::{Progress, run_logged};
 use std::time::Instant;
 use xshell::{Shell, cmd};
 
@@ -28,7 +28,7 @@ fn source(sh: &Shell, plan: &Plan) -> Result<()> {
         src.path.display(),
         dirs.src.display()
     );
-    crate::util::fs::copy_tree(&src.path, &dirs.src)?;
+    driver_common::util::fs::copy_tree(&src.path, &dirs.src)?;
     if !plan.series.is_empty() {
         eprintln!(
             "build-slurm: applying {} patch(es) from patches/{}/series",
@@ -131,7 +131,7 @@ fn install(sh: &Shell, plan: &Plan) -> Result<()> {
         &plan.dirs.log("install"),
         Progress::Spinner,
     )?;
-    if plan.target.os == crate::targets::Os::Linux {
+    if plan.target.os == driver_common::targets::Os::Linux {
         for dir in CONTRIBS {
             let mut c = make_command(sh, plan, Some("install"));
             c.current_dir(plan.dirs.build.join("contribs").join(dir));

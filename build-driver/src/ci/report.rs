@@ -2,7 +2,7 @@
 //! a failed step's output skipped with the reason, the table at the end, and the closing line
 //! in the plain `N passed, N failed, N skipped` form CI tools read.
 
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::time::{Duration, Instant};
 
 #[derive(Debug)]

@@ -8,7 +8,7 @@
 //! `-shared` dylibs; see [`super::zig`]). Anything else (missing, ELF, wrong CPU, wrong kind)
 //! is listed, and the build fails with the whole list.
 //!
-//! Which plugins: the brief's list, per release line ([`crate::lines::Facts`]). Not files,
+//! Which plugins: the brief's list, per release line ([`driver_common::lines::Facts`]). Not files,
 //! hence not checked: `switch/none`, `task/none` and `jobacct_gather/none` (built into
 //! libslurmfull: no line has such a plugin directory; found when the first cross install was
 //! checked) and `cred/slurm` (it lives in `auth_slurm.so`). 24.11 names topology/flat
@@ -18,9 +18,9 @@
 //! auth/slurm (with cred/slurm) and serializer/json need json-c and libjwt: they are
 //! required only when the build was configured with them ([`required`]'s `with_deps`).
 
-use crate::error::{Error, Result};
-use crate::lines::Line;
-use crate::targets::Target;
+use driver_common::error::{Error, Result};
+use driver_common::lines::Line;
+use driver_common::targets::Target;
 use std::path::{Path, PathBuf};
 
 use crate::macho::{self, cpu_name, cpu_type, filetype_name, inspect};
@@ -206,7 +206,7 @@ pub fn check_prefix(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::{lookup, rows};
+    use driver_common::targets::{lookup, rows};
 
     use crate::macho::tests::header;
 

@@ -26,9 +26,9 @@
 //! Every link (not a compile) also gets `-L<cross-sdk>/lib`, so `-lresolv` and `-liconv`
 //! find the lane's stubs as they would find the SDK's (see [`configure_env`]).
 
-use crate::error::{Error, Result};
-use crate::targets::Target;
-use crate::util::fs::write_script;
+use driver_common::error::{Error, Result};
+use driver_common::targets::Target;
+use driver_common::util::fs::write_script;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
 
@@ -217,8 +217,9 @@ pub fn write_wrappers(
         ranlib: dir.join("ranlib"),
         sdk: sdk.clone(),
     };
-    let after =
-        crate::util::host_paths::cc_reproducible(&crate::build_slurm::link::host_dirs(root));
+    let after = driver_common::util::host_paths::cc_reproducible(
+        &crate::build_slurm::link::host_dirs(root),
+    );
     write_script(
         &tc.cc,
         &cc_wrapper(zig, version, target, &sdk, ccache, &after)?,
@@ -270,7 +271,7 @@ pub fn configure_env(tc: &ZigToolchain, user_ldflags: Option<&str>) -> Vec<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::rows;
+    use driver_common::targets::rows;
 
     #[test]
     fn check_version__only_the_pin() {

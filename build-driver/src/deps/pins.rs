@@ -4,8 +4,8 @@
 //! pass); OpenSSL comes from the `openssl-src` crate, whose version must equal the pin (the
 //! crate's own checksum is in `Cargo.lock`).
 
-use crate::error::Result;
-use crate::pins::Bad;
+use driver_common::error::Result;
+use driver_common::pins::Bad;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -135,13 +135,13 @@ fn is_plain_name(s: &str) -> bool {
 impl DepPins {
     /// Reads `<root>/slurm-src/deps.toml`.
     pub fn load(root: &Path) -> Result<DepPins> {
-        let (path, text) = crate::pins::read_file(root, DEPS_FILE)?;
+        let (path, text) = driver_common::pins::read_file(root, DEPS_FILE)?;
         DepPins::parse(&text, &path)
     }
 
     /// Parses and validates the pins text; `path` is only used in messages.
     pub fn parse(text: &str, path: &Path) -> Result<DepPins> {
-        let (raw, err): (RawFile, _) = crate::pins::parse_toml(path, text)?;
+        let (raw, err): (RawFile, _) = driver_common::pins::parse_toml(path, text)?;
         let mut libs: Vec<Lib> = Vec::new();
         for r in raw.lib {
             check_order(&r, &libs, &err)?;
@@ -213,7 +213,7 @@ fn check_openssl_src(r: &RawLib, err: Bad) -> Result<()> {
 fn tarball_of(r: &RawLib, err: Bad) -> Result<Tarball> {
     let n = &r.name;
     let sha256 = r.sha256.clone().unwrap_or_default();
-    if !crate::pins::is_hex(&sha256, 64) {
+    if !driver_common::pins::is_hex(&sha256, 64) {
         return Err(err(format!(
             "`{n}`: sha256 `{sha256}` is not 64 lower-case hex digits (every tarball must be pinned by its verified hash)"
         )));

@@ -4,10 +4,10 @@
 //! and libcrypto links for the target with the same flags Slurm's configure will use.
 
 use super::tools::CrossTools;
-use crate::error::{Error, Result};
 use crate::macho::{self, Kind};
-use crate::targets::Target;
-use crate::util::fs::Staging;
+use driver_common::error::{Error, Result};
+use driver_common::targets::Target;
+use driver_common::util::fs::Staging;
 use std::fs;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
@@ -44,7 +44,7 @@ pub fn assemble(prefix: &Path, pkgs: &[(String, PathBuf)], stamp: &str) -> Resul
     for (_, dir) in pkgs {
         for sub in ["include", "lib"] {
             if dir.join(sub).is_dir() {
-                crate::util::fs::copy_into(&dir.join(sub), &out.join(sub), &[])?;
+                driver_common::util::fs::copy_into(&dir.join(sub), &out.join(sub), &[])?;
             }
         }
         relocate_pc_files(&out, dir, prefix)?;
@@ -102,7 +102,7 @@ pub fn merge_archives(sh: &Shell, ar: &Path, archive: &Path, others: &[PathBuf])
         return Err(Error::Command {
             step: format!("deps: merging archives into {}", archive.display()),
             program: ar.display().to_string(),
-            detail: crate::util::process::tail(&out.stderr, 10),
+            detail: driver_common::util::process::tail(&out.stderr, 10),
         });
     }
     fs::rename(&tmp, archive).map_err(|e| Error::io(archive, e))
@@ -251,7 +251,7 @@ pub fn link_smoke(
             return Err(Error::Command {
                 step: format!("deps: linking the {name} test program against the prefix"),
                 program: cc.display().to_string(),
-                detail: crate::util::process::tail(&res.stderr, 20),
+                detail: driver_common::util::process::tail(&res.stderr, 20),
             });
         }
         let kind = macho::file_kind(&exe)?;
@@ -271,7 +271,7 @@ pub fn link_smoke(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::rows;
+    use driver_common::targets::rows;
 
     #[test]
     fn relocate_pc_files__rewrites_absolute_and_prefix_lines() {

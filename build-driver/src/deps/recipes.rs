@@ -6,9 +6,9 @@
 
 use super::pins::{BuildKind, Lib};
 use super::tools::{CrossTools, cmake_toolchain};
-use crate::error::{Error, Result};
-use crate::targets::{Target, host};
-use crate::util::process::logged::{Progress, run_logged};
+use driver_common::error::{Error, Result};
+use driver_common::targets::{Target, host};
+use driver_common::util::process::logged::{Progress, run_logged};
 use std::fs;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
@@ -237,7 +237,7 @@ pub fn openssl_config(target: &Target) -> Result<&'static str> {
 /// archive, plus a `libcrypto.pc` written here.
 fn openssl(sh: &Shell, job: &Job<'_>) -> Result<()> {
     let src = job.work.join("openssl");
-    crate::util::fs::copy_into(&openssl_src::source_dir(), &src, &[])?;
+    driver_common::util::fs::copy_into(&openssl_src::source_dir(), &src, &[])?;
     let _dir = sh.push_dir(&src);
     let config = openssl_config(job.target)?;
     // The files are copied into the prefix by hand below; Configure's prefix only becomes

@@ -5,14 +5,14 @@
 //! used; unpacking goes into a [`Staging`] directory that disappears with it.
 
 use super::pins::{Lib, Tarball};
-use crate::error::{Error, Result};
 use crate::fetch::archive::verify_sha256;
 use crate::fetch::debian;
-use crate::pins::DebianPin;
-use crate::util::fs::Staging;
-use crate::util::fs::sha256_file;
-use crate::util::process::logged::step;
-use crate::util::process::{require_tool, run_checked};
+use driver_common::error::{Error, Result};
+use driver_common::pins::DebianPin;
+use driver_common::util::fs::Staging;
+use driver_common::util::fs::sha256_file;
+use driver_common::util::process::logged::step;
+use driver_common::util::process::{require_tool, run_checked};
 use std::fs;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
@@ -144,7 +144,7 @@ pub fn unpack(
     if !out.status.success() {
         return Err(Error::Unpack {
             what: archive.display().to_string(),
-            detail: crate::util::process::tail(&out.stderr, 5),
+            detail: driver_common::util::process::tail(&out.stderr, 5),
         });
     }
     let tops: Vec<String> = fs::read_dir(into)

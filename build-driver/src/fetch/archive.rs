@@ -4,9 +4,9 @@
 //! any failure), the single top directory is renamed into place, and the completion marker
 //! `slurm-src/.<version>.complete` is written last.
 
-use crate::error::{Error, Result};
-use crate::util::fs::Staging;
-use crate::util::fs::sha256_file;
+use driver_common::error::{Error, Result};
+use driver_common::util::fs::Staging;
+use driver_common::util::fs::sha256_file;
 use flate2::read::GzDecoder;
 use std::fs;
 use std::io::{self, BufReader, Read};

@@ -3,11 +3,11 @@
 //! own apt configuration already uses (never a host name written here).
 
 use super::archive::verify_sha256;
-use crate::error::{Error, Result};
-use crate::pins::DebianPin;
-use crate::util::fs::Staging;
-use crate::util::process::logged::step;
-use crate::util::process::{require_tool, run_checked, tail};
+use driver_common::error::{Error, Result};
+use driver_common::pins::DebianPin;
+use driver_common::util::fs::Staging;
+use driver_common::util::process::logged::step;
+use driver_common::util::process::{require_tool, run_checked, tail};
 use std::fs;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};

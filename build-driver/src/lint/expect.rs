@@ -13,12 +13,12 @@
 //! ```
 
 use super::{Class, Finding};
-use crate::expectations::Recorded;
+use driver_common::expectations::Entry;
 use serde::Deserialize;
 use std::collections::BTreeSet;
 
 /// The accepted findings of one file.
-pub type Expectations = crate::expectations::AcceptedList<Accepted>;
+pub type Expectations = driver_common::expectations::AcceptedList<Accepted>;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -69,16 +69,23 @@ fn check_entry(
     Ok(())
 }
 
-impl Recorded for Expectations {
+impl Entry for Accepted {
     const UNLISTED: &'static str = "finding";
+    type Key = (String, String, String);
 
-    fn parse(text: &str) -> std::result::Result<Expectations, String> {
-        crate::expectations::parse_checked(text, |e: &Expectations| &e.accepted, check_entry)
+    fn check(&self, seen: &mut BTreeSet<Self::Key>) -> std::result::Result<(), String> {
+        check_entry(self, seen)
     }
 }
 
-impl Expectations {
-    pub fn compare(&self, findings: &[Finding]) -> Diff {
+/// The accepted lint findings compared with a report's (the extension trait keeps the
+/// method syntax on the shared list type).
+pub trait Compare {
+    fn compare(&self, findings: &[Finding]) -> Diff;
+}
+
+impl Compare for Expectations {
+    fn compare(&self, findings: &[Finding]) -> Diff {
         let mut diff = Diff::default();
         let mut used = BTreeSet::new();
         for f in findings {

@@ -16,7 +16,7 @@
 //! A directory is a Slurm tree when it has `META` and `src/common/fd.c`.
 
 use crate::audit::loaders::{CLIENTS, Line, TYPES, programs};
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
 /// Plugin directories (below `src/plugins/`) left out, and why.

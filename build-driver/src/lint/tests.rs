@@ -4,7 +4,7 @@
 //! its error cases.
 
 use super::*;
-use crate::expectations::Recorded as _;
+use driver_common::expectations::Recorded as _;
 use std::fs;
 use std::path::PathBuf;
 

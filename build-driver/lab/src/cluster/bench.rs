@@ -23,8 +23,8 @@
 use super::lab::Lab;
 use super::private_ns::{self, Entered};
 use crate::cli::BenchArgs;
-use crate::error::{Error, Result};
-use crate::util::process::bounded::{poll, read_bounded};
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::{poll, read_bounded};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use xshell::{Shell, cmd};
@@ -254,7 +254,7 @@ fn absolute(p: &Path) -> Result<PathBuf> {
 }
 
 pub(super) fn work_dir() -> Result<PathBuf> {
-    crate::util::fs::new_work_dir("xtask-bench", 0o755)
+    driver_common::util::fs::new_work_dir("xtask-bench", 0o755)
 }
 
 #[cfg(test)]

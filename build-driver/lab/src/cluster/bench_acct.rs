@@ -27,8 +27,8 @@ use super::lab::Lab;
 use super::private_ns::{self, Entered};
 use super::profile::Profile;
 use crate::cli::BenchAcctArgs;
-use crate::error::{Error, Result};
-use crate::util::process::bounded::{poll, read_bounded};
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::{poll, read_bounded};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -238,7 +238,7 @@ fn cancel_and_wait(sh: &Shell, lab: &Lab, id: u32, stepd: Option<u32>) -> Result
         "the cancelled job's slurmstepd to exit",
         Duration::from_secs(60),
         Duration::from_millis(200),
-        || Ok((!crate::util::signal::process_exists(stepd)).then_some(())),
+        || Ok((!driver_common::util::signal::process_exists(stepd)).then_some(())),
     )
 }
 

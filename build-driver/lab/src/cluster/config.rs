@@ -2,7 +2,7 @@
 //! (`slurmd -C`), free ports, the auth/slurm key and the database password. The files'
 //! text is render.rs.
 
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 
 /// How long one client command (`sbatch`, `scontrol`, `sacctmgr`, `mariadb`, ...) may take.
 pub const CLIENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
@@ -352,7 +352,7 @@ mod tests {
 
     #[test]
     fn write_key__refuses_to_overwrite() {
-        let (_dir, k) = crate::testing::scratch("slurm.key");
+        let (_dir, k) = driver_common::testing::scratch("slurm.key");
         std::fs::write(&k, b"old").unwrap();
         assert!(matches!(write_key(&k), Err(Error::Io { .. })));
         assert_eq!(std::fs::read(&k).unwrap(), b"old");

@@ -26,7 +26,7 @@
 //!   machine), [`Cluster::wrap`] / [`Cluster::wrap_on`] for any other command. Each is a
 //!   `std::process::Command` with `SLURM_CONF` (and the darwin personality's hardware file,
 //!   `SLURM_SHIM_MAC_HARDWARE`, [`Layout::mac_hardware`]) set; run it with
-//!   `crate::util::process::bounded` (a deadline) or through the scenarios' `Ctx`.
+//!   `driver_common::util::process::bounded` (a deadline) or through the scenarios' `Ctx`.
 //! - **A node's own mounts.** [`Cluster::set_node_mounts`] gives node `i`'s namespace files
 //!   or tmpfs of its own ([`NodeMount`]: its `/etc/passwd`, a tiny spool); its slurmd gets
 //!   them at its next start. A tmpfs is private to the process started with it: read a
@@ -41,7 +41,7 @@
 //!   (job processes).
 //!
 //! Commands are `std::process::Command`s (built from the prefix's paths) rather than xshell
-//! ones because they may need the namespaces' pre-exec hook ([`crate::util::process::spawn`]),
+//! ones because they may need the namespaces' pre-exec hook ([`driver_common::util::process::spawn`]),
 //! which xshell lacks. Starting daemons is start.rs.
 
 use super::config::Layout;
@@ -51,8 +51,8 @@ pub use super::procs::NodeMount;
 use super::procs::{self, Isolation, Liveness, ProcRecord, Stopped, Usage};
 use super::profile::Profile;
 use super::state::State;
-use crate::error::{Error, Result};
-use crate::util::process::file_tail;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::file_tail;
 use nix::sys::signal::Signal;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -295,7 +295,10 @@ impl Cluster {
     /// Any command, with this cluster's environment and the head's namespace.
     pub fn wrap(&self, mut cmd: Command) -> Command {
         cmd.env("SLURM_CONF", self.layout().conf());
-        cmd.env(crate::gres_conf::HARDWARE_VAR, self.layout().mac_hardware());
+        cmd.env(
+            slurm_mac::gres_conf::HARDWARE_VAR,
+            self.layout().mac_hardware(),
+        );
         super::config::set_emulation_log(&mut cmd, &self.layout());
         if let Some(iso) = &self.isolation {
             iso.apply(&mut cmd);
@@ -312,7 +315,10 @@ impl Cluster {
             )));
         }
         cmd.env("SLURM_CONF", self.layout().conf());
-        cmd.env(crate::gres_conf::HARDWARE_VAR, self.layout().mac_hardware());
+        cmd.env(
+            slurm_mac::gres_conf::HARDWARE_VAR,
+            self.layout().mac_hardware(),
+        );
         super::config::set_emulation_log(&mut cmd, &self.layout());
         if let Some(Some(iso)) = self.node_isolation.get(i) {
             iso.apply(&mut cmd);

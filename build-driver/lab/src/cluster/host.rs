@@ -2,12 +2,12 @@
 //! plugins in the prefix, the user it runs as, and (without a private `/run`) the SACK socket
 //! directories of auth/slurm.
 
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
 /// The programs and plugins the cluster needs.
 pub fn check_prefix(prefix: &Path) -> Result<()> {
-    let programs = crate::build_slurm::KEY_BINARIES
+    let programs = driver_common::staging::KEY_BINARIES
         .iter()
         .map(|(dir, name)| (format!("{dir}/{name}"), ""));
     let plugins = [
@@ -109,7 +109,7 @@ mod tests {
     #[test]
     fn check_prefix__requires_auth_slurm() {
         let dir = tempfile::tempdir().unwrap();
-        for (d, n) in crate::build_slurm::KEY_BINARIES {
+        for (d, n) in driver_common::staging::KEY_BINARIES {
             let p = format!("{d}/{n}");
             let f = dir.path().join(p);
             std::fs::create_dir_all(f.parent().unwrap()).unwrap();

@@ -1,8 +1,8 @@
 //! Parsing what Slurm's clients print about jobs.
 
 use super::config::CLIENT_TIMEOUT;
-use crate::error::{Error, Result};
-use crate::util::process::bounded::read_bounded;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::read_bounded;
 use std::process::Command;
 
 /// `sbatch --parsable` prints `id` or `id;cluster`.

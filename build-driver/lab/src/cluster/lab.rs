@@ -10,8 +10,8 @@ use super::handle::Cluster;
 use super::lifecycle::{self, UpOptions};
 use super::private_ns::Private;
 use super::profile::Profile;
-use crate::error::Result;
-use crate::util::process::file_tail;
+use driver_common::error::Result;
+use driver_common::util::process::file_tail;
 use std::path::{Path, PathBuf};
 use xshell::Shell;
 

@@ -4,7 +4,7 @@
 
 use super::procs::ProcRecord;
 use super::state::State;
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use nix::fcntl::{Flock, FlockArg};
 use std::path::{Path, PathBuf};
 
@@ -100,7 +100,7 @@ mod tests {
 
     #[test]
     fn lock__second_holder_refused_with_the_pid() {
-        let (_dir, c) = crate::testing::scratch("c");
+        let (_dir, c) = driver_common::testing::scratch("c");
         let first = lock("c", &c).unwrap();
         let err = lock("c", &c).unwrap_err().to_string();
         assert!(

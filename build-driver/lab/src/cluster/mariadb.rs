@@ -4,9 +4,9 @@
 
 use super::config::CLIENT_TIMEOUT;
 use super::config::Layout;
-use crate::error::{Error, Result};
-use crate::util::process::bounded::{read_bounded, run_bounded};
-use crate::util::process::file_tail;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::{read_bounded, run_bounded};
+use driver_common::util::process::file_tail;
 use std::process::Command;
 use std::time::Duration;
 use xshell::{Shell, cmd};

@@ -27,7 +27,7 @@
 
 use super::config::NodeHw;
 pub use super::config::node_name;
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -149,7 +149,7 @@ pub fn assign(builds: &[Build], n: usize) -> Vec<&Build> {
 /// configured to live: its staging manifest (`<prefix>.staging.toml`) says so. A label that
 /// is a personality name (`native`, `darwin`) must match the build's personality.
 pub fn check_mixed_build(build: &Build) -> Result<()> {
-    let m = crate::staging::Manifest::read(&build.prefix)?;
+    let m = driver_common::staging::Manifest::read(&build.prefix)?;
     let given = std::path::absolute(&build.prefix).map_err(|e| Error::io(&build.prefix, e))?;
     if canonical(&m.prefix) != canonical(&given) {
         return Err(Error::Usage(format!(
@@ -160,8 +160,8 @@ pub fn check_mixed_build(build: &Build) -> Result<()> {
         )));
     }
     for p in [
-        crate::personality::Personality::Native,
-        crate::personality::Personality::Darwin,
+        driver_common::personality::Personality::Native,
+        driver_common::personality::Personality::Darwin,
     ] {
         if build.label == p.name() && m.personality != p {
             return Err(Error::Usage(format!(
@@ -265,7 +265,7 @@ mod tests {
 
     #[test]
     fn check_mixed_build__relocated_or_mislabelled_prefix_is_refused() {
-        let (d, prefix) = crate::testing::scratch("prefix");
+        let (d, prefix) = driver_common::testing::scratch("prefix");
         std::fs::create_dir_all(&prefix).unwrap();
         let build = Build {
             label: "darwin".into(),
@@ -275,10 +275,10 @@ mod tests {
             check_mixed_build(&build),
             Err(Error::NotStaged { .. })
         ));
-        let mut m = crate::staging::Manifest {
+        let mut m = driver_common::staging::Manifest {
             version: "24.11.5".into(),
             line: "24.11".into(),
-            personality: crate::personality::Personality::Native,
+            personality: driver_common::personality::Personality::Native,
             target: "x86_64-unknown-linux-gnu".into(),
             patched: true,
             prefix: d.path().join("elsewhere"),
@@ -291,7 +291,7 @@ mod tests {
         };
         // The manifest beside `prefix` names another prefix: relocated.
         std::fs::write(
-            crate::staging::Manifest::path_for(&prefix),
+            driver_common::staging::Manifest::path_for(&prefix),
             toml::to_string(&m).unwrap(),
         )
         .unwrap();
@@ -301,7 +301,7 @@ mod tests {
         m.write().unwrap();
         let e = check_mixed_build(&build).unwrap_err().to_string();
         assert!(e.contains("is a native build"), "{e}");
-        m.personality = crate::personality::Personality::Darwin;
+        m.personality = driver_common::personality::Personality::Darwin;
         m.write().unwrap();
         check_mixed_build(&build).unwrap();
     }

@@ -23,10 +23,10 @@ use super::private_ns::{self, Entered};
 use super::user::TEST_USER;
 use crate::check::{Outcome, Results};
 use crate::cli::PeerArgs;
-use crate::error::{Error, Result};
-use crate::personality::Personality;
-use crate::staging::Manifest;
-use crate::util::process::bounded::run_to_log_bounded;
+use driver_common::error::{Error, Result};
+use driver_common::personality::Personality;
+use driver_common::staging::Manifest;
+use driver_common::util::process::bounded::run_to_log_bounded;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -59,7 +59,7 @@ const EXTRA_CONF: &[&str] = &[
 ];
 
 /// An installed build with the source and build trees the suite compiles helpers against,
-/// as its staging manifest names them ([`crate::staging::Manifest`]).
+/// as its staging manifest names them ([`driver_common::staging::Manifest`]).
 #[derive(Debug, Clone)]
 pub struct Install {
     pub name: String,
@@ -291,14 +291,14 @@ fn prepare_suite(sh: &Shell, install: &Install, dir: &Path, conf: &Path) -> Resu
     let testsuite = dir.join("suite/testsuite");
     std::fs::create_dir_all(&testsuite).map_err(|e| Error::io(&testsuite, e))?;
     let from = install.src.join("testsuite/python");
-    crate::util::process::bounded::read_bounded(
+    driver_common::util::process::bounded::read_bounded(
         cmd!(sh, "cp -R {from} {testsuite}"),
         Duration::from_secs(60),
     )?;
     let tsconf = testsuite.join("testsuite.conf");
     std::fs::write(&tsconf, testsuite_conf(install, conf)).map_err(|e| Error::io(&tsconf, e))?;
     let suite_root = dir.join("suite");
-    crate::util::process::bounded::read_bounded(
+    driver_common::util::process::bounded::read_bounded(
         cmd!(sh, "chown -R {TEST_USER} {suite_root}"),
         Duration::from_secs(60),
     )?;
@@ -369,7 +369,7 @@ fn run_pytest(
         _ => Err(Error::Scenario(format!(
             "pytest ended with {status}; see {}:\n{}",
             log.display(),
-            crate::util::process::file_tail(log, 30)
+            driver_common::util::process::file_tail(log, 30)
         ))),
     }
 }
@@ -379,7 +379,7 @@ fn run_pytest(
 fn test_user(sh: &Shell) -> Result<()> {
     let user = super::user::ensure_test_user()?;
     let name = &user.name;
-    let rights = crate::util::process::bounded::read_bounded(
+    let rights = driver_common::util::process::bounded::read_bounded(
         cmd!(sh, "runuser -u {name} -- sudo -ln"),
         Duration::from_secs(30),
     )
@@ -399,7 +399,7 @@ fn test_user(sh: &Shell) -> Result<()> {
 /// The Python modules must import for the test user's `python3`.
 fn check_modules(sh: &Shell) -> Result<()> {
     let code = format!("import {}", MODULES.join(", "));
-    let out = crate::util::process::bounded::run_bounded(
+    let out = driver_common::util::process::bounded::run_bounded(
         cmd!(
             sh,
             "runuser -u {TEST_USER} -- env -i PATH=/usr/local/bin:/usr/bin:/bin python3 -c {code}"
@@ -420,7 +420,7 @@ fn check_modules(sh: &Shell) -> Result<()> {
 }
 
 fn user_home(sh: &Shell) -> Result<String> {
-    let line = crate::util::process::bounded::read_bounded(
+    let line = driver_common::util::process::bounded::read_bounded(
         cmd!(sh, "getent passwd {TEST_USER}"),
         Duration::from_secs(10),
     )?;
@@ -433,7 +433,7 @@ fn user_home(sh: &Shell) -> Result<String> {
 
 /// A new directory for one peer run, readable by the test user.
 fn work_dir() -> Result<PathBuf> {
-    crate::util::fs::new_work_dir("xtask-peer", 0o755)
+    driver_common::util::fs::new_work_dir("xtask-peer", 0o755)
 }
 
 #[cfg(test)]
@@ -488,10 +488,8 @@ mod tests {
         };
         let mut line: Vec<std::ffi::OsString> = vec!["cargo xtask".into()];
         line.extend(argv(&args));
-        let cli = crate::cli::Cli::try_parse_from(line).unwrap();
-        let crate::cli::Command::Cluster(c) = cli.command else {
-            panic!("not a cluster command")
-        };
+        let cli = crate::cli::ClusterCli::try_parse_from(line).unwrap();
+        let crate::cli::ClusterCommand::Cluster(c) = cli.command;
         let crate::cli::ClusterAction::Peer(p) = c.action else {
             panic!("not peer")
         };
@@ -531,7 +529,7 @@ mod tests {
             build: "/s/build".into(),
         };
         let c = testsuite_conf(&i, Path::new("/c/etc/slurm.conf"));
-        crate::testing::assert_has_lines(
+        driver_common::testing::assert_has_lines(
             &c.lines().collect::<Vec<_>>(),
             &[
                 "SlurmSourceDir=/s/src",
@@ -544,7 +542,7 @@ mod tests {
 
     #[test]
     fn install__takes_src_and_build_from_the_staging_manifest() {
-        let (d, prefix) = crate::testing::scratch("prefix");
+        let (d, prefix) = driver_common::testing::scratch("prefix");
         std::fs::create_dir_all(&prefix).unwrap();
         let err = Install::from_prefix(Personality::Native, &prefix).unwrap_err();
         assert!(matches!(err, Error::NotStaged { .. }), "{err}");

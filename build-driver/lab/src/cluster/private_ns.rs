@@ -11,8 +11,8 @@
 //! Nothing outside the namespace changes, and its mounts vanish when its last process exits,
 //! whatever happened to the driver.
 
-use crate::error::{Error, Result};
-use crate::util::process::bounded::read_bounded;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::read_bounded;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use xshell::{Shell, cmd};
@@ -182,7 +182,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn running_exe__starts_the_running_image_after_its_file_is_gone() {
-        let (_dir, copy) = crate::testing::scratch("sleep-copy");
+        let (_dir, copy) = driver_common::testing::scratch("sleep-copy");
         std::fs::copy("/bin/sleep", &copy).unwrap();
         let mut running = std::process::Command::new(&copy).arg("30").spawn().unwrap();
         std::fs::remove_file(&copy).unwrap();

@@ -14,8 +14,8 @@
 //! lane; not run by this project) the start time comes from `ps -o lstart=`, signals go
 //! through kill(2) right after the start-time check, and there is no isolation.
 
-use crate::error::{Error, Result};
-use crate::util::process::spawn::ExtraMount;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::spawn::ExtraMount;
 use nix::sys::signal::Signal;
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
@@ -127,7 +127,7 @@ impl Isolation {
     /// Make `cmd` enter a new mount namespace with our directory on `/run` (and a new UTS
     /// namespace with the node's host name) before it execs.
     pub fn apply(&self, cmd: &mut Command) {
-        crate::util::process::spawn::private_run(
+        driver_common::util::process::spawn::private_run(
             cmd,
             self.run_dir.clone(),
             self.hostname.clone(),
@@ -151,7 +151,7 @@ pub fn spawn_detached(
         .map_err(|e| Error::io(output, e))?;
     let err = out.try_clone().map_err(|e| Error::io(output, e))?;
     cmd.stdin(Stdio::null()).stdout(out).stderr(err);
-    crate::util::process::spawn::new_session(&mut cmd);
+    driver_common::util::process::spawn::new_session(&mut cmd);
     if let Some(iso) = isolation {
         iso.apply(&mut cmd);
     }
@@ -713,7 +713,7 @@ mod tests {
 
     #[test]
     fn stop__kills_what_ignores_sigterm() {
-        let (dir, ready) = crate::testing::scratch("ready");
+        let (dir, ready) = driver_common::testing::scratch("ready");
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
             .arg("trap '' TERM; touch \"$1\"; while :; do sleep 1; done")

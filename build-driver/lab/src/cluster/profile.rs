@@ -301,7 +301,7 @@ mod tests {
     fn default__memory_is_consumable_and_every_job_gets_some() {
         let h = hw(8, 24105);
         let lines = Profile::Default.global_lines(&[&h]);
-        crate::testing::assert_has_lines(
+        driver_common::testing::assert_has_lines(
             &lines,
             &[
                 "SelectType=select/cons_tres",
@@ -325,7 +325,7 @@ mod tests {
     fn poc__the_seed_lines_and_no_memory_default() {
         let h = hw(18, 131072);
         let lines = Profile::Poc.global_lines(&[&h]);
-        crate::testing::assert_has_lines(
+        driver_common::testing::assert_has_lines(
             &lines,
             &[
                 "SelectType=select/cons_tres",
@@ -355,7 +355,7 @@ mod tests {
     fn macos_native__default_plus_the_darwin_plugins_and_overmemorykill() {
         let h = hw(8, 24105);
         let mine = Profile::MacosNative.global_lines(&[&h]);
-        crate::testing::assert_has_lines(
+        driver_common::testing::assert_has_lines(
             &mine,
             &[
                 "ProctrackType=proctrack/darwin",

@@ -5,8 +5,8 @@
 use super::config::{Layout, MIN_JOB_AGE_S, Ports, write_key};
 use super::nodes::Node;
 use super::profile::Profile;
-use crate::error::{Error, Result};
-use crate::util::fs::write_atomic;
+use driver_common::error::{Error, Result};
+use driver_common::util::fs::write_atomic;
 use std::path::PathBuf;
 
 /// Everything the configuration files depend on.
@@ -567,7 +567,7 @@ mod tests {
         assert!(run().success());
         std::fs::write(l.fail_flag("prolog"), "").unwrap();
         assert_eq!(run().code(), Some(1));
-        crate::testing::assert_file(&l.hook_log(), "prolog 7 0\nprolog 7 0\n");
+        driver_common::testing::assert_file(&l.hook_log(), "prolog 7 0\nprolog 7 0\n");
         let text = render_hook(&l, "prolog");
         assert!(text.contains(&format!("if [ -e '{}' ]", l.sleep_flag("prolog").display())));
     }

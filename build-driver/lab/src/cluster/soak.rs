@@ -26,8 +26,8 @@ use super::handle::Cluster;
 use super::scenarios::client::Ctx;
 use super::state::State;
 use crate::cli::SoakArgs;
-use crate::error::{Error, Result};
-use crate::util::process::bounded::poll;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::poll;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -185,7 +185,7 @@ fn drain(cluster: &Cluster, start: Instant) -> Result<()> {
     let read = |tool: &str, args: &[&str]| -> Result<String> {
         let mut c = view.tool(tool);
         c.args(args);
-        crate::util::process::bounded::read_bounded(c, super::config::CLIENT_TIMEOUT)
+        driver_common::util::process::bounded::read_bounded(c, super::config::CLIENT_TIMEOUT)
     };
     poll(
         "the queue to empty",
@@ -245,7 +245,7 @@ fn account(cluster: &Cluster, expected: &[verify::Expected]) -> Result<verify::F
         if dups {
             c.arg("-D");
         }
-        crate::util::process::bounded::read_bounded(c, Duration::from_secs(300))
+        driver_common::util::process::bounded::read_bounded(c, Duration::from_secs(300))
     };
     let f = verify::check(expected, &sacct(false)?);
     let requeued = verify::requeued(&sacct(true)?);

@@ -11,9 +11,9 @@ use super::daemon::Daemon;
 use super::handle::{Cluster, POLL};
 use super::mariadb;
 use super::procs::{self, Isolation, Liveness};
-use crate::error::{Error, Result};
-use crate::util::process::bounded::{poll, read_bounded, run_bounded};
-use crate::util::process::file_tail;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::{poll, read_bounded, run_bounded};
+use driver_common::util::process::file_tail;
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::process::Command;
 use std::time::Instant;
@@ -107,7 +107,7 @@ impl Cluster {
         // The darwin personality's modelled Mac (gpu/apple, node metrics) is the cluster's
         // hardware file for every daemon; native builds never read it.
         cmd.env("SLURM_CONF", conf)
-            .env(crate::gres_conf::HARDWARE_VAR, l.mac_hardware())
+            .env(slurm_mac::gres_conf::HARDWARE_VAR, l.mac_hardware())
             .current_dir(l.logs());
         if d != Daemon::MariaDb {
             cmd.envs(self.state.daemon_env.iter().map(|(k, v)| (k, v)));

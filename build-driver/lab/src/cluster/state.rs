@@ -6,7 +6,7 @@ use super::config::{Layout, Ports};
 use super::nodes::Node;
 use super::procs::{Liveness, ProcRecord};
 use super::profile::Profile;
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -62,7 +62,7 @@ impl State {
             root: dir.to_path_buf(),
         }
         .state_file();
-        let Some(text) = crate::util::fs::read_optional(&path)? else {
+        let Some(text) = driver_common::util::fs::read_optional(&path)? else {
             return Ok(None);
         };
         toml::from_str(&text).map(Some).map_err(|e| {
@@ -80,7 +80,7 @@ impl State {
     pub fn save(&self) -> Result<()> {
         let text =
             toml::to_string(self).map_err(|e| Error::parse("serialising the cluster record", e))?;
-        crate::util::fs::write_atomic(&self.layout().state_file(), text.as_bytes(), 0o644)
+        driver_common::util::fs::write_atomic(&self.layout().state_file(), text.as_bytes(), 0o644)
     }
 
     /// Record a started process (replacing an earlier record of the same name) and save.

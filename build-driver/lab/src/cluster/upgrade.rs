@@ -5,7 +5,7 @@
 //! (Slurm's upgrade guide, doc/html/upgrades.shtml of 24.11 and later). Major releases are
 //! `YY.MM`, two a year (`.02`/`.05` and `.11`).
 
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
 /// How many major releases an upgrade may skip forward, at most.
@@ -35,8 +35,8 @@ pub fn check_upgrade(from: &Path, to: &Path) -> Result<PathBuf> {
     let to = std::path::absolute(to).map_err(|e| Error::io(to, e))?;
     super::host::check_prefix(&to)?;
     let (a, b) = (
-        crate::staging::Manifest::read(from)?,
-        crate::staging::Manifest::read(&to)?,
+        driver_common::staging::Manifest::read(from)?,
+        driver_common::staging::Manifest::read(&to)?,
     );
     let bad = |why: String| {
         Error::Usage(format!(

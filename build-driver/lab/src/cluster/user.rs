@@ -2,8 +2,8 @@
 //! and gid) and Slurm's Python test suite (which wants a user with a `NOPASSWD: ALL` sudo
 //! rule, or skips most tests). Created idempotently; root only.
 
-use crate::error::{Error, Result};
-use crate::util::process::bounded::{read_bounded, run_bounded};
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::{read_bounded, run_bounded};
 use std::path::Path;
 use std::time::Duration;
 use xshell::{Shell, cmd};
@@ -38,7 +38,7 @@ pub fn ensure_test_user() -> Result<TestUser> {
     let dest = Path::new("/etc/sudoers.d").join(TEST_USER);
     if std::fs::read_to_string(&dest).ok().as_deref() != Some(rule.as_str()) {
         let part = Path::new("/etc/sudoers.d").join(format!(".{TEST_USER}.part"));
-        crate::util::fs::write_atomic(&part, rule.as_bytes(), 0o440)?;
+        driver_common::util::fs::write_atomic(&part, rule.as_bytes(), 0o440)?;
         if let Err(e) = read_bounded(cmd!(sh, "visudo -cf {part}"), t) {
             std::fs::remove_file(&part).ok();
             return Err(e.context(format!("sudo rule for {TEST_USER} rejected")));

@@ -5,7 +5,7 @@
 
 use super::{Recorded, load};
 use crate::check::{Difference, Outcome};
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 

@@ -12,7 +12,7 @@
 //! reason = "..."
 //! ```
 
-use super::Recorded;
+use super::Entry;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -33,29 +33,29 @@ pub struct Access {
     pub reason: String,
 }
 
-impl Accepted {
-    /// The entry that accepts `seen`, if any.
-    pub fn find(&self, seen: &Seen) -> Option<&Access> {
-        self.accepted
-            .iter()
-            .find(|a| a.site == seen.function && seen.path.starts_with(&a.path))
-    }
+/// The entry of `accepted` that accepts `seen`, if any.
+pub fn find<'a>(accepted: &'a Accepted, seen: &Seen) -> Option<&'a Access> {
+    accepted
+        .accepted
+        .iter()
+        .find(|a| a.site == seen.function && seen.path.starts_with(&a.path))
 }
 
-impl Recorded for Accepted {
+impl Entry for Access {
     const UNLISTED: &'static str = "access to a path macOS does not have";
+    type Key = ();
 
-    fn parse(text: &str) -> std::result::Result<Accepted, String> {
-        let a: Accepted = toml::from_str(text).map_err(|e| e.to_string())?;
-        for x in &a.accepted {
-            if x.reason.trim().is_empty() || x.site.trim().is_empty() || x.path.trim().is_empty() {
-                return Err(format!(
-                    "entry for site `{}` path `{}`: site, path and reason must not be empty",
-                    x.site, x.path
-                ));
-            }
+    fn check(&self, _seen: &mut std::collections::BTreeSet<()>) -> std::result::Result<(), String> {
+        if self.reason.trim().is_empty()
+            || self.site.trim().is_empty()
+            || self.path.trim().is_empty()
+        {
+            return Err(format!(
+                "entry for site `{}` path `{}`: site, path and reason must not be empty",
+                self.site, self.path
+            ));
         }
-        Ok(a)
+        Ok(())
     }
 }
 
@@ -176,6 +176,7 @@ fn symbol_at(file: &Path, offset: u64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use driver_common::expectations::Recorded as _;
 
     const LOG: &str = "slurm-shim[10]: macOS behaviour applied: opendir of a path macOS does not have -> ENOENT (no /proc, /run, /sys, /dev/shm on macOS) [/proc/self/fd] at libslurmfull.so(closeall_except+0x1f) [+0x8a1c2]\n\
 slurm-shim[11]: macOS behaviour applied: opendir of a path macOS does not have -> ENOENT (no /proc, /run, /sys, /dev/shm on macOS) [/proc/self/fd] at libslurmfull.so(closeall_except+0x1f) [+0x8a1c2]\n\
@@ -210,10 +211,10 @@ slurm-shim[14]: macOS behaviour applied: stat of a path macOS does not have -> E
 
     #[test]
     fn name_static_sites__a_static_function_of_a_renamed_program() {
-        let Some(sh) = crate::testing::shell_with(&["cc"]) else {
+        let Some(sh) = driver_common::testing::shell_with(&["cc"]) else {
             return;
         };
-        let (dir, sbin) = crate::testing::scratch("sbin");
+        let (dir, sbin) = driver_common::testing::scratch("sbin");
         std::fs::create_dir(&sbin).unwrap();
         let c = dir.path().join("p.c");
         std::fs::write(
@@ -223,7 +224,7 @@ slurm-shim[14]: macOS behaviour applied: stat of a path macOS does not have -> E
         )
         .unwrap();
         let prog = sbin.join("slurmstepd");
-        crate::testing::cc(
+        driver_common::testing::cc(
             &sh,
             &[
                 "-O1".as_ref(),
@@ -261,8 +262,8 @@ slurm-shim[14]: macOS behaviour applied: stat of a path macOS does not have -> E
         )
         .unwrap();
         let seen = parse_log(LOG);
-        assert!(a.find(&seen[1]).is_some());
-        assert!(a.find(&seen[0]).is_none());
+        assert!(find(&a, &seen[1]).is_some());
+        assert!(find(&a, &seen[0]).is_none());
         assert!(
             Accepted::parse("[[accepted]]\nsite = \"x\"\npath = \"/p\"\nreason = \" \"\n").is_err()
         );

@@ -1,6 +1,6 @@
 //! The sysconfdir's two files: the cluster's `slurm.key` and `slurm.conf`.
 
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::fs;
 use std::path::Path;
 
@@ -28,7 +28,7 @@ pub fn install_config(from: &Path, etc: &Path, key: Option<&[u8]>) -> Result<Vec
         let path = etc.join("slurm.key");
         let same = fs::read(&path).map(|old| old == k).unwrap_or(false);
         if !same {
-            crate::util::fs::write_atomic(&path, k, 0o600)?;
+            driver_common::util::fs::write_atomic(&path, k, 0o600)?;
         }
         std::os::unix::fs::chown(&path, Some(0), Some(0)).map_err(|e| {
             Error::io(&path, e).context("slurm.key must be owned by root: run install as root")
@@ -44,7 +44,7 @@ pub fn install_config(from: &Path, etc: &Path, key: Option<&[u8]>) -> Result<Vec
         let conf = etc.join("slurm.conf");
         match fs::read(&conf) {
             Err(_) => {
-                crate::util::fs::write_atomic(&conf, &text, 0o644)?;
+                driver_common::util::fs::write_atomic(&conf, &text, 0o644)?;
                 said.push(format!(
                     "{} written from the example: edit it for your cluster",
                     conf.display()
@@ -53,7 +53,7 @@ pub fn install_config(from: &Path, etc: &Path, key: Option<&[u8]>) -> Result<Vec
             Ok(old) if old == text => {}
             Ok(_) => {
                 let new = etc.join("slurm.conf.new");
-                crate::util::fs::write_atomic(&new, &text, 0o644)?;
+                driver_common::util::fs::write_atomic(&new, &text, 0o644)?;
                 said.push(format!(
                     "{} exists and is yours: left as it is; the example went to {}",
                     conf.display(),

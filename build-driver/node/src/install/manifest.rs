@@ -2,7 +2,7 @@
 //! sha256 (or link target) and mode, written inside the prefix. It tells `install` whether a
 //! second run would change anything, and `uninstall` what to remove.
 
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs;
@@ -41,7 +41,7 @@ fn entry(path: &Path) -> Result<Option<Entry>> {
         return Ok(None);
     }
     Ok(Some(Entry {
-        content: format!("sha256:{}", crate::util::fs::sha256_file(path)?),
+        content: format!("sha256:{}", driver_common::util::fs::sha256_file(path)?),
         mode: meta.permissions().mode() & 0o7777,
     }))
 }
@@ -50,7 +50,7 @@ impl Manifest {
     /// The manifest of the tree at `dir`, installed as `prefix`.
     pub fn of_tree(dir: &Path, prefix: &Path) -> Result<Manifest> {
         let mut files = BTreeMap::new();
-        for rel in crate::util::fs::walk(dir)? {
+        for rel in driver_common::util::fs::walk(dir)? {
             if let Some(e) = entry(&dir.join(&rel))? {
                 files.insert(rel.display().to_string(), e);
             }
@@ -75,7 +75,7 @@ impl Manifest {
         let text = format!(
             "# Written by `cargo xtask install`; `cargo xtask uninstall` reads it.\n{text}"
         );
-        crate::util::fs::write_atomic(path, text.as_bytes(), 0o644)
+        driver_common::util::fs::write_atomic(path, text.as_bytes(), 0o644)
     }
 
     /// Errors unless every entry is in `dir` as recorded.
@@ -96,13 +96,13 @@ impl Manifest {
         for (rel, want) in &self.files {
             let p = dir.join(rel);
             match entry(&p) {
-                Ok(Some(e)) if &e == want => crate::util::fs::remove_optional(&p)?,
+                Ok(Some(e)) if &e == want => driver_common::util::fs::remove_optional(&p)?,
                 Ok(Some(_)) => kept.push(p),
                 _ => {}
             }
         }
-        crate::util::fs::remove_optional(&dir.join(super::MANIFEST))?;
-        let mut dirs: Vec<PathBuf> = crate::util::fs::walk(dir)?
+        driver_common::util::fs::remove_optional(&dir.join(super::MANIFEST))?;
+        let mut dirs: Vec<PathBuf> = driver_common::util::fs::walk(dir)?
             .into_iter()
             .map(|r| dir.join(r))
             .filter(|p| p.is_dir() && !p.is_symlink())
@@ -122,7 +122,7 @@ impl Manifest {
     /// The entries of a file not in this manifest (an admin's), relative to `dir`.
     pub fn foreign_files(&self, dir: &Path) -> Result<Vec<String>> {
         let mut out = Vec::new();
-        for rel in crate::util::fs::walk(dir)? {
+        for rel in driver_common::util::fs::walk(dir)? {
             let name = rel.display().to_string();
             let p = dir.join(&rel);
             let meta = fs::symlink_metadata(&p).map_err(|e| Error::io(&p, e))?;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::testing::write as put;
+use driver_common::testing::write as put;
 use std::os::unix::fs::PermissionsExt;
 
 /// A staged build for `prefix` below `d/stage` with its staging manifest.
@@ -20,7 +20,7 @@ fn staged(d: &Path, prefix: &str) -> PathBuf {
     Staged {
         version: "24.11.5".into(),
         line: "24.11".into(),
-        personality: crate::personality::Personality::Native,
+        personality: driver_common::personality::Personality::Native,
         target: "aarch64-apple-darwin".into(),
         patched: true,
         prefix: s.clone(),
@@ -78,7 +78,7 @@ fn install__staged_tree_exact_modes_manifest_key_and_a_second_run_changes_nothin
     assert_eq!(mode(&k), 0o600);
     let meta = fs::metadata(&k).unwrap();
     assert_eq!((meta.uid(), meta.gid()), (0, 0));
-    crate::testing::assert_file(&p.join("etc/slurm.conf"), "ClusterName=example\n");
+    driver_common::testing::assert_file(&p.join("etc/slurm.conf"), "ClusterName=example\n");
     // Again: nothing changes (same inode: the tree was not replaced).
     let ino = fs::metadata(p.join("sbin/slurmd")).unwrap().ino();
     run(&sh, d.path(), args(d.path(), &from, Some(key))).unwrap();
@@ -91,8 +91,8 @@ fn install__staged_tree_exact_modes_manifest_key_and_a_second_run_changes_nothin
     );
     put(&from.join("sbin/slurmd"), "#!/bin/sh\necho slurmd 2\n");
     run(&sh, d.path(), args(d.path(), &from, None)).unwrap();
-    crate::testing::assert_file(&p.join("etc/slurm.conf"), "ClusterName=mine\n");
-    crate::testing::assert_file(&p.join("etc/slurm.conf.new"), "ClusterName=example2\n");
+    driver_common::testing::assert_file(&p.join("etc/slurm.conf"), "ClusterName=mine\n");
+    driver_common::testing::assert_file(&p.join("etc/slurm.conf.new"), "ClusterName=example2\n");
     assert!(
         fs::read_to_string(p.join("sbin/slurmd"))
             .unwrap()
@@ -148,7 +148,7 @@ fn install__refuses_foreign_prefix_wrong_build_missing_key_and_leaves_nothing() 
     )
     .unwrap_err()
     .to_string();
-    crate::testing::assert_mentions(&e, &["--key", "controller's slurm.key"]);
+    driver_common::testing::assert_mentions(&e, &["--key", "controller's slurm.key"]);
     assert!(!p.exists());
     // A build configured for another prefix.
     let other = staged(&d.path().join("o"), "/usr/local/slurm");
@@ -177,6 +177,6 @@ fn install__without_from_looks_in_target_stage_and_says_how_to_build_it() {
         ..args(d.path(), d.path(), None)
     };
     let e = run(&sh, d.path(), a).unwrap_err().to_string();
-    crate::testing::assert_mentions(&e, &["stage/opt/slurm", "--destdir target/stage"]);
+    driver_common::testing::assert_mentions(&e, &["stage/opt/slurm", "--destdir target/stage"]);
     assert!(default_from(Path::new("/r"), Path::new("/opt/slurm")).ends_with("stage/opt/slurm"));
 }

@@ -27,8 +27,8 @@
 //! outputs (tests below, and docs/JOIN.md).
 
 use super::lines::{BadVersion, Version};
-use crate::error::{Error, Result};
-use crate::util::process::bounded::{poll, run_bounded};
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::{poll, run_bounded};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -209,7 +209,7 @@ pub fn version_of_config(show_config: &str) -> Result<Version, BadVersion> {
 /// The local build's version: `sbin/slurmd -V` of the prefix (`slurm 24.11.5`).
 pub fn local_version(prefix: &Path) -> Result<Version> {
     let slurmd = prefix.join("sbin/slurmd");
-    if !crate::util::process::is_executable(&slurmd) {
+    if !driver_common::util::process::is_executable(&slurmd) {
         return Err(Error::NotASlurmPrefix {
             path: prefix.to_path_buf(),
             detail: format!("no executable {}", slurmd.display()),
@@ -247,7 +247,7 @@ pub type Answer = std::result::Result<Version, (Problem, String)>;
 /// Ask (see the module doc). `Err` is an error of the probe itself (a program that cannot
 /// start); what the controller said, or did not, is the [`Answer`].
 pub fn ask(a: &Ask<'_>) -> Result<Answer> {
-    let work = crate::util::fs::new_work_dir("slurm-join", 0o700)?;
+    let work = driver_common::util::fs::new_work_dir("slurm-join", 0o700)?;
     let result = ask_in(a, &work);
     let _ = std::fs::remove_dir_all(&work);
     result
@@ -261,14 +261,14 @@ fn ask_in(a: &Ask<'_>, work: &Path) -> Result<Answer> {
     let private = |cmd: &mut Command| {
         if isolate {
             if let Ok(dir) = std::ffi::CString::new(run.as_os_str().as_encoded_bytes()) {
-                crate::util::process::spawn::private_run(cmd, dir, None, Vec::new());
+                driver_common::util::process::spawn::private_run(cmd, dir, None, Vec::new());
             }
         }
     };
     let log = work.join("sackd.log");
     let (mut sackd, conf) = sackd_command(a);
     private(&mut sackd);
-    let mut child = crate::util::process::spawn_logged(sackd, &log)?;
+    let mut child = driver_common::util::process::spawn_logged(sackd, &log)?;
     let ready = poll(
         "sackd's SACK socket",
         a.timeout,

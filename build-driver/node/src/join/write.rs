@@ -4,9 +4,9 @@
 //! created is removed again and every file it replaced gets its old bytes back.
 
 use super::plan::Plan;
-use crate::error::{Error, Result};
-use crate::util::fs::write_atomic;
-use crate::util::process::bounded::run_bounded;
+use driver_common::error::{Error, Result};
+use driver_common::util::fs::write_atomic;
+use driver_common::util::process::bounded::run_bounded;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -61,7 +61,7 @@ pub fn apply(plan: &Plan) -> Result<()> {
             return Err(Error::Command {
                 step: "join: starting slurmd".into(),
                 program: plan.slurmd.join(" "),
-                detail: crate::util::process::tail(&[out.stdout, out.stderr].concat(), 15),
+                detail: driver_common::util::process::tail(&[out.stdout, out.stderr].concat(), 15),
             });
         }
         Ok(())
@@ -80,8 +80,8 @@ mod tests {
 
     #[test]
     fn apply__failing_slurmd_leaves_no_file_behind_and_restores_replaced_ones() {
-        let (dir, key) = crate::testing::scratch("src.key");
-        crate::testing::write(&key, "new key");
+        let (dir, key) = driver_common::testing::scratch("src.key");
+        driver_common::testing::write(&key, "new key");
         let etc = dir.path().join("etc");
         std::fs::create_dir(&etc).unwrap();
         std::fs::write(etc.join("slurm.conf"), "old conf").unwrap();
@@ -104,12 +104,12 @@ mod tests {
         let e = apply(&plan).unwrap_err();
         assert!(e.to_string().contains("starting slurmd"), "{e}");
         assert!(!etc.join("slurm.key").exists());
-        crate::testing::assert_file(&etc.join("slurm.conf"), "old conf");
+        driver_common::testing::assert_file(&etc.join("slurm.conf"), "old conf");
     }
 
     #[test]
     fn apply__key_is_0600() {
-        let (dir, key) = crate::testing::scratch("src.key");
+        let (dir, key) = driver_common::testing::scratch("src.key");
         std::fs::write(&key, "k").unwrap();
         let to = dir.path().join("etc/slurm.key");
         let plan = Plan {

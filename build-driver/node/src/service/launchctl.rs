@@ -7,8 +7,8 @@
 //! message for a label still present). So after a bootout we poll `print` until the label is
 //! gone, bounded.
 
-use crate::error::{Error, Result};
-use crate::util::process::bounded::{poll, run_bounded};
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::{poll, run_bounded};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use xshell::{Shell, cmd};

@@ -114,9 +114,9 @@ pub fn file_name(daemon: Daemon) -> String {
 
 /// Reads a property list back (tests).
 #[cfg(test)]
-pub fn parse(bytes: &[u8], what: &Path) -> crate::error::Result<plist::Value> {
+pub fn parse(bytes: &[u8], what: &Path) -> driver_common::error::Result<plist::Value> {
     plist::Value::from_reader(std::io::Cursor::new(bytes))
-        .map_err(|e| crate::error::Error::parse(what.display().to_string(), e))
+        .map_err(|e| driver_common::error::Error::parse(what.display().to_string(), e))
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! `/proc/<pid>/task/<tid>/schedstat` (its first field: nanoseconds on a CPU), read every
 //! [`EVERY`], and the bursts of growth in it (one accounting poll each).
 
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 

@@ -5,8 +5,8 @@ use super::super::config::CLIENT_TIMEOUT;
 use super::super::daemon::Daemon;
 use super::super::procs::{self, ProcRecord};
 use super::Cluster;
-use crate::error::{Error, Result};
-use crate::util::process::bounded::run_bounded;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::run_bounded;
 use std::time::Duration;
 
 impl Cluster {

@@ -3,7 +3,7 @@
 
 use super::super::daemon::Daemon;
 use super::client::{Ctx, JOB_TIMEOUT};
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::time::Duration;
 
 pub fn dbd_outage(ctx: &mut Ctx<'_>) -> Result<String> {

@@ -11,8 +11,8 @@
 
 use super::client::{Ctx, JOB_TIMEOUT, POLL, q};
 use super::macos_native::{POLL_INTERVAL, parse_size};
-use crate::error::{Error, Result};
-use crate::util::process::bounded::poll;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::poll;
 use std::path::Path;
 use std::time::Duration;
 

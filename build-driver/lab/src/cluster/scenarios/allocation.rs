@@ -1,8 +1,8 @@
 //! Steps inside one allocation and CPU requests against the node's size (SMD-107, 108).
 
 use super::client::{Ctx, JOB_TIMEOUT, q};
-use crate::error::{Error, Result};
-use crate::util::process::bounded::poll;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::poll;
 use std::time::Duration;
 
 /// `sacct -j ID -P -o JobID,State,ExitCode`: (step id, state, exit code) per line.
@@ -202,7 +202,7 @@ pub fn cpu_request(ctx: &mut Ctx<'_>) -> Result<String> {
     let mut c = ctx.tool("sbatch");
     c.args(["--parsable", "-N1", &format!("-n{over}"), "-o", "/dev/null"])
         .arg(&script);
-    let out = crate::util::process::bounded::run_bounded(c, super::client::CLIENT_TIMEOUT)?;
+    let out = driver_common::util::process::bounded::run_bounded(c, super::client::CLIENT_TIMEOUT)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let what = match super::client::parse_job_id(&stdout) {
         None if !out.status.success() => format!(

@@ -10,8 +10,8 @@
 use super::super::daemon::Daemon;
 use super::super::render::MAC_HARDWARE;
 use super::client::{Ctx, JOB_TIMEOUT, q};
-use crate::error::{Error, Result};
-use crate::gres_conf::{self, Source};
+use driver_common::error::{Error, Result};
+use slurm_mac::gres_conf::{self, Source};
 use std::path::PathBuf;
 use std::time::Duration;
 

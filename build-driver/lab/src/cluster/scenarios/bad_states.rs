@@ -5,7 +5,7 @@
 use super::super::daemon::Daemon;
 use super::super::lifecycle::{self, UpOptions};
 use super::client::Ctx;
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::net::TcpListener;
 
 /// slurmd killed behind the harness's back: the daemon check names it, with its log tail;

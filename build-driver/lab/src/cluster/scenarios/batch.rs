@@ -6,7 +6,7 @@
 //! checked exactly, sacct's against either form.
 
 use super::client::{Ctx, JOB_TIMEOUT};
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 
 /// Three jobs write to stdout and stderr and exit 0, 1 and 255: the files hold what they
 /// wrote; slurmctld records ExitCode 0:0, 1:0, 255:0; sacct COMPLETED 0:0, FAILED 1:0 and

@@ -4,8 +4,8 @@
 
 use super::super::daemon::Daemon;
 use super::client::{Ctx, is_terminal};
-use crate::error::{Error, Result};
-use crate::util::process::bounded::poll;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::poll;
 use std::time::{Duration, Instant};
 
 /// Sequential `srun` jobs, then bursts of `sbatch` jobs.

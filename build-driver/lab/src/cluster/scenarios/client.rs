@@ -2,9 +2,9 @@
 //! the accounting database, waiting for processes, all with bounded waits.
 
 use super::super::handle::Cluster;
-use crate::error::{Error, Result};
-use crate::util::process::bounded::{poll, read_bounded, run_bounded};
-use crate::util::signal::process_exists;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::{poll, read_bounded, run_bounded};
+use driver_common::util::signal::process_exists;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -87,7 +87,7 @@ impl<'a> Ctx<'a> {
     pub fn script(&mut self, stem: &str, body: &str) -> Result<PathBuf> {
         self.counter += 1;
         let p = self.dir.join(format!("{stem}-{}.sh", self.counter));
-        crate::util::fs::write_atomic(&p, format!("#!/bin/sh\n{body}").as_bytes(), 0o755)?;
+        driver_common::util::fs::write_atomic(&p, format!("#!/bin/sh\n{body}").as_bytes(), 0o755)?;
         Ok(p)
     }
 

@@ -13,8 +13,8 @@
 
 use super::super::handle::Cluster;
 use super::client::{CLIENT_TIMEOUT, POLL, parse_fields};
-use crate::error::{Error, Result};
-use crate::util::process::bounded::{poll, run_bounded};
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::{poll, run_bounded};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -141,7 +141,7 @@ impl ConfChange {
             original,
             done: false,
         };
-        crate::util::fs::write_atomic(&change.path, text.as_bytes(), 0o644)?;
+        driver_common::util::fs::write_atomic(&change.path, text.as_bytes(), 0o644)?;
         if let Err(e) = reconfigure(cluster) {
             change.done = true;
             change.put_back()?;
@@ -163,7 +163,7 @@ impl ConfChange {
     }
 
     fn put_back(&self) -> Result<Duration> {
-        crate::util::fs::write_atomic(&self.path, &self.original, 0o644)?;
+        driver_common::util::fs::write_atomic(&self.path, &self.original, 0o644)?;
         let back = std::fs::read(&self.path).map_err(|e| Error::io(&self.path, e))?;
         if back != self.original {
             return Err(Error::Scenario(format!(

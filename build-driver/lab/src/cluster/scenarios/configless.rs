@@ -16,8 +16,8 @@ use super::super::daemon::Daemon;
 use super::super::handle::SlurmdLaunch;
 use super::client::{Ctx, JOB_TIMEOUT, LogMark};
 use super::reconf::{self, Change};
-use crate::error::{Error, Result};
-use crate::util::process::bounded::read_bounded;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::read_bounded;
 use std::path::{Path, PathBuf};
 
 /// Where patch 0015's temporary files go (its `mkostemp` template).
@@ -53,7 +53,7 @@ fn key_only_dir(ctx: &Ctx<'_>, name: &str) -> Result<PathBuf> {
     let dir = l.node_dir(name).join("configless");
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let key = std::fs::read(l.key()).map_err(|e| Error::io(l.key(), e))?;
-    crate::util::fs::write_atomic(&dir.join("slurm.key"), &key, 0o600)?;
+    driver_common::util::fs::write_atomic(&dir.join("slurm.key"), &key, 0o600)?;
     let conf = dir.join("slurm.conf");
     if conf.exists() {
         return Err(Error::Scenario(format!(

@@ -11,7 +11,7 @@ use super::super::handle::SlurmdLaunch;
 use super::super::nodes::{Node, node_addr, node_name};
 use super::client::{Ctx, JOB_TIMEOUT, field};
 use super::reconf::{self, Change};
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 
 const FEATURE: &str = "dyn";
 const PARTITION: &str = "dyn";

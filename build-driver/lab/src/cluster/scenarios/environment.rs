@@ -5,7 +5,7 @@
 use super::super::daemon::Daemon;
 use super::super::user::ensure_test_user;
 use super::client::{Ctx, JOB_TIMEOUT, no_faults, q};
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 
 /// `--export=ALL` carries the submitter's variables, `--export=NONE` does not (Slurm's own
 /// variables are still set), and `srun --export=ALL,VAR=value` sets one for the step.
@@ -53,7 +53,7 @@ pub fn propagation(ctx: &mut Ctx<'_>) -> Result<String> {
         "-c",
         "echo $XTASK_PROBE $XTASK_STEP",
     ]);
-    let out = crate::util::process::bounded::run_bounded(c, super::client::CLIENT_TIMEOUT)?;
+    let out = driver_common::util::process::bounded::run_bounded(c, super::client::CLIENT_TIMEOUT)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() || stdout.trim() != "from-submitter set-by-srun" {
         return Err(Error::Scenario(format!(
@@ -193,7 +193,8 @@ pub fn values(ctx: &mut Ctx<'_>) -> Result<String> {
     let mut c = ctx.tool("srun");
     apply(&mut c);
     c.args(["-N1", "env", "-0"]);
-    let step = crate::util::process::bounded::run_bounded(c, super::client::CLIENT_TIMEOUT)?;
+    let step =
+        driver_common::util::process::bounded::run_bounded(c, super::client::CLIENT_TIMEOUT)?;
     if !step.status.success() {
         return Err(Error::Scenario(format!(
             "srun env -0: {}, {}",

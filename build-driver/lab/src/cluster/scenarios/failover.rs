@@ -23,8 +23,8 @@ use super::super::daemon::Daemon;
 use super::super::procs::{self, Isolation, NodeMount, ProcRecord};
 use super::client::{Ctx, JOB_TIMEOUT, POLL, hold_until};
 use super::reconf::{self, Change};
-use crate::error::{Error, Result};
-use crate::util::process::bounded::{poll, run_bounded};
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::{poll, run_bounded};
 use std::time::Duration;
 use xshell::cmd;
 
@@ -121,13 +121,13 @@ fn name_the_controllers(ctx: &mut Ctx<'_>) -> Result<()> {
     if let Some(dir) = hosts.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     }
-    let system = crate::util::fs::read_optional(std::path::Path::new("/etc/hosts"))?;
+    let system = driver_common::util::fs::read_optional(std::path::Path::new("/etc/hosts"))?;
     let primary = ctx.cluster.state.hostname.clone();
     let text = hosts_text(
         system.as_deref().unwrap_or(""),
         &[(PRIMARY_ADDR, &primary), (BACKUP_ADDR, BACKUP_HOST)],
     );
-    crate::util::fs::write_atomic(&hosts, text.as_bytes(), 0o644)?;
+    driver_common::util::fs::write_atomic(&hosts, text.as_bytes(), 0o644)?;
     ctx.cluster.set_head_mounts(&[NodeMount::Bind {
         source: hosts,
         target: "/etc/hosts".into(),

@@ -4,8 +4,8 @@
 //! (`fixtures/touch_memory.c`). Each is compiled into the scenario's directory on first use.
 
 use super::client::Ctx;
-use crate::error::{Error, Result};
-use crate::util::process::bounded::run_bounded;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::run_bounded;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -25,7 +25,7 @@ pub enum Kind {
 /// (`stem`, or `stem`.so for a plugin), mode 0755.
 pub fn build(ctx: &Ctx<'_>, stem: &str, source: &str, kind: Kind) -> Result<PathBuf> {
     let src = ctx.path(&format!("{stem}.c"));
-    crate::util::fs::write_atomic(&src, source.as_bytes(), 0o644)?;
+    driver_common::util::fs::write_atomic(&src, source.as_bytes(), 0o644)?;
     let out = match kind {
         Kind::Program => ctx.path(stem),
         Kind::SlurmPlugin => ctx.path(&format!("{stem}.so")),

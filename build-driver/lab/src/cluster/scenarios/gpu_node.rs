@@ -12,7 +12,7 @@
 use super::super::daemon::Daemon;
 use super::client::{Ctx, JOB_TIMEOUT, field, hold_until};
 use super::reconf::{self, Change};
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::time::Duration;
 
 /// A node's GPUs as slurmctld knows them.

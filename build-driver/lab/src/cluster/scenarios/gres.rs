@@ -3,7 +3,7 @@
 //! and a crash (TIMEOUT: see `processes::time_limit`), and sacct's AllocTRES has gres/gpu.
 
 use super::client::{Ctx, JOB_TIMEOUT, q};
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::time::Duration;
 
 const GPU: &str = "--gres=gpu:apple:1";
@@ -66,7 +66,7 @@ pub fn release(ctx: &mut Ctx<'_>) -> Result<String> {
             ctx.read("scancel", &[&id.to_string()])?;
         }
         let state = ctx.wait_state(id, wanted, JOB_TIMEOUT)?;
-        let used = crate::util::process::bounded::poll(
+        let used = driver_common::util::process::bounded::poll(
             "GresUsed back to gpu:apple:0",
             Duration::from_secs(30),
             super::client::POLL,

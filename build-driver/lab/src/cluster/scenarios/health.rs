@@ -10,8 +10,8 @@
 
 use super::client::{Ctx, JOB_TIMEOUT, POLL, file_lines, q};
 use super::conf::ConfChange;
-use crate::error::{Error, Result};
-use crate::util::process::bounded::poll;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::poll;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -205,6 +205,6 @@ pub fn timeout(ctx: &mut Ctx<'_>) -> Result<String> {
             killed_after
         ))
     });
-    crate::util::fs::remove_optional(&p.hang_flag)?;
+    driver_common::util::fs::remove_optional(&p.hang_flag)?;
     result
 }

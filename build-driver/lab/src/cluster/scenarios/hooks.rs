@@ -5,7 +5,7 @@
 
 use super::client::{Ctx, JOB_TIMEOUT};
 use super::conf::ConfChange;
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -72,7 +72,7 @@ fn resume_and_run_next(ctx: &mut Ctx<'_>, stem: &str) -> Result<u32> {
 pub fn prolog_epilog(ctx: &mut Ctx<'_>) -> Result<String> {
     let id = ctx.sbatch("hooks", &["-n1"], "echo ran\n")?;
     ctx.wait_state(id, &["COMPLETED"], JOB_TIMEOUT)?;
-    let lines = crate::util::process::bounded::poll(
+    let lines = driver_common::util::process::bounded::poll(
         "the epilog to run",
         JOB_TIMEOUT,
         super::client::POLL,
@@ -126,7 +126,7 @@ pub fn epilog_failure(ctx: &mut Ctx<'_>) -> Result<String> {
 /// The `<name>-sleep <job> <pid> <pgid>` line the hanging hook wrote for job `id`.
 fn sleeping_hook(ctx: &Ctx<'_>, name: &str, id: u32) -> Result<(u32, u32)> {
     let log = ctx.cluster.layout().hook_log();
-    crate::util::process::bounded::poll(
+    driver_common::util::process::bounded::poll(
         &format!("the hanging {name} of job {id} to start"),
         JOB_TIMEOUT,
         super::client::POLL,
@@ -153,7 +153,7 @@ fn timed_out(ctx: &Ctx<'_>, name: &str, id: u32, needle: &str) -> Result<(u32, S
         )));
     }
     let (state, reason) = ctx.wait_drained(needle)?;
-    crate::util::process::bounded::poll(
+    driver_common::util::process::bounded::poll(
         &format!("the {name}'s process group {pgid} to be gone"),
         Duration::from_secs(30),
         super::client::POLL,

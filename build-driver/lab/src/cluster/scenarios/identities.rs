@@ -13,9 +13,9 @@ use super::super::handle::NodeMount;
 use super::super::user::{TestUser, ensure_test_user, ensure_user, group_gid};
 use super::client::{CLIENT_TIMEOUT, Ctx, JOB_TIMEOUT, LogMark, q};
 use super::node_view::with_node_mounts;
-use crate::error::{Error, Result};
-use crate::personality::Personality;
-use crate::util::process::bounded::{read_bounded, run_bounded};
+use driver_common::error::{Error, Result};
+use driver_common::personality::Personality;
+use driver_common::util::process::bounded::{read_bounded, run_bounded};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -146,7 +146,7 @@ fn node_personality(ctx: &Ctx<'_>) -> Result<Personality> {
         .nodes()
         .first()
         .ok_or_else(|| Error::Scenario("the cluster has no node".into()))?;
-    Ok(crate::staging::Manifest::read(&node.prefix)?.personality)
+    Ok(driver_common::staging::Manifest::read(&node.prefix)?.personality)
 }
 
 /// The lowest id from `from` on that no line of `db` (passwd or group text) uses in its
@@ -186,7 +186,11 @@ fn node_user_db(dir: &Path, user: &str, uid: u32, gid: u32) -> Result<Vec<NodeMo
         let real = PathBuf::from("/etc").join(file);
         let text = std::fs::read_to_string(&real).map_err(|e| Error::io(&real, e))?;
         let copy = dir.join(file);
-        crate::util::fs::write_atomic(&copy, renumber(&text, user, id, gid).as_bytes(), 0o644)?;
+        driver_common::util::fs::write_atomic(
+            &copy,
+            renumber(&text, user, id, gid).as_bytes(),
+            0o644,
+        )?;
         mounts.push(NodeMount::Bind {
             source: copy,
             target: real,
@@ -362,7 +366,7 @@ pub fn uid_mismatch(ctx: &mut Ctx<'_>) -> Result<String> {
 /// Where a batch job of SMD-102 ends: COMPLETED or FAILED, or requeued and held after its
 /// launch failed (PENDING with `Restarts` above 0).
 fn batch_outcome(ctx: &Ctx<'_>, id: u32) -> Result<String> {
-    crate::util::process::bounded::poll(
+    driver_common::util::process::bounded::poll(
         &format!("batch job {id} to run or fail to launch"),
         JOB_TIMEOUT,
         super::client::POLL,
@@ -395,7 +399,7 @@ pub fn many_groups(ctx: &mut Ctx<'_>) -> Result<String> {
     let last = group_gid(&names[MANY - 1])?
         .ok_or_else(|| Error::Scenario(format!("group {} vanished", names[MANY - 1])))?;
     let secret = ctx.path("group-20-only");
-    crate::util::fs::write_atomic(&secret, b"for slurmg20\n", 0o640)?;
+    driver_common::util::fs::write_atomic(&secret, b"for slurmg20\n", 0o640)?;
     nix::unistd::chown(
         &secret,
         Some(nix::unistd::Uid::from_raw(0)),

@@ -17,7 +17,7 @@
 use super::super::daemon::Daemon;
 use super::client::{Ctx, JOB_TIMEOUT};
 use super::reconf::{self, Change};
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::net::{Ipv6Addr, TcpListener};
 
 /// `::1` binds, and node `i`'s slurmd shares the harness's network namespace.

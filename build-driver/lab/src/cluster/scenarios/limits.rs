@@ -6,7 +6,7 @@
 //! node's (slurmd's), and the variables are removed from the task's environment.
 
 use super::client::{Ctx, JOB_TIMEOUT, q};
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use nix::sys::resource::Resource;
 use std::path::Path;
 
@@ -51,7 +51,7 @@ fn check_job(
         ctx.path(&format!("{stem}.env")),
     );
     let mut c = ctx.tool("sbatch");
-    crate::util::process::spawn::soft_limits(
+    driver_common::util::process::spawn::soft_limits(
         &mut c,
         PROBES.iter().map(|&(_, r, v)| (r, v)).collect(),
     );

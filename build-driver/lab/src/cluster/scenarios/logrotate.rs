@@ -10,8 +10,8 @@
 use super::super::daemon::Daemon;
 use super::client::{Ctx, JOB_TIMEOUT, POLL, all_hold, q};
 use super::reconfigure::mentions_job;
-use crate::error::{Error, Result};
-use crate::util::process::bounded::poll;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::poll;
 use nix::sys::signal::Signal;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -149,7 +149,7 @@ pub fn rename_and_reopen(ctx: &mut Ctx<'_>) -> Result<String> {
     let rec = ctx.slurmd_record()?;
     let log = ctx.cluster.log(Daemon::Slurmd(0));
     let rotated = log.with_extension("log.rotated");
-    crate::util::fs::remove_optional(&rotated)?;
+    driver_common::util::fs::remove_optional(&rotated)?;
     ctx.wait_node_idle(Duration::from_secs(30))?;
     let before = descriptors_before(rec.pid, &log)?;
     let (id, beat_lines) = rotate_under_job(ctx, &log, &rotated)?;

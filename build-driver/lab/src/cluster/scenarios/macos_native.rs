@@ -14,9 +14,9 @@
 //!   the task's stderr.
 
 use super::client::{Ctx, JOB_TIMEOUT, POLL, q};
-use crate::error::{Error, Result};
-use crate::util::process::bounded::poll;
-use crate::util::signal::process_exists;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::poll;
+use driver_common::util::signal::process_exists;
 use std::path::Path;
 use std::time::Duration;
 
@@ -169,7 +169,7 @@ pub fn reparented_setsid(ctx: &mut Ctx<'_>) -> Result<String> {
         ctx.cancel(id)?;
         if let Err(e) = ctx.wait_gone(&[tracked, escaped], Duration::from_secs(30)) {
             if process_exists(escaped) {
-                crate::util::signal::kill(escaped, nix::sys::signal::Signal::SIGKILL);
+                driver_common::util::signal::kill(escaped, nix::sys::signal::Signal::SIGKILL);
             }
             return Err(Error::Scenario(format!(
                 "job {id}: {e}: the setsid child {escaped}{} survived the cancel (proctrack/darwin should remember it)",
@@ -207,7 +207,7 @@ pub fn double_fork_escape(ctx: &mut Ctx<'_>) -> Result<String> {
         ctx.cancel(id)?;
         std::thread::sleep(Duration::from_secs(3));
         if process_exists(grandchild) {
-            crate::util::signal::kill(grandchild, nix::sys::signal::Signal::SIGKILL);
+            driver_common::util::signal::kill(grandchild, nix::sys::signal::Signal::SIGKILL);
             ctx.wait_gone(&[grandchild], Duration::from_secs(10))?;
             return Ok(format!(
                 "LIMIT (documented): job {id}'s grandchild {grandchild}, double-forked into a new session between two scans, survived scancel (killed by the harness){}",

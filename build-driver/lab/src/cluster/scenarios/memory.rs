@@ -12,7 +12,7 @@
 
 use super::super::profile::Profile;
 use super::client::{Ctx, JOB_TIMEOUT, q};
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::time::Duration;
 
 /// The `mem=` of an AllocTRES string in MB (`mem=12052M`, `mem=23.54G`), 0 when absent.

@@ -6,8 +6,8 @@
 //! SACK socket), submit, watch, cancel and account jobs of the first build's controller.
 
 use super::client::{Ctx, JOB_TIMEOUT, q, sh_quote};
-use crate::error::{Error, Result};
-use crate::util::process::bounded::{read_bounded, run_bounded};
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::{read_bounded, run_bounded};
 use std::collections::BTreeMap;
 
 /// `node stepd-path` per task.

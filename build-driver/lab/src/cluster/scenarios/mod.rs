@@ -58,8 +58,8 @@ mod workdirs;
 
 use super::handle::Cluster;
 use super::profile::Profile;
-use crate::error::Result;
 use client::Ctx;
+use driver_common::error::Result;
 use std::path::PathBuf;
 use std::time::Instant;
 use xshell::Shell;
@@ -117,8 +117,8 @@ impl Needs {
             ),
             Needs::DarwinNode
                 if !cluster.nodes().iter().any(|x| {
-                    crate::staging::Manifest::read(&x.prefix).is_ok_and(|m| {
-                        m.personality == crate::personality::Personality::Darwin
+                    driver_common::staging::Manifest::read(&x.prefix).is_ok_and(|m| {
+                        m.personality == driver_common::personality::Personality::Darwin
                     })
                 }) =>
             {

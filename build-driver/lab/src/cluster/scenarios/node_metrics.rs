@@ -8,8 +8,8 @@
 use super::super::config::parse_slurmd_c;
 use super::apple_gpu::has_gpu_apple;
 use super::client::{Ctx, JOB_TIMEOUT};
-use crate::error::{Error, Result};
-use crate::gres_conf::{self, Source};
+use driver_common::error::{Error, Result};
+use slurm_mac::gres_conf::{self, Source};
 
 /// What slurmd sends for the default Mac.
 pub const DEFAULT_EXTRA: &str = r#"{"cpu_brand":"Apple M4 Pro","perf_levels":2,"perf_cores":10,"perf_cpus":10,"eff_cores":4,"eff_cpus":4}"#;

@@ -7,7 +7,7 @@
 use super::super::daemon::Daemon;
 use super::super::handle::NodeMount;
 use super::client::Ctx;
-use crate::error::Result;
+use driver_common::error::Result;
 use std::time::Duration;
 
 /// Run `body` while node 1's slurmd runs with `mounts`; then restore the node.

@@ -5,8 +5,8 @@
 
 use super::super::daemon::Daemon;
 use super::client::{Ctx, JOB_TIMEOUT, q};
-use crate::error::{Error, Result};
-use crate::util::process::bounded::poll;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::poll;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -151,7 +151,7 @@ pub fn one_down(ctx: &mut Ctx<'_>) -> Result<String> {
         rec.wait_gone(Duration::from_secs(10));
     }
     std::thread::sleep(Duration::from_secs(1));
-    if !crate::util::signal::process_exists(on_last) {
+    if !driver_common::util::signal::process_exists(on_last) {
         return Err(Error::Scenario(format!(
             "job {id}'s task {on_last} on {last_name} died with its slurmd"
         )));

@@ -7,7 +7,7 @@
 //! read a value only if the stepd of the other node delivered it.
 
 use super::client::{Ctx, q};
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use xshell::cmd;
@@ -25,7 +25,7 @@ fn build_fixture(ctx: &Ctx<'_>, prefix: &Path, label: &str) -> Result<PathBuf> {
         )));
     }
     let src = ctx.path("pmi2_kvs.c");
-    crate::util::fs::write_atomic(&src, FIXTURE.as_bytes(), 0o644)?;
+    driver_common::util::fs::write_atomic(&src, FIXTURE.as_bytes(), 0o644)?;
     let out = ctx.path(&format!("pmi2-kvs-{label}"));
     let rpath = format!("-Wl,-rpath,{}", lib.display());
     let sh = ctx.sh;
@@ -221,7 +221,7 @@ mod tests {
             );
             return;
         }
-        let (_dir, src) = crate::testing::scratch("f.c");
+        let (_dir, src) = driver_common::testing::scratch("f.c");
         std::fs::write(&src, FIXTURE).unwrap();
         let out = std::process::Command::new("cc")
             .args([

@@ -11,15 +11,15 @@
 
 use super::super::config;
 use super::client::Ctx;
-use crate::error::{Error, Result};
 use crate::expectations::proc_access::{self, Accepted, Seen};
-use crate::personality::Personality;
+use driver_common::error::{Error, Result};
+use driver_common::personality::Personality;
 use std::path::Path;
 
 pub fn only_accepted_sites(ctx: &mut Ctx<'_>) -> Result<String> {
     let mut darwin = None;
     for n in ctx.cluster.nodes() {
-        let m = crate::staging::Manifest::read(&n.prefix)?;
+        let m = driver_common::staging::Manifest::read(&n.prefix)?;
         if m.personality == Personality::Darwin {
             darwin = Some((m.line, n.prefix.clone()));
         }
@@ -31,14 +31,16 @@ pub fn only_accepted_sites(ctx: &mut Ctx<'_>) -> Result<String> {
     let expect_file = proc_access::path(&root, &line);
     let accepted = Accepted::load(&expect_file)?;
     let log = config::emulation_log(&ctx.cluster.layout());
-    let text = crate::util::fs::read_optional(&log)?.ok_or_else(|| {
+    let text = driver_common::util::fs::read_optional(&log)?.ok_or_else(|| {
         Error::Scenario(format!(
             "no emulation log at {}: the darwin programs were not given SLURM_SHIM_EMULATION_LOG",
             log.display()
         ))
     })?;
     let seen = proc_access::name_static_sites(proc_access::parse_log(&text), &prefix);
-    let (ok, bad): (Vec<&Seen>, Vec<&Seen>) = seen.iter().partition(|s| accepted.find(s).is_some());
+    let (ok, bad): (Vec<&Seen>, Vec<&Seen>) = seen
+        .iter()
+        .partition(|s| crate::expectations::proc_access::find(&accepted, s).is_some());
     if !bad.is_empty() {
         return Err(Error::Scenario(format!(
             "{} access(es) to paths a Mac does not have, not accepted in {}: {}",

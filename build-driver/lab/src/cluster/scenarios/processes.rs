@@ -5,8 +5,8 @@
 use super::super::procs::{processes_where, state_parent_group};
 use super::client::{Ctx, JOB_TIMEOUT, q};
 use crate::cluster::profile::Profile;
-use crate::error::{Error, Result};
-use crate::util::signal::process_exists;
+use driver_common::error::{Error, Result};
+use driver_common::util::signal::process_exists;
 use std::time::Duration;
 
 /// `scancel --signal=USR1 --batch` reaches the batch shell's trap; `scancel --signal=USR2` (steps
@@ -88,7 +88,7 @@ pub fn setsid_escape(ctx: &mut Ctx<'_>) -> Result<String> {
     let survived = process_exists(escaped);
     if survived {
         // The PID our job reported, while it still exists.
-        crate::util::signal::kill(escaped, nix::sys::signal::Signal::SIGKILL);
+        driver_common::util::signal::kill(escaped, nix::sys::signal::Signal::SIGKILL);
         ctx.wait_gone(&[escaped], Duration::from_secs(10))?;
         Ok(format!(
             "job {id}: tracked child {tracked} gone; LIMIT (documented): `setsid` child {escaped} survived the cancel (proctrack/pgid follows process groups only); killed by the harness"
@@ -223,7 +223,7 @@ pub fn orphans(ctx: &mut Ctx<'_>) -> Result<String> {
         escaped,
     } = t;
     // The zombie: the exec'd `sleep 300` never reaps its `sleep 0.2` child.
-    let zombie = crate::util::process::bounded::poll(
+    let zombie = driver_common::util::process::bounded::poll(
         "the zombie child to appear",
         Duration::from_secs(10),
         super::client::POLL,
@@ -265,7 +265,7 @@ pub fn orphans(ctx: &mut Ctx<'_>) -> Result<String> {
             "{all} and the setsid orphan {escaped} all gone (proctrack/darwin: by ancestry); nothing left"
         ));
     }
-    crate::util::signal::kill(escaped, nix::sys::signal::Signal::SIGKILL);
+    driver_common::util::signal::kill(escaped, nix::sys::signal::Signal::SIGKILL);
     ctx.wait_gone(&[escaped], Duration::from_secs(10))?;
     ctx.wait_no_job_processes(Duration::from_secs(10))?;
     Ok(format!(

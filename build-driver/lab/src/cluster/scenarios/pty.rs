@@ -3,7 +3,7 @@
 //! exit status becomes srun's.
 
 use super::client::Ctx;
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::process::{ExitStatus, Stdio};
@@ -27,7 +27,7 @@ fn drive(mut cmd: std::process::Command, input: &str) -> Result<(ExitStatus, Str
         .stdout(clone(&slave)?)
         .stderr(clone(&slave)?);
     // The pty becomes srun's controlling terminal, as in an interactive login.
-    crate::util::process::spawn::controlling_terminal(&mut cmd);
+    driver_common::util::process::spawn::controlling_terminal(&mut cmd);
     let mut child = cmd.spawn().map_err(|source| Error::Spawn {
         program: "srun --pty".into(),
         source,

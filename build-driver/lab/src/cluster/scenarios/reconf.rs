@@ -13,8 +13,8 @@
 use super::super::daemon::Daemon;
 use super::super::render;
 use super::client::Ctx;
-use crate::error::{Error, Result};
-use crate::util::fs::write_atomic;
+use driver_common::error::{Error, Result};
+use driver_common::util::fs::write_atomic;
 use std::path::PathBuf;
 
 /// What a scenario changes.
@@ -60,7 +60,7 @@ impl Saved {
         ];
         let mut saved = Vec::new();
         for (path, mode) in files {
-            let text = crate::util::fs::read_optional(&path)?;
+            let text = driver_common::util::fs::read_optional(&path)?;
             saved.push((path, text, mode));
         }
         Ok(Saved(saved))
@@ -74,7 +74,7 @@ impl Saved {
         for (path, text, mode) in &self.0 {
             match text {
                 Some(t) => write_atomic(path, t.as_bytes(), *mode)?,
-                None => crate::util::fs::remove_optional(path)?,
+                None => driver_common::util::fs::remove_optional(path)?,
             }
         }
         Ok(())

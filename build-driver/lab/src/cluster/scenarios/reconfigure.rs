@@ -10,7 +10,7 @@
 use super::super::daemon::Daemon;
 use super::client::{Ctx, JOB_TIMEOUT, LogMark};
 use super::conf::ConfChange;
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::time::Duration;
 
 /// Whether slurmd's log text mentions job `id` (`job 12`, `JobId=12`, `StepId=12.0`,
@@ -41,8 +41,8 @@ pub fn log_file_change(ctx: &mut Ctx<'_>) -> Result<String> {
     let alt_log = layout
         .logs()
         .join(format!("slurmd-{node}.reconfigured.log"));
-    crate::util::fs::remove_optional(&alt_log)?;
-    let conf_before = crate::util::fs::sha256_file(&layout.conf())?;
+    driver_common::util::fs::remove_optional(&alt_log)?;
+    let conf_before = driver_common::util::fs::sha256_file(&layout.conf())?;
     let pid = ctx.cluster.record(Daemon::Slurmd(0)).map(|d| d.pid);
     let alt_setting = format!(
         "SlurmdLogFile={}",
@@ -61,7 +61,7 @@ pub fn log_file_change(ctx: &mut Ctx<'_>) -> Result<String> {
     ctx.wait_no_job_processes(Duration::from_secs(30))?;
     let alt = std::fs::read_to_string(&alt_log).map_err(|e| Error::io(&alt_log, e))?;
     let main_after = mark_main.added();
-    let conf_after = crate::util::fs::sha256_file(&layout.conf())?;
+    let conf_after = driver_common::util::fs::sha256_file(&layout.conf())?;
     let pid_after = ctx.cluster.record(Daemon::Slurmd(0)).map(|d| d.pid);
     let alive = ctx.cluster.is_running(Daemon::Slurmd(0));
     let checks = [

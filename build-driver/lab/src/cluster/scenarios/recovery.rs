@@ -5,9 +5,9 @@
 use super::super::daemon::Daemon;
 use super::super::procs::Liveness;
 use super::client::{Ctx, JOB_TIMEOUT, LogMark, POLL, q};
-use crate::error::{Error, Result};
-use crate::util::process::bounded::poll;
-use crate::util::signal::process_exists;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::poll;
+use driver_common::util::signal::process_exists;
 use nix::sys::signal::Signal;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -198,7 +198,7 @@ fn stale_socket(path: &Path) -> Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     }
-    crate::util::fs::remove_optional(path)?;
+    driver_common::util::fs::remove_optional(path)?;
     let l = std::os::unix::net::UnixListener::bind(path).map_err(|e| Error::io(path, e))?;
     drop(l);
     Ok(())
@@ -262,7 +262,7 @@ fn restart_on_stale(
     }
     let mut c = ctx.cluster.tool_on(0, "scontrol")?;
     c.args(["show", "node", &node]);
-    crate::util::process::bounded::read_bounded(c, super::client::CLIENT_TIMEOUT)
+    driver_common::util::process::bounded::read_bounded(c, super::client::CLIENT_TIMEOUT)
         .map_err(|e| e.context("a client on the node, through the new SACK socket"))?;
     ctx.srun_expect(&["-N1", "/bin/echo", "fresh-state"], "fresh-state")?;
     Ok(mark.added())
@@ -288,7 +288,7 @@ pub fn stale_spool(ctx: &mut Ctx<'_>) -> Result<String> {
         .collect();
     let step_sock = spool.join(format!("{node}_99999.0"));
     let log_a = restart_on_stale(ctx, &[], || {
-        crate::util::fs::write_atomic(&cred, &garbage, 0o600)?;
+        driver_common::util::fs::write_atomic(&cred, &garbage, 0o600)?;
         stale_socket(&step_sock)?;
         age_file(&step_sock, Duration::from_secs(11 * 60))
     })?;
@@ -322,7 +322,7 @@ pub fn stale_spool(ctx: &mut Ctx<'_>) -> Result<String> {
     let vestigial = spool.join("job99999");
     let log_b = restart_on_stale(ctx, &["-c"], || {
         std::fs::create_dir_all(&vestigial).map_err(|e| Error::io(&vestigial, e))?;
-        crate::util::fs::write_atomic(
+        driver_common::util::fs::write_atomic(
             &vestigial.join("slurm_script"),
             b"#!/bin/sh\necho stale\n",
             0o700,

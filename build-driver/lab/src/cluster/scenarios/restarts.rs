@@ -3,8 +3,8 @@
 
 use super::super::daemon::Daemon;
 use super::client::{Ctx, JOB_TIMEOUT, q};
-use crate::error::{Error, Result};
-use crate::util::signal::process_exists;
+use driver_common::error::{Error, Result};
+use driver_common::util::signal::process_exists;
 
 /// slurmd stopped and started again while idle: the node comes back and runs a step.
 pub fn slurmd_idle(ctx: &mut Ctx<'_>) -> Result<String> {

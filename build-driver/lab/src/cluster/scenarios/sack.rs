@@ -17,7 +17,7 @@
 
 use super::super::daemon::Daemon;
 use super::client::Ctx;
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::time::{Duration, Instant};
 

@@ -13,8 +13,8 @@ use super::super::daemon::Daemon;
 use super::client::{CLIENT_TIMEOUT, Ctx, JOB_TIMEOUT, file_lines, no_faults, succeeded};
 use super::conf::ConfChange;
 use super::fixtures::{self, Kind};
-use crate::error::{Error, Result};
-use crate::util::process::bounded::{poll, run_bounded};
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::{poll, run_bounded};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -61,9 +61,9 @@ fn got(counts: &BTreeMap<(String, String), usize>, cb: &str, cx: &str) -> usize 
 fn plugin_stack(ctx: &Ctx<'_>) -> Result<(PathBuf, PathBuf)> {
     let plugin = fixtures::build(ctx, "spank_marks", fixtures::SPANK_MARKS, Kind::SlurmPlugin)?;
     let marks = ctx.path("spank-marks.log");
-    crate::util::fs::write_atomic(&marks, b"", 0o666)?;
+    driver_common::util::fs::write_atomic(&marks, b"", 0o666)?;
     let plugstack = ctx.path("plugstack.conf");
-    crate::util::fs::write_atomic(
+    driver_common::util::fs::write_atomic(
         &plugstack,
         format!("required {} log={}\n", plugin.display(), marks.display()).as_bytes(),
         0o644,

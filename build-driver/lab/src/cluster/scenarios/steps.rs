@@ -2,7 +2,7 @@
 //! permission, bad --chdir) that must give clear reasons and leave the node usable.
 
 use super::client::Ctx;
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::time::Duration;
 
 /// `srun /bin/echo hello` prints hello; `srun sh -c 'exit 3'` exits 3.
@@ -85,7 +85,7 @@ pub fn salloc(ctx: &mut Ctx<'_>) -> Result<String> {
 /// the next step runs.
 pub fn launch_failures(ctx: &mut Ctx<'_>) -> Result<String> {
     let noexec = ctx.path("not-executable");
-    crate::util::fs::write_atomic(&noexec, b"#!/bin/sh\necho never\n", 0o644)?;
+    driver_common::util::fs::write_atomic(&noexec, b"#!/bin/sh\necho never\n", 0o644)?;
     let noexec = noexec.to_string_lossy().into_owned();
     let missing_dir = ctx.path("no-such-dir");
     let chdir = format!("--chdir={}", missing_dir.display());

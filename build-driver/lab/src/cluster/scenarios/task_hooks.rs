@@ -5,8 +5,8 @@
 use super::super::user::ensure_test_user;
 use super::client::{CLIENT_TIMEOUT, Ctx, JOB_TIMEOUT, no_faults, q, succeeded};
 use super::conf::ConfChange;
-use crate::error::Result;
-use crate::util::process::bounded::run_bounded;
+use driver_common::error::Result;
+use driver_common::util::process::bounded::run_bounded;
 use std::path::Path;
 
 /// The TaskProlog and TaskEpilog: each appends `task-prolog|task-epilog JOB STEP TASK UID
@@ -96,7 +96,7 @@ fn event_faults(log: &[String], ids: &str, user: &str) -> Vec<String> {
 pub fn task_prolog_epilog(ctx: &mut Ctx<'_>) -> Result<String> {
     let user = ensure_test_user()?;
     let events = ctx.path("task-events.log");
-    crate::util::fs::write_atomic(&events, b"", 0o666)?;
+    driver_common::util::fs::write_atomic(&events, b"", 0o666)?;
     let lines = hook_scripts(ctx, &events)?;
     let change = ConfChange::apply(ctx.cluster, &lines)?;
     let ran = two_tasks(ctx, &user.name, &events);

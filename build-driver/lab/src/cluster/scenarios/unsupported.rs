@@ -22,7 +22,7 @@ use super::super::daemon::Daemon;
 use super::super::profile::Profile;
 use super::client::{Ctx, LogMark};
 use super::reconf::{self, Change};
-use crate::error::{Error, Result};
+use driver_common::error::{Error, Result};
 use std::process::Output;
 
 /// `UnkillableStepTimeout` while task/affinity is on (Slurm's default is 60 s).

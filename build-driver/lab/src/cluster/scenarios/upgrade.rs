@@ -9,8 +9,8 @@
 
 use super::super::daemon::Daemon;
 use super::client::{Ctx, JOB_TIMEOUT, POLL, hold_until};
-use crate::error::{Error, Result};
-use crate::util::process::bounded::{poll, read_bounded};
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::{poll, read_bounded};
 use std::path::Path;
 use std::time::Duration;
 

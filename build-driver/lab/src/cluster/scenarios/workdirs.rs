@@ -5,8 +5,8 @@
 
 use super::super::user::{TestUser, ensure_test_user};
 use super::client::{CLIENT_TIMEOUT, Ctx, JOB_TIMEOUT, q};
-use crate::error::{Error, Result};
-use crate::util::process::bounded::run_bounded;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::run_bounded;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -107,7 +107,7 @@ pub fn umask(ctx: &mut Ctx<'_>) -> Result<String> {
             ctx.path(&format!("{stem}.dir")),
         );
         let mut c = ctx.tool_as(&user.name, "sbatch");
-        crate::util::process::spawn::umask(&mut c, mask);
+        driver_common::util::process::spawn::umask(&mut c, mask);
         let body = format!("umask\ntouch {}\nmkdir {}\n", q(&file), q(&dir));
         let id = ctx.sbatch_using(c, &stem, &["-n1"], &body)?;
         ctx.wait_state(id, &["COMPLETED"], JOB_TIMEOUT)?;

@@ -4,7 +4,7 @@
 use super::super::daemon::Daemon;
 use super::super::handle::Cluster;
 use super::plan::Fault;
-use crate::error::Result;
+use driver_common::error::Result;
 use nix::sys::signal::Signal;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -64,7 +64,7 @@ pub fn run(
     abort: &AtomicBool,
     start: Instant,
 ) -> Result<Vec<Fired>> {
-    let sh = Shell::new().map_err(crate::error::Error::Shell)?;
+    let sh = Shell::new().map_err(driver_common::error::Error::Shell)?;
     let mut fired = Vec::new();
     for &(at, fault) in faults {
         while submitted.load(Ordering::SeqCst) < at {

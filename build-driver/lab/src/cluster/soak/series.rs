@@ -409,10 +409,10 @@ mod tests {
     /// grew.
     fn heap_growth_kb(env: &[(&str, &str)]) -> i64 {
         let sh = xshell::Shell::new().unwrap();
-        let (_d, exe) = crate::testing::scratch("heap_steps");
+        let (_d, exe) = driver_common::testing::scratch("heap_steps");
         let src =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/heap-steps/heap_steps.c");
-        crate::testing::cc(&sh, &["-o".as_ref(), exe.as_ref(), src.as_ref()]);
+        driver_common::testing::cc(&sh, &["-o".as_ref(), exe.as_ref(), src.as_ref()]);
         let mut run = xshell::cmd!(sh, "{exe}").quiet();
         for (k, v) in env {
             run = run.env(k, v);

@@ -5,8 +5,8 @@
 use super::super::super::daemon::Daemon;
 use super::super::super::procs::ProcRecord;
 use super::{Ctx, JOB_TIMEOUT, POLL, field, parse_fields};
-use crate::error::{Error, Result};
-use crate::util::process::bounded::poll;
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::poll;
 use std::time::Duration;
 
 impl Ctx<'_> {

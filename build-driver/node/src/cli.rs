@@ -1,0 +1,126 @@
+//! The node commands' arguments (clap), shared by `slurm-mac` and `cargo xtask`.
+
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct GresConfArgs {
+    /// The installed Slurm prefix whose sbin/slurmd is asked (a macOS build on a Mac; on
+    /// Linux a darwin-personality build).
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// Linux, darwin personality: the modelled Mac's hardware file (SLURM_SHIM_MAC_HARDWARE;
+    /// format in shim/src/emulate/mac_hardware.rs). Default: that variable, else the shim's
+    /// default Mac (no GPU).
+    #[arg(long, value_name = "FILE")]
+    pub hardware: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceArgs {
+    #[command(subcommand)]
+    pub action: ServiceAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServiceAction {
+    /// Write the plist to /Library/LaunchDaemons and load it (launchctl bootstrap system).
+    Install(ServiceOptions),
+    /// Unload it (launchctl bootout, waiting until the label is gone) and remove the plist.
+    Uninstall(ServiceOptions),
+    /// What launchd says about the label.
+    Status(ServiceOptions),
+    /// Print the plist (any OS).
+    Print(ServiceOptions),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ServiceOptions {
+    /// Which daemon.
+    #[arg(long, value_enum, default_value = "slurmd")]
+    pub daemon: crate::launchd::Daemon,
+    /// The prefix holding sbin/slurmd.
+    #[arg(long, default_value = "/opt/homebrew/opt/slurm-wlm")]
+    pub prefix: PathBuf,
+    /// Where the daemon's stdout and stderr go.
+    #[arg(long, default_value = "/opt/homebrew/var/log/slurm")]
+    pub log_dir: PathBuf,
+    /// Configless: slurmd --conf-server HOST[:PORT] (the controller).
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub conf_server: Option<String>,
+    /// Run the daemon under `caffeinate -s`: no system sleep while it runs (AC power only).
+    #[arg(long)]
+    pub caffeinate: bool,
+    /// The directory of system daemon plists.
+    #[arg(long, default_value = crate::launchd::LAUNCH_DAEMONS)]
+    pub launchd_dir: PathBuf,
+    /// The launchctl program (default /bin/launchctl).
+    #[arg(long)]
+    pub launchctl: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// The prefix the build was configured for (build-slurm --prefix).
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// Install below this root instead of / (a package root, a test).
+    #[arg(long, value_name = "DIR")]
+    pub destdir: Option<PathBuf>,
+    /// The staged build to install: `build-slurm --prefix P --destdir D` stages it in D/P
+    /// (its staging manifest must say it was configured for --prefix). Default:
+    /// target/stage/P, where `build-slurm --prefix P --destdir target/stage` puts it.
+    #[arg(long, value_name = "DIR")]
+    pub from: Option<PathBuf>,
+    /// The cluster's slurm.key (it must be the controller's), copied to <sysconfdir>/slurm.key
+    /// with mode 0600, owned by root.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    /// The prefix `install` installed into.
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// The root `install` was given.
+    #[arg(long, value_name = "DIR")]
+    pub destdir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct JoinArgs {
+    /// The installed Slurm prefix of this node (sbin/slurmd, sbin/sackd, bin/scontrol).
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// The controller, HOST[:PORT] (SlurmctldPort, default 6817): configless, slurmd fetches
+    /// its configuration from there (the controller needs SlurmctldParameters=enable_configless).
+    #[arg(long, value_name = "HOST[:PORT]", required_unless_present = "conf")]
+    pub controller: Option<String>,
+    /// A local slurm.conf (a copy of the controller's) instead of configless.
+    #[arg(long, value_name = "FILE", conflicts_with = "controller")]
+    pub conf: Option<PathBuf>,
+    /// The cluster's auth/slurm key (a copy of the controller's slurm.key; default
+    /// <etc>/slurm.key).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// A dynamic node (slurmd -Z) with these features, comma-separated (the default shape;
+    /// default features: the OS and architecture, e.g. macos,aarch64).
+    #[arg(long, value_name = "FEATURES", conflicts_with = "node_addr")]
+    pub dynamic: Option<String>,
+    /// A fixed node at this address: prints the NodeName= line the controller needs.
+    #[arg(long, value_name = "ADDR")]
+    pub node_addr: Option<String>,
+    /// The node's name (slurmd -N; default: the short host name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Where this build reads slurm.conf and slurm.key (default: <prefix>/etc).
+    #[arg(long, value_name = "DIR")]
+    pub etc: Option<PathBuf>,
+    /// Seconds to wait for the controller's answer.
+    #[arg(long, default_value_t = 30)]
+    pub timeout: u64,
+    /// Install the key (and --conf) and start slurmd, instead of printing the plan only.
+    #[arg(long)]
+    pub apply: bool,
+}
