@@ -394,7 +394,7 @@ mod tests {
 
     #[test]
     fn cluster_doc__holds_the_same_table() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/CLUSTER.md");
+        let path = driver_common::project_root().join("docs/CLUSTER.md");
         let readme = std::fs::read_to_string(&path).unwrap();
         let copy = readme_copy(&readme).unwrap_or_else(|| {
             panic!(

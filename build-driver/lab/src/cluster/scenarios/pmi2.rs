@@ -212,7 +212,7 @@ mod tests {
     /// The fixture compiles alone against the header of the Slurm source it is written for.
     #[test]
     fn fixture__compiles_against_slurms_pmi2_header() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let root = driver_common::project_root();
         let header_dir = root.join("slurm-src/24.11.5/contribs/pmi2");
         if !header_dir.join("slurm/pmi2.h").is_file() {
             eprintln!(

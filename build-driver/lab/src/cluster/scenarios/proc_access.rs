@@ -14,7 +14,6 @@ use super::client::Ctx;
 use crate::expectations::proc_access::{self, Accepted, Seen};
 use driver_common::error::{Error, Result};
 use driver_common::personality::Personality;
-use std::path::Path;
 
 pub fn only_accepted_sites(ctx: &mut Ctx<'_>) -> Result<String> {
     let mut darwin = None;
@@ -27,7 +26,7 @@ pub fn only_accepted_sites(ctx: &mut Ctx<'_>) -> Result<String> {
     let (line, prefix) = darwin.ok_or_else(|| {
         Error::Scenario("no darwin node: nothing logs /proc accesses on a native build".into())
     })?;
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = driver_common::project_root();
     let expect_file = proc_access::path(&root, &line);
     let accepted = Accepted::load(&expect_file)?;
     let log = config::emulation_log(&ctx.cluster.layout());
