@@ -450,6 +450,30 @@ impl LogMarks {
 mod tests {
     use super::*;
 
+    /// README's figures that a command produces agree with their source: the scenario count
+    /// with this table, every `N.NNx` ratio with a run recorded in docs/RESULTS.md.
+    #[test]
+    fn readme__figures_match_the_table_and_the_recorded_results() {
+        let root = driver_common::project_root();
+        let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+        let results = std::fs::read_to_string(root.join("docs/RESULTS.md")).unwrap();
+        let count = format!("{} scenarios", ALL.len());
+        assert!(readme.contains(&count), "README.md does not say `{count}`");
+        let words: Vec<&str> = readme.split(|c: char| c.is_whitespace() || c == ',' || c == '(').collect();
+        let ratios: Vec<&str> = words
+            .iter()
+            .map(|w| w.trim_end_matches([')', '.', ':', ';']))
+            .filter(|w| {
+                w.strip_suffix('x')
+                    .is_some_and(|n| n.contains('.') && n.parse::<f64>().is_ok())
+            })
+            .collect();
+        assert!(ratios.len() >= 3, "README's ratios: {ratios:?}");
+        for r in ratios {
+            assert!(results.contains(r), "README.md says {r}, which docs/RESULTS.md does not record");
+        }
+    }
+
     #[test]
     fn selected__prefix_filter() {
         assert!(selected("gres-release", &[]));
