@@ -42,7 +42,7 @@ mod private_ns;
 mod procs;
 pub mod profile;
 mod render;
-mod scenarios;
+pub(crate) mod scenarios;
 mod soak;
 mod start;
 mod state;
@@ -240,6 +240,7 @@ pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
             dir.display()
         )));
     }
+    crate::expectations::gaps::check_cluster(&cluster, &results)?;
     if results.iter().all(|r| r.skipped.is_some()) {
         return Err(Error::Usage(format!(
             "no scenario ran: none matches --only {:?} and this cluster ({} node(s))",
