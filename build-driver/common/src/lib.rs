@@ -9,6 +9,7 @@
 pub mod error;
 pub mod expectations;
 pub mod lines;
+pub mod node_files;
 pub mod personality;
 pub mod pins;
 pub mod staging;

@@ -229,6 +229,9 @@ pub fn down_unless_kept(dir: &Path, keep: bool) -> Result<()> {
 pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
     let start = Instant::now();
     let dir = &opts.up.dir;
+    crate::expectations::gaps::check_darwin_builds(
+        opts.up.builds.iter().map(|b| b.prefix.as_path()),
+    )?;
     let (_lock, mut cluster) = fresh_up(sh, &opts.up)?;
     let results = scenarios::run_all(sh, &mut cluster, &opts.only);
     let down_result = down_unless_kept(dir, opts.keep);

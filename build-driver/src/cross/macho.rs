@@ -20,6 +20,7 @@
 
 use driver_common::error::{Error, Result};
 use driver_common::lines::Line;
+use driver_common::node_files;
 use driver_common::targets::Target;
 use std::path::{Path, PathBuf};
 
@@ -50,44 +51,9 @@ pub struct Required {
     pub expect: Expect,
 }
 
-const PROGRAMS: &[&str] = &[
-    "sbin/slurmd",
-    "sbin/slurmstepd",
-    "sbin/sackd",
-    "bin/sbatch",
-    "bin/srun",
-    "bin/salloc",
-    "bin/scancel",
-    "bin/sinfo",
-    "bin/squeue",
-    "bin/scontrol",
-    "bin/sacct",
-    "bin/sacctmgr",
-];
-
-/// Plugins in every line (by file name under `lib/slurm`, without `.so`).
-const PLUGINS: &[&str] = &[
-    "proctrack_pgid",
-    "gpu_apple",
-    // The macOS process plugins (patches 0040-0044; built on a darwin host).
-    "proctrack_darwin",
-    "jobacct_gather_darwin",
-    "task_darwin",
-    "select_cons_tres",
-    "gres_gpu",
-    "accounting_storage_slurmdbd",
-    "mpi_pmi2",
-    "prep_script",
-    "hash_k12",
-    "tls_none",
-];
-
-/// Plugins that need json-c and libjwt (cred/slurm is inside auth_slurm in every line).
-const DEP_PLUGINS: &[&str] = &["auth_slurm", "serializer_json"];
-
 /// The required files for release `line`.
 pub fn required(line: Line, with_deps: bool) -> Vec<Required> {
-    let mut v: Vec<Required> = PROGRAMS
+    let mut v: Vec<Required> = node_files::PROGRAMS
         .iter()
         .map(|p| Required {
             path: p.to_string(),
@@ -98,19 +64,14 @@ pub fn required(line: Line, with_deps: bool) -> Vec<Required> {
         path: "lib/slurm/libslurmfull.dylib".into(),
         expect: Expect::Library,
     });
-    let facts = line.facts();
-    let mut plugins: Vec<&str> = PLUGINS.to_vec();
-    plugins.push(facts.topology_default);
-    if facts.certgen {
-        plugins.push("certgen_script");
-    }
-    if with_deps {
-        plugins.extend(DEP_PLUGINS);
-    }
-    v.extend(plugins.into_iter().map(|p| Required {
-        path: format!("lib/slurm/{p}.so"),
-        expect: Expect::Plugin,
-    }));
+    v.extend(
+        node_files::plugins(line, with_deps)
+            .into_iter()
+            .map(|p| Required {
+                path: format!("lib/slurm/{p}.so"),
+                expect: Expect::Plugin,
+            }),
+    );
     v
 }
 

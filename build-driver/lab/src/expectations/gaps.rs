@@ -142,7 +142,10 @@ pub fn check_cluster(cluster: &Cluster, results: &[Outcome]) -> Result<()> {
     let file = path(&driver_common::project_root(), &line);
     let gaps = Gaps::load(&file)?;
     let verdict = compare(results, &gaps, builds, profile);
-    let expected = results.iter().filter(|r| r.passed && r.gap.is_some()).count();
+    let expected = results
+        .iter()
+        .filter(|r| r.passed && r.gap.is_some())
+        .count();
     println!(
         "gaps: {} of this {builds} cluster's results (profile `{profile}`) are GAP or not run; {} unlisted, {} listed that now pass ({})",
         expected,
@@ -151,6 +154,33 @@ pub fn check_cluster(cluster: &Cluster, results: &[Outcome]) -> Result<()> {
         file.display()
     );
     judge(&verdict, &file, builds, profile)
+}
+
+/// Every darwin-personality build among `prefixes` has the files a Mac node needs
+/// (`driver_common::node_files`: gpu/apple, the macOS process plugins, ...): a build that
+/// lost one fails here, before its scenarios could pass as gaps or "not run".
+pub fn check_darwin_builds<'a>(prefixes: impl IntoIterator<Item = &'a Path>) -> Result<()> {
+    for prefix in prefixes {
+        let m = Manifest::read(prefix)?;
+        if m.personality != Personality::Darwin {
+            continue;
+        }
+        let line = driver_common::lines::Line::from_name(&m.line, "the staging manifest")?;
+        let missing = driver_common::node_files::missing(&m.prefix, line, true, "so");
+        if !missing.is_empty() {
+            return Err(Error::File {
+                path: m.prefix.clone(),
+                problem: format!(
+                    "this darwin-personality build of {} lacks what a Mac node loads: {}; rebuild it \
+                     (`cargo xtask build-slurm --version {} --personality darwin`) and see its build log",
+                    m.version,
+                    missing.join(", "),
+                    m.version
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -179,25 +209,46 @@ mod tests {
             outcome("nodes-two", None, true),
         ];
         let v = compare(&results, &gaps, "darwin", "default");
-        assert_eq!(v.unlisted, [("srun-pty".to_string(), "no pty.h".to_string())]);
+        assert_eq!(
+            v.unlisted,
+            [("srun-pty".to_string(), "no pty.h".to_string())]
+        );
         assert!(v.now_pass.is_empty());
-        let v = compare(&[outcome("smd-301", None, false)], &gaps, "darwin", "default");
+        let v = compare(
+            &[outcome("smd-301", None, false)],
+            &gaps,
+            "darwin",
+            "default",
+        );
         assert_eq!(v.now_pass, ["smd-301"]);
         let e = judge(&v, Path::new("gaps-24.11.toml"), "darwin", "default").unwrap_err();
-        assert!(e.to_string().contains("remove it from the list in gaps-24.11.toml"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("remove it from the list in gaps-24.11.toml"),
+            "{e}"
+        );
         // the same gap on a native cluster, or under another profile, is not listed
         let v = compare(&results[..1], &gaps, "native", "default");
         assert_eq!(v.unlisted.len(), 1);
         let v = compare(&results[..1], &gaps, "darwin", "macos-native");
         assert_eq!(v.unlisted.len(), 1);
         // a skipped scenario judges nothing
-        let v = compare(&[outcome("smd-301", None, true)], &gaps, "darwin", "default");
+        let v = compare(
+            &[outcome("smd-301", None, true)],
+            &gaps,
+            "darwin",
+            "default",
+        );
         assert_eq!(v, Verdict::default());
     }
 
     #[test]
     fn parse__bad_entries_are_refused() {
-        assert!(Gaps::parse(&format!("{FILE}{FILE}")).unwrap_err().contains("listed twice"));
+        assert!(
+            Gaps::parse(&format!("{FILE}{FILE}"))
+                .unwrap_err()
+                .contains("listed twice")
+        );
         let e = Gaps::parse(&FILE.replace("darwin", "linux")).unwrap_err();
         assert!(e.contains("is not one of"), "{e}");
         let e = Gaps::parse(&FILE.replace("\"r\"", "\" \"")).unwrap_err();

@@ -459,7 +459,9 @@ mod tests {
         let results = std::fs::read_to_string(root.join("docs/RESULTS.md")).unwrap();
         let count = format!("{} scenarios", ALL.len());
         assert!(readme.contains(&count), "README.md does not say `{count}`");
-        let words: Vec<&str> = readme.split(|c: char| c.is_whitespace() || c == ',' || c == '(').collect();
+        let words: Vec<&str> = readme
+            .split(|c: char| c.is_whitespace() || c == ',' || c == '(')
+            .collect();
         let ratios: Vec<&str> = words
             .iter()
             .map(|w| w.trim_end_matches([')', '.', ':', ';']))
@@ -470,7 +472,10 @@ mod tests {
             .collect();
         assert!(ratios.len() >= 3, "README's ratios: {ratios:?}");
         for r in ratios {
-            assert!(results.contains(r), "README.md says {r}, which docs/RESULTS.md does not record");
+            assert!(
+                results.contains(r),
+                "README.md says {r}, which docs/RESULTS.md does not record"
+            );
         }
     }
 
