@@ -50,6 +50,7 @@ mod recovery;
 mod restarts;
 mod sack;
 mod spank;
+mod sstat_live;
 mod steps;
 mod task_hooks;
 mod unsupported;
@@ -278,7 +279,8 @@ pub const ALL: &[Scenario] = &[
         "smd-303-task-cgroup-devices",
         unsupported::task_cgroup_devices,
     ),
-    node1("smd-304-core-spec", unsupported::core_spec),
+    node1("smd-304-sstat-running-step", sstat_live::running_step).macos_ci(),
+    node1("core-spec", unsupported::core_spec),
     node1("smd-305-cpu-freq", unsupported::cpu_freq),
     with("smd-401-pmi2-kvs", Needs::Nodes(2), pmi2::across_nodes),
     with("smd-402-pmi2-mixed-builds", Needs::Mix, pmi2::across_builds),
