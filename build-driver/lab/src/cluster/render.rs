@@ -313,7 +313,7 @@ pub fn write_all(s: &Settings, extra: &[String]) -> Result<()> {
     write_atomic(&l.conf(), render_with(s, extra).as_bytes(), 0o644)?;
     write_atomic(&l.gres_conf(), render_gres(s).as_bytes(), 0o644)?;
     write_atomic(&l.mac_hardware(), MAC_HARDWARE.as_bytes(), 0o644)?;
-    write_atomic(&l.cgroup_conf(), CGROUP_CONF.as_bytes(), 0o644)?;
+    write_atomic(&l.cgroup_conf(), s.profile.cgroup_conf().as_bytes(), 0o644)?;
     write_atomic(&l.dbd_conf(), render_dbd(s).as_bytes(), 0o600)?;
     write_atomic(&l.prolog(), render_hook(l, "prolog").as_bytes(), 0o755)?;
     write_atomic(&l.epilog(), render_hook(l, "epilog").as_bytes(), 0o755)?;

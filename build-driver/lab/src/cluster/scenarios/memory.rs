@@ -50,7 +50,7 @@ pub fn allocation(ctx: &mut Ctx<'_>) -> Result<String> {
     // A job without --mem: what it is given. Without DefMemPerCPU Slurm gives it the node's
     // whole memory (RealMemory; Slurm's default is 1 MB).
     let (expected, share) = match profile {
-        Profile::Default | Profile::MacosNative => (real / cpus, true),
+        Profile::Default | Profile::MacosNative | Profile::Site => (real / cpus, true),
         Profile::Poc => (real, false),
         Profile::Cpu => (1, false),
     };
@@ -67,7 +67,7 @@ pub fn allocation(ctx: &mut Ctx<'_>) -> Result<String> {
     }
     let plain = pair(ctx, "plain", &[], share)?;
     let asked = match profile {
-        Profile::Default | Profile::Poc | Profile::MacosNative => {
+        Profile::Default | Profile::Poc | Profile::MacosNative | Profile::Site => {
             let mem = format!("--mem={}", real * 6 / 10);
             pair(ctx, "sixty", &[&mem], false)?
         }
@@ -137,11 +137,15 @@ pub enum PressureExpectation {
 
 /// What a profile's plugins do to a job over its `--mem`: `default`, `poc` and `cpu` track
 /// with `proctrack/pgid` and gather nothing (`jobacct_gather/none`), so nothing enforces it;
-/// `macos-native` (jobacct_gather/darwin with `OverMemoryKill`) ends the job OUT_OF_MEMORY.
+/// `macos-native` (jobacct_gather/darwin with `OverMemoryKill`) ends the job OUT_OF_MEMORY;
+/// `site` on a Mac gathers with jobacct_gather/darwin but sets no `OverMemoryKill` (a cgroup
+/// site enforces memory with task/cgroup, which a Mac cannot), so nothing enforces it.
 /// A new profile does not compile until it is given its expectation here.
 pub fn pressure_expectation(profile: Profile) -> PressureExpectation {
     match profile {
-        Profile::Default | Profile::Poc | Profile::Cpu => PressureExpectation::NotEnforced,
+        Profile::Default | Profile::Poc | Profile::Cpu | Profile::Site => {
+            PressureExpectation::NotEnforced
+        }
         Profile::MacosNative => PressureExpectation::OutOfMemory,
     }
 }

@@ -38,7 +38,8 @@ fn judge(ave_cpu: &str, measured: bool) -> std::result::Result<String, String> {
 }
 
 pub fn running_step(ctx: &mut Ctx<'_>) -> Result<String> {
-    let measured = ctx.cluster.profile() == Profile::MacosNative;
+    // `site`'s jobacct_gather/cgroup runs as jobacct_gather/darwin on a Mac (patch 0064)
+    let measured = matches!(ctx.cluster.profile(), Profile::MacosNative | Profile::Site);
     let id = ctx.sbatch("sstat-live", &["-N1", "-n1"], BODY)?;
     ctx.wait_state(id, &["RUNNING"], JOB_TIMEOUT)?;
     let step = format!("{id}.batch");
