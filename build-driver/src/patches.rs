@@ -416,6 +416,8 @@ pub fn regenerate(sh: &Shell, tree: &Path) -> Result<()> {
 #[cfg(test)]
 mod af_wire_tests;
 #[cfg(test)]
+mod certgen_tests;
+#[cfg(test)]
 mod darwin_proc_tests;
 
 #[cfg(test)]
