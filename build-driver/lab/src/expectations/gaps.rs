@@ -166,10 +166,10 @@ pub fn check_darwin_builds<'a>(prefixes: impl IntoIterator<Item = &'a Path>) -> 
             continue;
         }
         let line = driver_common::lines::Line::from_name(&m.line, "the staging manifest")?;
-        let missing = driver_common::node_files::missing(&m.prefix, line, true, "so");
+        let missing = driver_common::node_files::missing(prefix, line, true, "so");
         if !missing.is_empty() {
             return Err(Error::File {
-                path: m.prefix.clone(),
+                path: prefix.to_path_buf(),
                 problem: format!(
                     "this darwin-personality build of {} lacks what a Mac node loads: {}; rebuild it \
                      (`cargo xtask build-slurm --version {} --personality darwin`) and see its build log",
