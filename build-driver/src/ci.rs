@@ -269,6 +269,16 @@ fn cluster_lanes(
             })
         },
     );
+    report.step_after(
+        "cluster scenarios: darwin install, profile site (a cgroup site's config)",
+        darwin,
+        |b| {
+            slurm_lab::cluster::site_scenarios(sh, &b.prefix).map(|()| {
+                "the site's cgroup plugins run as the macOS ones: jobs, sstat, configless"
+                    .to_string()
+            })
+        },
+    );
     match (patched, darwin) {
         (Some(native), Some(dar)) => {
             report.step(

@@ -333,6 +333,27 @@ pub fn macos_native_scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
     test(sh, &opts)
 }
 
+/// The scenarios CI runs under profile `site` (a cgroup site's slurm.conf and cgroup.conf,
+/// as configless hands them to a Mac; patch 0064): slurmd starts and says what it runs
+/// instead, batch, srun, cancel, sstat, accounting, and a configless node.
+pub const SITE_CI: [&str; 7] = [
+    "site-plugins-mapped",
+    "batch-exit-codes",
+    "srun-multi-task",
+    "cancel-process-tree",
+    "memory-allocation",
+    "smd-304-sstat-running-step",
+    "smd-404-configless",
+];
+
+/// [`SITE_CI`] on a darwin-personality install.
+pub fn site_scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
+    let only: Vec<&str> = SITE_CI.to_vec();
+    let mut opts = ci_options(prefix, &only)?;
+    opts.up.profile = profile::Profile::Site;
+    test(sh, &opts)
+}
+
 /// The multi-node scenarios CI runs: a cluster of 3 nodes, the first two of the native build
 /// (with slurmctld and slurmdbd), the third of the darwin personality; with PMI-2 across
 /// them (smd-401, smd-402: under a second together).

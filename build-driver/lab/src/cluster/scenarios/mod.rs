@@ -49,6 +49,7 @@ mod reconfigure;
 mod recovery;
 mod restarts;
 mod sack;
+mod site;
 mod spank;
 mod sstat_live;
 mod steps;
@@ -85,6 +86,8 @@ pub enum Needs {
     UpgradeTo,
     /// At least one node of a darwin-personality build (the shim's emulation log).
     DarwinNode,
+    /// One node under profile `site` (a cgroup site's plugins, patch 0064).
+    Site,
 }
 
 impl Needs {
@@ -111,11 +114,19 @@ impl Needs {
                  --profile macos-native on a darwin-personality build)",
                 cluster.profile().name()
             )),
-            Needs::PgidTracking if cluster.profile() == Profile::MacosNative => Some(
-                "shows proctrack/pgid's limit; profile `macos-native` tracks by ancestry \
-                 (its scenario is reparented-setsid)"
-                    .to_string(),
-            ),
+            Needs::Site if cluster.profile() != Profile::Site => Some(format!(
+                "needs profile `site` (a cgroup site's plugins) on a darwin-personality build, the cluster's is `{}`",
+                cluster.profile().name()
+            )),
+            Needs::PgidTracking
+                if matches!(cluster.profile(), Profile::MacosNative | Profile::Site) =>
+            {
+                Some(
+                    "shows proctrack/pgid's limit; profiles `macos-native` and `site` (on a Mac) \
+                     track by ancestry (its scenario is reparented-setsid)"
+                        .to_string(),
+                )
+            }
             Needs::DarwinNode
                 if !cluster.nodes().iter().any(|x| {
                     driver_common::staging::Manifest::read(&x.prefix).is_ok_and(|m| {
@@ -285,6 +296,7 @@ pub const ALL: &[Scenario] = &[
     with("smd-401-pmi2-kvs", Needs::Nodes(2), pmi2::across_nodes),
     with("smd-402-pmi2-mixed-builds", Needs::Mix, pmi2::across_builds),
     node1("smd-404-configless", configless::fetches_config),
+    with("site-plugins-mapped", Needs::Site, site::plugins_mapped),
     node1("smd-405-backup-controller", failover::backup_takes_over),
     node1("smd-406-ipv6-loopback", ipv6::loopback_end_to_end),
     node1("smd-408-dynamic-node", dynamic::register_delete_register),
