@@ -227,4 +227,8 @@ pub fn uninstall(args: &UninstallArgs) -> Result<()> {
 }
 
 #[cfg(test)]
+mod attacks;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+use tests::{install_as, me};

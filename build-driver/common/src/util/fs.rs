@@ -348,6 +348,37 @@ mod tests {
     }
 
     #[test]
+    fn write_atomic__planted_part_symlink_is_not_followed() {
+        let (d, victim) = crate::testing::scratch("root-file");
+        fs::write(&victim, "root's file").unwrap();
+        let key = d.path().join("slurm.key");
+        std::os::unix::fs::symlink(&victim, part_path(&key)).unwrap();
+        write_atomic(&key, b"secret", 0o600).unwrap();
+        assert_eq!(
+            fs::read(&victim).unwrap(),
+            b"root's file",
+            "followed the planted link"
+        );
+        assert_eq!(fs::read(&key).unwrap(), b"secret");
+    }
+
+    #[test]
+    fn write_atomic__planted_part_held_open_never_sees_the_bytes() {
+        use std::io::Read;
+        let (d, key) = crate::testing::scratch("slurm.key");
+        let part = part_path(&key);
+        fs::write(&part, "").unwrap();
+        fs::set_permissions(&part, fs::Permissions::from_mode(0o666)).unwrap();
+        let mut held = fs::File::open(&part).unwrap();
+        write_atomic(&key, b"secret", 0o600).unwrap();
+        let mut seen = Vec::new();
+        held.read_to_end(&mut seen).unwrap();
+        assert!(seen.is_empty(), "the planted file got the key: {seen:?}");
+        assert_eq!(fs::read(&key).unwrap(), b"secret");
+        drop(d);
+    }
+
+    #[test]
     fn sha256_file__known_digest_and_read_optional_missing_is_none() {
         let (d, f) = crate::testing::scratch("abc");
         fs::write(&f, "abc").unwrap();

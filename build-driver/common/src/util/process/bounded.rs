@@ -224,6 +224,17 @@ mod tests {
     }
 
     #[test]
+    fn run_bounded__attack_timeout_past_the_clock_does_not_panic() {
+        let huge = Duration::from_secs(u64::MAX);
+        let out = run_bounded(command("true", [""; 0]), huge).unwrap();
+        assert!(out.status.success());
+        let (_d, log) = crate::testing::scratch("l");
+        assert!(run_to_log_bounded(command("true", [""; 0]), &log, huge).is_ok());
+        assert!(run_inherit_bounded(command("true", [""; 0]), "t", huge).is_ok());
+        assert!(poll("x", huge, Duration::from_millis(1), || Ok(Some(()))).is_ok());
+    }
+
+    #[test]
     fn run_bounded__kills_on_timeout() {
         let start = Instant::now();
         let err = run_bounded(command("sleep", ["30"]), Duration::from_millis(300)).unwrap_err();
