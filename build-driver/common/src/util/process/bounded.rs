@@ -11,6 +11,15 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// Now plus `timeout`; a timeout past what the clock can hold waits as long as it can
+/// (checked: `Instant + Duration` panics on overflow).
+fn deadline(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 86_400)))
+        .unwrap_or(now)
+}
+
 /// Waits for `child` until `deadline`; `None` when it is still running then.
 fn wait_until(child: &mut Child, shown: &str, deadline: Instant) -> Result<Option<ExitStatus>> {
     loop {
@@ -62,7 +71,7 @@ pub fn run_bounded(command: impl Into<Command>, timeout: Duration) -> Result<Out
         })
     })
     .collect();
-    let Some(status) = wait_until(&mut child, &shown, Instant::now() + timeout)? else {
+    let Some(status) = wait_until(&mut child, &shown, deadline(timeout))? else {
         child.kill().ok();
         child.wait().ok();
         return Err(Error::Timeout {
@@ -109,7 +118,7 @@ pub fn run_inherit_bounded(cmd: impl Into<Command>, step: &str, timeout: Duratio
         program: shown.clone(),
         source,
     })?;
-    match wait_until(&mut child, &shown, Instant::now() + timeout)? {
+    match wait_until(&mut child, &shown, deadline(timeout))? {
         Some(status) if status.success() => Ok(()),
         Some(status) => Err(Error::Command {
             step: step.into(),
@@ -144,7 +153,7 @@ pub fn run_to_log_bounded(
         program: shown.clone(),
         source,
     })?;
-    match wait_until(&mut child, &shown, Instant::now() + timeout)? {
+    match wait_until(&mut child, &shown, deadline(timeout))? {
         Some(status) => Ok(status),
         None => {
             child.kill().ok();
@@ -164,7 +173,7 @@ pub fn poll<T>(
     every: Duration,
     mut probe: impl FnMut() -> Result<Option<T>>,
 ) -> Result<T> {
-    let deadline = Instant::now() + timeout;
+    let deadline = deadline(timeout);
     loop {
         if let Some(v) = probe()? {
             return Ok(v);
