@@ -1,3 +1,4 @@
+#![allow(non_snake_case)]
 //! Attack: `slurm-mac install` run by a user who is not root (here uid 65534, started by a
 //! root test) must change nothing: not the prefix, not the key. Skipped (said why) when the
 //! test is not root, since only root can start a process as another user.

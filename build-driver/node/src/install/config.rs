@@ -21,18 +21,25 @@ pub fn read_key(path: &Path) -> Result<Vec<u8>> {
 }
 
 /// Writes the key (0600, root-owned) and the configuration example; returns what it did.
-pub fn install_config(from: &Path, etc: &Path, key: Option<&[u8]>) -> Result<Vec<String>> {
+pub fn install_config(
+    from: &Path,
+    etc: &Path,
+    key: Option<&[u8]>,
+    owner: u32,
+) -> Result<Vec<String>> {
     let mut said = Vec::new();
     fs::create_dir_all(etc).map_err(|e| Error::io(etc, e))?;
+    driver_common::util::trust::trusted(etc, owner)?;
     if let Some(k) = key {
         let path = etc.join("slurm.key");
         let same = fs::read(&path).map(|old| old == k).unwrap_or(false);
-        if !same {
-            driver_common::util::fs::write_atomic(&path, k, 0o600)?;
-        }
-        std::os::unix::fs::chown(&path, Some(0), Some(0)).map_err(|e| {
-            Error::io(&path, e).context("slurm.key must be owned by root: run install as root")
-        })?;
+        let gid = if owner == 0 {
+            0
+        } else {
+            nix::unistd::getegid().as_raw()
+        };
+        // Owner and mode are set on the new file before it gets its name (write_atomic_owned).
+        driver_common::util::fs::write_atomic_owned(&path, k, 0o600, Some((owner, gid)))?;
         said.push(format!(
             "{} {} (mode 0600, root)",
             path.display(),
