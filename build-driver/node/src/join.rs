@@ -205,6 +205,15 @@ pub fn run(args: JoinArgs) -> Result<()> {
             ));
         }
     };
+    // Names first: a refused name must not cost a question to the controller.
+    let node_name = args.name.clone().unwrap_or_else(short_hostname);
+    crate::names::node_name(&node_name)?;
+    if let Some(f) = &args.dynamic {
+        crate::names::features(f)?;
+    }
+    if let Some(a) = &args.node_addr {
+        crate::names::address("--node-addr", a)?;
+    }
     let checked = check(&prefix, &source, &key, Duration::from_secs(args.timeout))?;
     println!(
         "join: this build is Slurm {}, the controller runs {}: accepted ({})",
@@ -230,7 +239,7 @@ pub fn run(args: JoinArgs) -> Result<()> {
         plan::Shape::Fixed { .. } => Some(slurmd_c(&prefix)?),
         plan::Shape::Dynamic { .. } => None,
     };
-    let plan = plan::Plan::new(&plan::Inputs {
+    let plan = plan::Plan::checked(&plan::Inputs {
         slurmd: prefix.join("sbin/slurmd"),
         etc,
         key: std::path::absolute(&key).map_err(|e| Error::io(&key, e))?,
@@ -243,9 +252,9 @@ pub fn run(args: JoinArgs) -> Result<()> {
             Source::Configless(_) => None,
         },
         shape,
-        node_name: args.name.clone().unwrap_or_else(short_hostname),
+        node_name,
         hardware,
-    });
+    })?;
     print!("{}", plan.render());
     if args.apply {
         write::apply(&plan)?;
@@ -273,10 +282,10 @@ fn slurmd_c(prefix: &Path) -> Result<String> {
     driver_common::util::process::bounded::read_bounded(c, Duration::from_secs(60))
 }
 
-/// OLD-CODE ADAPTER (replaced by the fix).
+/// The checked plan, or `None` when its inputs are refused (the attacks' view).
 #[cfg(test)]
 fn plan_checked(i: &plan::Inputs) -> Option<plan::Plan> {
-    Some(plan::Plan::new(i))
+    plan::Plan::checked(i).ok()
 }
 
 #[cfg(test)]
