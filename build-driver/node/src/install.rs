@@ -159,6 +159,9 @@ pub(crate) fn install_as(_sh: &Shell, root: &Path, args: InstallArgs, owner: u32
         )));
     }
     let key = args.key.as_deref().map(config::read_key).transpose()?;
+    if let Some(w) = key.as_deref().and_then(config::key_warning) {
+        eprintln!("install: warning: {w}");
+    }
     let t = target(&want, args.destdir.as_deref(), staged.sysconfdir.as_deref())?;
     driver_common::util::trust::trusted(&t.dir, owner)?;
     driver_common::util::trust::trusted(&t.etc, owner)?;
