@@ -177,7 +177,11 @@ fn require_key(key: &Path) -> Result<()> {
         Err(e) => Err(Error::JoinKey {
             path: key.to_path_buf(),
             problem: format!("cannot be read ({e})"),
-            fix: fix.into(),
+            fix: if e.kind() == std::io::ErrorKind::PermissionDenied {
+                "run join with sudo (the key is root's), or fix its owner and mode".into()
+            } else {
+                fix.into()
+            },
         }),
     }
 }

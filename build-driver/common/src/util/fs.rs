@@ -103,8 +103,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
 /// directory another user could plant names in: the temporary file is a fresh name created
 /// with `O_EXCL|O_NOFOLLOW` (a planted link or file is never opened), mode 0600 until its
 /// owner and mode are set on the descriptor (`fchown`, `fchmod`), then `renameat` in the
-/// directory opened once. The directory must belong to us or root; when root writes, it
-/// must also not be writable by others (unless sticky).
+/// directory opened once. With an `owner` (a file root hands out: a key), the directory must
+/// belong to us or root and, when root writes, not be writable by others unless sticky;
+/// callers that write where root acts check the whole path with [`super::trust::trusted`].
 pub fn write_atomic_owned(
     path: &Path,
     bytes: &[u8],
@@ -124,7 +125,9 @@ pub fn write_atomic_owned(
         _ => return Err(Error::file(path, "not a file name")),
     };
     let dir = fs::File::open(dir_path).map_err(|e| Error::io(dir_path, e))?;
-    check_write_dir(dir_path, &dir)?;
+    if owner.is_some() {
+        check_write_dir(dir_path, &dir)?;
+    }
     let flags =
         OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_WRONLY | OFlag::O_CLOEXEC;
     let (tmp, fd) = (0..100)
@@ -451,6 +454,25 @@ mod tests {
         assert!(seen.is_empty(), "the planted file got the key: {seen:?}");
         assert_eq!(fs::read(&key).unwrap(), b"secret");
         drop(d);
+    }
+
+    #[test]
+    fn write_atomic_owned__refuses_a_directory_others_can_write() {
+        let (d, key) = crate::testing::scratch("slurm.key");
+        fs::set_permissions(d.path(), fs::Permissions::from_mode(0o777)).unwrap();
+        let me = nix::unistd::geteuid().as_raw();
+        let r = write_atomic_owned(
+            &key,
+            b"k",
+            0o600,
+            Some((me, nix::unistd::getegid().as_raw())),
+        );
+        if me == 0 {
+            assert!(r.unwrap_err().to_string().contains("chmod go-w"));
+            assert!(!key.exists());
+        } else {
+            eprintln!("skipped: the writable-directory rule is root's");
+        }
     }
 
     #[test]

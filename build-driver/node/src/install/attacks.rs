@@ -96,3 +96,15 @@ fn install__attack_prefix_below_a_directory_another_user_can_write_is_refused() 
     assert!(e.contains("writable") && e.contains("chmod"), "{e}");
     assert!(!parent.join("slurm").exists());
 }
+
+#[test]
+fn install__dangling_link_inside_the_tree_installs_or_names_a_fix() {
+    let (d, sh, from) = staged_scratch();
+    std::os::unix::fs::symlink("libslurm.99.dylib", from.join("lib/libgone.dylib")).unwrap();
+    match install_as(&sh, d.path(), args(d.path(), &from, None), me()) {
+        Ok(()) => {
+            assert!(fs::symlink_metadata(d.path().join("root/opt/slurm/lib/libgone.dylib")).is_ok())
+        }
+        Err(e) => assert!(e.to_string().contains("fix"), "{e}"),
+    }
+}
