@@ -129,6 +129,12 @@ pub enum Error {
     /// What a cluster scenario (or peer/bench run) saw, against what it expects.
     #[error("cluster: {0}")]
     Scenario(String),
+    #[error("{path} {why}: root would act on what another user can change\nfix: {fix}")]
+    Untrusted {
+        path: PathBuf,
+        why: String,
+        fix: String,
+    },
     #[error("{what} must run as root: {why}")]
     NeedsRoot { what: String, why: String },
     #[error("no cluster in {dir} (no cluster.toml): start one with `cargo xtask cluster up`")]

@@ -117,8 +117,8 @@ pub struct JoinArgs {
     /// Where this build reads slurm.conf and slurm.key (default: <prefix>/etc).
     #[arg(long, value_name = "DIR")]
     pub etc: Option<PathBuf>,
-    /// Seconds to wait for the controller's answer.
-    #[arg(long, default_value_t = 30)]
+    /// Seconds to wait for the controller's answer (1 to 3600).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub timeout: u64,
     /// Install the key (and --conf) and start slurmd, instead of printing the plan only.
     #[arg(long)]

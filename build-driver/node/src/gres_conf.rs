@@ -263,7 +263,12 @@ pub fn slurmd_of(prefix: &Path) -> Result<PathBuf> {
     if !prefix.is_dir() {
         return Err(Error::NotASlurmPrefix {
             path: prefix.to_path_buf(),
-            detail: "no such directory".into(),
+            detail: [prefix.exists().then_some("is a file, not a directory")]
+                .into_iter()
+                .flatten()
+                .next()
+                .unwrap_or("no such directory")
+                .into(),
         });
     }
     let slurmd = prefix.join("sbin/slurmd");
@@ -470,6 +475,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let e = slurmd_of(&d.path().join("nope")).unwrap_err().to_string();
         assert!(e.contains("no such directory"), "{e}");
+        std::fs::write(d.path().join("f"), "").unwrap();
+        let e = slurmd_of(&d.path().join("f")).unwrap_err().to_string();
+        assert!(e.contains("is a file"), "{e}");
         let e = slurmd_of(d.path()).unwrap_err().to_string();
         driver_common::testing::assert_mentions(&e, &["sbin/slurmd is missing", "--prefix"]);
     }

@@ -22,6 +22,7 @@
 
 mod config;
 pub mod manifest;
+mod normalise;
 
 use crate::cli::{InstallArgs, UninstallArgs};
 use driver_common::error::{Error, Result};
@@ -69,7 +70,7 @@ fn target(prefix: &Path, destdir: Option<&Path>, sysconfdir: Option<&Path>) -> R
 }
 
 /// Refuses a prefix we did not install or another user owns.
-fn check_prefix(dir: &Path) -> Result<()> {
+fn check_prefix(dir: &Path, owner: u32) -> Result<()> {
     let meta = match fs::metadata(dir) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -81,7 +82,7 @@ fn check_prefix(dir: &Path) -> Result<()> {
             "exists and is not a directory: choose another --prefix",
         ));
     }
-    let me = nix::unistd::geteuid().as_raw();
+    let me = owner;
     if meta.uid() != me {
         return Err(Error::file(
             dir,
@@ -114,7 +115,22 @@ pub fn default_from(root: &Path, prefix: &Path) -> PathBuf {
     rooted(Some(&target.join("stage")), prefix)
 }
 
-pub fn run(_sh: &Shell, root: &Path, args: InstallArgs) -> Result<()> {
+/// Installs as root: checked first, so a run by another user changes nothing.
+pub fn run(sh: &Shell, root: &Path, args: InstallArgs) -> Result<()> {
+    if !nix::unistd::geteuid().is_root() {
+        return Err(Error::NeedsRoot {
+            what: "install".into(),
+            why:
+                "the tree and slurm.key must belong to root; nothing was changed (run it with sudo)"
+                    .into(),
+        });
+    }
+    install_as(sh, root, args, 0)
+}
+
+/// [`run`] for the files' owner `owner` (root, or a test's own uid): every directory the
+/// install writes must be trusted for that owner before anything is written.
+pub(crate) fn install_as(_sh: &Shell, root: &Path, args: InstallArgs, owner: u32) -> Result<()> {
     let from = match &args.from {
         Some(f) => absolute(f)?,
         None => default_from(root, &absolute(&args.prefix)?),
@@ -143,9 +159,14 @@ pub fn run(_sh: &Shell, root: &Path, args: InstallArgs) -> Result<()> {
         )));
     }
     let key = args.key.as_deref().map(config::read_key).transpose()?;
+    if let Some(w) = key.as_deref().and_then(config::key_warning) {
+        eprintln!("install: warning: {w}");
+    }
     let t = target(&want, args.destdir.as_deref(), staged.sysconfdir.as_deref())?;
-    check_prefix(&t.dir)?;
-    let changed = install_tree(&from, &t)?;
+    driver_common::util::trust::trusted(&t.dir, owner)?;
+    driver_common::util::trust::trusted(&t.etc, owner)?;
+    check_prefix(&t.dir, owner)?;
+    let changed = install_tree(&from, &t, owner)?;
     println!(
         "install: {} {}",
         t.dir.display(),
@@ -155,7 +176,7 @@ pub fn run(_sh: &Shell, root: &Path, args: InstallArgs) -> Result<()> {
             "unchanged (already this build)"
         }
     );
-    for line in config::install_config(&from, &t.etc, key.as_deref())? {
+    for line in config::install_config(&from, &t.etc, key.as_deref(), owner)? {
         println!("install: {line}");
     }
     Ok(())
@@ -163,13 +184,7 @@ pub fn run(_sh: &Shell, root: &Path, args: InstallArgs) -> Result<()> {
 
 /// Stages `from` beside `t.dir`, writes the manifest and renames it into place; false when
 /// the installed tree already is exactly this one.
-fn install_tree(from: &Path, t: &Target) -> Result<bool> {
-    let new = Manifest::of_tree(from, &t.prefix)?;
-    if let Ok(old) = Manifest::read(&t.dir.join(MANIFEST)) {
-        if old.files == new.files && old.verify(&t.dir).is_ok() {
-            return Ok(false);
-        }
-    }
+fn install_tree(from: &Path, t: &Target, owner: u32) -> Result<bool> {
     let parent = t
         .dir
         .parent()
@@ -178,6 +193,13 @@ fn install_tree(from: &Path, t: &Target) -> Result<bool> {
     let staging = driver_common::util::fs::Staging::new(parent, "install")?;
     let tree = staging.dir.join("tree");
     driver_common::util::fs::copy_tree(from, &tree)?;
+    normalise::tree(&tree, &t.prefix, owner)?;
+    let new = Manifest::of_tree(&tree, &t.prefix)?;
+    if let Ok(old) = Manifest::read(&t.dir.join(MANIFEST)) {
+        if old.files == new.files && old.verify(&t.dir).is_ok() {
+            return Ok(false);
+        }
+    }
     new.write(&tree.join(MANIFEST))?;
     let aside = staging.dir.join("old");
     let had_old = t.dir.exists();
@@ -227,4 +249,8 @@ pub fn uninstall(args: &UninstallArgs) -> Result<()> {
 }
 
 #[cfg(test)]
+mod attacks;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+use tests::me;

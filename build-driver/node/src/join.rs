@@ -27,7 +27,7 @@
 pub mod ask;
 mod lines;
 pub mod plan;
-mod write;
+pub mod write;
 
 use crate::cli::JoinArgs;
 use ask::{Controller, Problem, Source};
@@ -177,7 +177,11 @@ fn require_key(key: &Path) -> Result<()> {
         Err(e) => Err(Error::JoinKey {
             path: key.to_path_buf(),
             problem: format!("cannot be read ({e})"),
-            fix: fix.into(),
+            fix: if e.kind() == std::io::ErrorKind::PermissionDenied {
+                "run join with sudo (the key is root's), or fix its owner and mode".into()
+            } else {
+                fix.into()
+            },
         }),
     }
 }
@@ -205,6 +209,15 @@ pub fn run(args: JoinArgs) -> Result<()> {
             ));
         }
     };
+    // Names first: a refused name must not cost a question to the controller.
+    let node_name = args.name.clone().unwrap_or_else(short_hostname);
+    crate::names::node_name(&node_name)?;
+    if let Some(f) = &args.dynamic {
+        crate::names::features(f)?;
+    }
+    if let Some(a) = &args.node_addr {
+        crate::names::address("--node-addr", a)?;
+    }
     let checked = check(&prefix, &source, &key, Duration::from_secs(args.timeout))?;
     println!(
         "join: this build is Slurm {}, the controller runs {}: accepted ({})",
@@ -230,7 +243,7 @@ pub fn run(args: JoinArgs) -> Result<()> {
         plan::Shape::Fixed { .. } => Some(slurmd_c(&prefix)?),
         plan::Shape::Dynamic { .. } => None,
     };
-    let plan = plan::Plan::new(&plan::Inputs {
+    let plan = plan::Plan::checked(&plan::Inputs {
         slurmd: prefix.join("sbin/slurmd"),
         etc,
         key: std::path::absolute(&key).map_err(|e| Error::io(&key, e))?,
@@ -243,9 +256,9 @@ pub fn run(args: JoinArgs) -> Result<()> {
             Source::Configless(_) => None,
         },
         shape,
-        node_name: args.name.clone().unwrap_or_else(short_hostname),
+        node_name,
         hardware,
-    });
+    })?;
     print!("{}", plan.render());
     if args.apply {
         write::apply(&plan)?;
@@ -272,3 +285,12 @@ fn slurmd_c(prefix: &Path) -> Result<String> {
     c.arg("-C");
     driver_common::util::process::bounded::read_bounded(c, Duration::from_secs(60))
 }
+
+/// The checked plan, or `None` when its inputs are refused (the attacks' view).
+#[cfg(test)]
+fn plan_checked(i: &plan::Inputs) -> Option<plan::Plan> {
+    plan::Plan::checked(i).ok()
+}
+
+#[cfg(test)]
+mod attacks;

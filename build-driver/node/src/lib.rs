@@ -10,4 +10,5 @@ pub mod gres_conf;
 pub mod install;
 pub mod join;
 pub mod launchd;
+pub mod names;
 pub mod service;

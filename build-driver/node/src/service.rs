@@ -6,7 +6,9 @@
 //! `launchctl bootstrap system`; a label already loaded is booted out first and waited for
 //! ([`launchctl`]: the bootout race). `uninstall` boots it out, waits until launchd no longer
 //! has the label, and removes the file. `status` prints what `launchctl print` says. The
-//! three need macOS's launchctl; `--launchctl` names a stand-in (the tests use a fake one).
+//! Before anything changes, `install` refuses relative paths, a bad `--conf-server` and a
+//! daemon another user can change (util::trust); a new job that does not load gets the old
+//! plist and job back. The three need macOS's launchctl; `--launchctl` names a stand-in (the tests use a fake one).
 
 pub mod launchctl;
 pub mod plist;
@@ -75,29 +77,91 @@ pub fn run(sh: &Shell, _root: &Path, args: ServiceArgs) -> Result<()> {
     }
 }
 
-/// Writes the plist and (re)loads it.
-pub fn install(sh: &Shell, o: &ServiceOptions) -> Result<()> {
-    let l = launchctl_of(o)?;
-    let svc = service_of(o);
-    let program = svc.prefix.join("sbin").join(o.daemon.name());
-    if !driver_common::util::process::is_executable(&program) {
+/// Refuses what launchd cannot use or root must not run: relative paths, a `--conf-server`
+/// that is not HOST[:PORT], and a daemon, log or plist directory another user can change.
+fn check_options(o: &ServiceOptions, program: &Path) -> Result<()> {
+    for (flag, p) in [
+        ("--prefix", &o.prefix),
+        ("--log-dir", &o.log_dir),
+        ("--launchd-dir", &o.launchd_dir),
+    ] {
+        if !p.is_absolute() {
+            return Err(Error::Usage(format!(
+                "{flag} {}: launchd needs an absolute path (it starts the daemon from /); \
+                 give the full path",
+                p.display()
+            )));
+        }
+    }
+    if let Some(c) = &o.conf_server {
+        crate::join::ask::Controller::parse(c)
+            .map_err(|e| e.context(format!("--conf-server `{}`", c.escape_debug())))?;
+    }
+    if !driver_common::util::process::is_executable(program) {
         return Err(Error::file(
-            &program,
+            program,
             "is not an executable daemon: pass the --prefix Slurm is installed in \
              (Homebrew: /opt/homebrew/opt/slurm-wlm)",
         ));
     }
+    // launchd runs it as root: no one else may be able to replace it (util::trust).
+    let me = nix::unistd::geteuid().as_raw();
+    driver_common::util::trust::trusted(program, me)?;
+    driver_common::util::trust::trusted(&o.log_dir, me)?;
+    driver_common::util::trust::trusted(&o.launchd_dir, me)
+}
+
+/// Writes the plist and (re)loads it. When the new job does not load, the old plist is put
+/// back and its job loaded again; the error says what runs now.
+pub fn install(sh: &Shell, o: &ServiceOptions) -> Result<()> {
+    let l = launchctl_of(o)?;
+    let mut svc = service_of(o);
+    let program = svc.prefix.join("sbin").join(o.daemon.name());
+    check_options(o, &program)?;
+    svc.conf_server = o
+        .conf_server
+        .as_deref()
+        .map(|c| crate::join::ask::Controller::parse(c).map(|c| c.conf_server()))
+        .transpose()?;
     let xml = svc
         .xml()
         .map_err(|e| Error::parse("the LaunchDaemon plist", e))?;
     std::fs::create_dir_all(&o.log_dir).map_err(|e| Error::io(&o.log_dir, e))?;
     let label = o.daemon.label();
-    l.bootout(sh, &label, launchctl::BOOTOUT_WAIT)?;
     let path = plist_path(o);
-    driver_common::util::fs::write_atomic(&path, &xml, 0o644)?;
-    l.bootstrap(sh, &path)?;
+    let old = driver_common::util::fs::read_optional(&path)?;
+    let was_loaded = l.loaded(sh, &label)?;
+    l.bootout(sh, &label, launchctl::BOOTOUT_WAIT)?;
+    let loaded = driver_common::util::fs::write_atomic(&path, &xml, 0o644)
+        .and_then(|()| l.bootstrap(sh, &path));
+    if let Err(e) = loaded {
+        return Err(e.context(restore(sh, &l, &path, old, was_loaded)));
+    }
     println!("{label}: {} written and loaded", path.display());
     Ok(())
+}
+
+/// Puts the old plist back (and loads it when it was loaded); says what runs now.
+fn restore(
+    sh: &Shell,
+    l: &Launchctl,
+    path: &Path,
+    old: Option<String>,
+    was_loaded: bool,
+) -> String {
+    let Some(old) = old else {
+        let _ = driver_common::util::fs::remove_optional(path);
+        return "the new service did not load; none was installed before, so none runs now".into();
+    };
+    let back = driver_common::util::fs::write_atomic(path, old.as_bytes(), 0o644);
+    match (back, was_loaded) {
+        (Ok(()), true) => match l.bootstrap(sh, path) {
+            Ok(()) => "the new service did not load; the old plist is back and the old job runs".into(),
+            Err(e) => format!("the new service did not load; the old plist is back but the old job did not load again ({e}): no service runs"),
+        },
+        (Ok(()), false) => "the new service did not load; the old plist is back (it was not loaded before, and runs nothing now)".into(),
+        (Err(e), _) => format!("the new service did not load and the old plist could not be put back ({e}): no service runs"),
+    }
 }
 
 /// Unloads (waiting for the label to go) and removes the plist.

@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// Lower-case hex of bytes (digests).
@@ -92,27 +92,105 @@ pub fn part_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Writes `bytes` to `path` with permission bits `mode`, atomically: a `.part` file beside
-/// it is written, synced and renamed over `path`, so a reader sees the old or the new file.
+/// Writes `bytes` to `path` with permission bits `mode`, atomically: a new temporary file
+/// beside it is written, synced and renamed over `path`, so a reader sees the old or the new
+/// file. See [`write_atomic_owned`].
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
-    let part = part_path(path);
+    write_atomic_owned(path, bytes, mode, None)
+}
+
+/// [`write_atomic`], the file given to `owner` (uid, gid) before it gets its name. Safe in a
+/// directory another user could plant names in: the temporary file is a fresh name created
+/// with `O_EXCL|O_NOFOLLOW` (a planted link or file is never opened), mode 0600 until its
+/// owner and mode are set on the descriptor (`fchown`, `fchmod`), then `renameat` in the
+/// directory opened once. With an `owner` (a file root hands out: a key), the directory must
+/// belong to us or root and, when root writes, not be writable by others unless sticky;
+/// callers that write where root acts check the whole path with [`super::trust::trusted`].
+pub fn write_atomic_owned(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    owner: Option<(u32, u32)>,
+) -> Result<()> {
+    use nix::fcntl::{OFlag, openat, renameat};
+    let (dir_path, name) = match (path.parent(), path.file_name()) {
+        (Some(p), Some(n)) => (
+            if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            },
+            n,
+        ),
+        _ => return Err(Error::file(path, "not a file name")),
+    };
+    let dir = fs::File::open(dir_path).map_err(|e| Error::io(dir_path, e))?;
+    if owner.is_some() {
+        check_write_dir(dir_path, &dir)?;
+    }
+    let flags =
+        OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_WRONLY | OFlag::O_CLOEXEC;
+    let (tmp, fd) = (0..100)
+        .find_map(|n| {
+            let mut t = name.to_os_string();
+            t.push(format!(".{}-{n}-{:x}.part", std::process::id(), nanos()));
+            let t = PathBuf::from(t);
+            openat(
+                &dir,
+                &t,
+                flags,
+                nix::sys::stat::Mode::from_bits_truncate(0o600),
+            )
+            .ok()
+            .map(|fd| (t, fd))
+        })
+        .ok_or_else(|| Error::file(path, "cannot create a temporary file beside it"))?;
+    let mut f = fs::File::from(fd);
     let written = (|| {
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(mode)
-            .open(&part)?;
-        // The umask narrowed `mode` at creation; the file must have exactly `mode`.
-        f.set_permissions(fs::Permissions::from_mode(mode))?;
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::fchown(&f, Some(uid), Some(gid))?;
+        }
         f.write_all(bytes)?;
+        f.set_permissions(fs::Permissions::from_mode(mode))?;
         f.sync_all()
     })();
-    if let Err(e) = written {
-        let _ = fs::remove_file(&part);
-        return Err(Error::io(&part, e));
+    let renamed = written.and_then(|()| renameat(&dir, &tmp, &dir, name).map_err(Into::into));
+    if let Err(e) = renamed {
+        let _ = nix::unistd::unlinkat(&dir, &tmp, nix::unistd::UnlinkatFlags::NoRemoveDir);
+        return Err(Error::io(path, e));
     }
-    fs::rename(&part, path).map_err(|e| Error::io(path, e))
+    Ok(())
+}
+
+fn nanos() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos())
+}
+
+/// The directory an atomic write renames in: ours or root's; for root, not open to others.
+fn check_write_dir(path: &Path, dir: &fs::File) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let m = dir.metadata().map_err(|e| Error::io(path, e))?;
+    let me = nix::unistd::geteuid().as_raw();
+    if !m.is_dir() {
+        return Err(Error::file(path, "is not a directory"));
+    }
+    if m.uid() != me && m.uid() != 0 {
+        return Err(Error::Untrusted {
+            path: path.to_path_buf(),
+            why: format!("belongs to uid {}, not to you (uid {me}) or root", m.uid()),
+            fix: format!("chown {me} {}, or write elsewhere", path.display()),
+        });
+    }
+    if me == 0 && m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0 {
+        return Err(Error::Untrusted {
+            path: path.to_path_buf(),
+            why: format!("is writable by others (mode {:o})", m.mode() & 0o7777),
+            fix: format!("sudo chmod go-w {}", path.display()),
+        });
+    }
+    Ok(())
 }
 
 /// [`write_atomic`] of an executable script (mode 0755), unless `path` already holds exactly
@@ -345,6 +423,56 @@ mod tests {
             0o755
         );
         assert!(write_atomic(&d.path().join("no/dir/f"), b"", 0o644).is_err());
+    }
+
+    #[test]
+    fn write_atomic__planted_part_symlink_is_not_followed() {
+        let (d, victim) = crate::testing::scratch("root-file");
+        fs::write(&victim, "root's file").unwrap();
+        let key = d.path().join("slurm.key");
+        std::os::unix::fs::symlink(&victim, part_path(&key)).unwrap();
+        write_atomic(&key, b"secret", 0o600).unwrap();
+        assert_eq!(
+            fs::read(&victim).unwrap(),
+            b"root's file",
+            "followed the planted link"
+        );
+        assert_eq!(fs::read(&key).unwrap(), b"secret");
+    }
+
+    #[test]
+    fn write_atomic__planted_part_held_open_never_sees_the_bytes() {
+        use std::io::Read;
+        let (d, key) = crate::testing::scratch("slurm.key");
+        let part = part_path(&key);
+        fs::write(&part, "").unwrap();
+        fs::set_permissions(&part, fs::Permissions::from_mode(0o666)).unwrap();
+        let mut held = fs::File::open(&part).unwrap();
+        write_atomic(&key, b"secret", 0o600).unwrap();
+        let mut seen = Vec::new();
+        held.read_to_end(&mut seen).unwrap();
+        assert!(seen.is_empty(), "the planted file got the key: {seen:?}");
+        assert_eq!(fs::read(&key).unwrap(), b"secret");
+        drop(d);
+    }
+
+    #[test]
+    fn write_atomic_owned__refuses_a_directory_others_can_write() {
+        let (d, key) = crate::testing::scratch("slurm.key");
+        fs::set_permissions(d.path(), fs::Permissions::from_mode(0o777)).unwrap();
+        let me = nix::unistd::geteuid().as_raw();
+        let r = write_atomic_owned(
+            &key,
+            b"k",
+            0o600,
+            Some((me, nix::unistd::getegid().as_raw())),
+        );
+        if me == 0 {
+            assert!(r.unwrap_err().to_string().contains("chmod go-w"));
+            assert!(!key.exists());
+        } else {
+            eprintln!("skipped: the writable-directory rule is root's");
+        }
     }
 
     #[test]

@@ -9,3 +9,4 @@ pub mod host_paths;
 pub mod process;
 pub mod signal;
 pub mod stamp;
+pub mod trust;

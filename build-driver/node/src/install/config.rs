@@ -7,9 +7,12 @@ use std::path::Path;
 /// Reads the key given with `--key`: it must exist and not be empty.
 pub fn read_key(path: &Path) -> Result<Vec<u8>> {
     let bytes = fs::read(path).map_err(|e| {
-        Error::io(path, e).context(
-            "--key: copy the controller's slurm.key (its SlurmctldParameters/AuthInfo key file) to this machine and pass that file",
-        )
+        let fix = if e.kind() == std::io::ErrorKind::PermissionDenied {
+            "--key: you may not read it: run the command with sudo (the key is root's), or fix its owner and mode"
+        } else {
+            "--key: copy the controller's slurm.key (its SlurmctldParameters/AuthInfo key file) to this machine and pass that file"
+        };
+        Error::io(path, e).context(fix)
     })?;
     if bytes.is_empty() {
         return Err(Error::file(
@@ -20,19 +23,38 @@ pub fn read_key(path: &Path) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// A warning for a key too short to be the controller's (Slurm's docs make it with
+/// `dd if=/dev/random of=slurm.key bs=1024 count=1`): auth/slurm takes it, but any short key
+/// is guessable.
+pub fn key_warning(k: &[u8]) -> Option<String> {
+    (k.len() < 32).then(|| {
+        format!(
+            "the key is {} byte(s): the controller's slurm.key is usually 1024 random bytes; check that --key names it",
+            k.len()
+        )
+    })
+}
+
 /// Writes the key (0600, root-owned) and the configuration example; returns what it did.
-pub fn install_config(from: &Path, etc: &Path, key: Option<&[u8]>) -> Result<Vec<String>> {
+pub fn install_config(
+    from: &Path,
+    etc: &Path,
+    key: Option<&[u8]>,
+    owner: u32,
+) -> Result<Vec<String>> {
     let mut said = Vec::new();
     fs::create_dir_all(etc).map_err(|e| Error::io(etc, e))?;
+    driver_common::util::trust::trusted(etc, owner)?;
     if let Some(k) = key {
         let path = etc.join("slurm.key");
         let same = fs::read(&path).map(|old| old == k).unwrap_or(false);
-        if !same {
-            driver_common::util::fs::write_atomic(&path, k, 0o600)?;
-        }
-        std::os::unix::fs::chown(&path, Some(0), Some(0)).map_err(|e| {
-            Error::io(&path, e).context("slurm.key must be owned by root: run install as root")
-        })?;
+        let gid = if owner == 0 {
+            0
+        } else {
+            nix::unistd::getegid().as_raw()
+        };
+        // Owner and mode are set on the new file before it gets its name (write_atomic_owned).
+        driver_common::util::fs::write_atomic_owned(&path, k, 0o600, Some((owner, gid)))?;
         said.push(format!(
             "{} {} (mode 0600, root)",
             path.display(),
@@ -63,4 +85,30 @@ pub fn install_config(from: &Path, etc: &Path, key: Option<&[u8]>) -> Result<Vec
         }
     }
     Ok(said)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_key__attack_short_key_is_named_and_unreadable_key_advises_permissions() {
+        let (d, k) = driver_common::testing::scratch("slurm.key");
+        std::fs::write(&k, "x").unwrap();
+        let w = key_warning(&read_key(&k).unwrap()).expect("a 1-byte key passed silently");
+        assert!(w.contains("1 byte"), "{w}");
+        assert_eq!(key_warning(&[7; 1024]), None);
+        if nix::unistd::geteuid().is_root() {
+            eprintln!("skipped the unreadable half: root reads a mode-000 file");
+            return;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&k, std::fs::Permissions::from_mode(0o000)).unwrap();
+        let e = read_key(&k).unwrap_err().to_string();
+        assert!(
+            e.contains("sudo") && !e.contains("copy the controller"),
+            "{e}"
+        );
+        drop(d);
+    }
 }

@@ -62,9 +62,28 @@ impl Manifest {
         })
     }
 
+    /// Reads a manifest; every entry must be a plain relative path that stays inside the
+    /// prefix (no `/`, `..`, `.` components): `uninstall` removes what it names, as root.
     pub fn read(path: &Path) -> Result<Manifest> {
         let text = fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        toml::from_str(&text).map_err(|e| Error::parse(path.display().to_string(), e))
+        let m: Manifest =
+            toml::from_str(&text).map_err(|e| Error::parse(path.display().to_string(), e))?;
+        for rel in m.files.keys() {
+            let plain = Path::new(rel)
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+            if !plain || rel.is_empty() {
+                return Err(Error::file(
+                    path,
+                    format!(
+                        "names `{rel}`, which is not a relative path inside the prefix \
+                         (outside: nothing removed); the manifest was altered: remove the \
+                         install's files by hand or reinstall"
+                    ),
+                ));
+            }
+        }
+        Ok(m)
     }
 
     pub fn write(&self, path: &Path) -> Result<()> {

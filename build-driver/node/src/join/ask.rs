@@ -52,8 +52,26 @@ impl Controller {
         };
         let (host, port) = if let Some(rest) = s.strip_prefix('[') {
             let (h, after) = rest.split_once(']').ok_or_else(|| bad("no closing `]`"))?;
-            (h, after.strip_prefix(':'))
+            if h.parse::<std::net::Ipv6Addr>().is_err() {
+                return Err(bad("brackets hold an IPv6 address"));
+            }
+            match after {
+                "" => (h, None),
+                _ => (
+                    h,
+                    Some(
+                        after
+                            .strip_prefix(':')
+                            .ok_or_else(|| bad("after `]` only :PORT may follow"))?,
+                    ),
+                ),
+            }
         } else if s.matches(':').count() > 1 {
+            if s.parse::<std::net::Ipv6Addr>().is_err() {
+                return Err(bad(
+                    "more than one `:`: an IPv6 address with a port goes in brackets",
+                ));
+            }
             (s, None)
         } else {
             match s.split_once(':') {
@@ -61,8 +79,8 @@ impl Controller {
                 None => (s, None),
             }
         };
-        if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c == ',') {
-            return Err(bad("no host name"));
+        if host.is_empty() || crate::names::address("--controller", host).is_err() {
+            return Err(bad("not an IP address or a host name"));
         }
         let port = match port {
             None => DEFAULT_PORT,

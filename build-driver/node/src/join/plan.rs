@@ -19,6 +19,7 @@
 //! In every shape slurmd runs under the name given by `-N` (default: the short host name),
 //! because a Mac's host name changes with the network it is on.
 
+use driver_common::error::Result;
 use std::path::PathBuf;
 
 /// How the node is known to the controller.
@@ -65,6 +66,21 @@ pub struct Inputs {
 }
 
 impl Plan {
+    /// [`Plan::new`] after checking every name against Slurm's syntax (names.rs): nothing
+    /// given on the command line can add a slurm.conf parameter or line, or a slurmd option.
+    pub fn checked(i: &Inputs) -> Result<Plan> {
+        crate::names::node_name(&i.node_name)?;
+        match &i.shape {
+            Shape::Dynamic { features } => {
+                crate::names::features(features)?;
+            }
+            Shape::Fixed { node_addr } => {
+                crate::names::address("--node-addr", node_addr)?;
+            }
+        }
+        Ok(Plan::new(i))
+    }
+
     pub fn new(i: &Inputs) -> Plan {
         let mut installs = Vec::new();
         let key_to = i.etc.join("slurm.key");

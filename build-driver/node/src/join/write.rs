@@ -1,12 +1,13 @@
 //! Carrying out a [`Plan`] (`join --apply`): the files first, each atomically
 //! (util::fs::write_atomic: a `.part` beside it, synced, renamed; the key with mode 0600),
-//! then slurmd. Nothing is left half-done: when a later step fails, every file this run
+//! then slurmd. The program and the key's directory must be trusted (util::trust) first. Nothing is left half-done: when a later step fails, every file this run
 //! created is removed again and every file it replaced gets its old bytes back.
 
 use super::plan::Plan;
 use driver_common::error::{Error, Result};
 use driver_common::util::fs::write_atomic;
 use driver_common::util::process::bounded::run_bounded;
+use driver_common::util::trust::trusted;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -32,11 +33,20 @@ fn undo(done: &[Before]) {
 pub fn apply(plan: &Plan) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let mut done: Vec<Before> = Vec::new();
+    // What root runs and where it writes the key: no one but root (or, for a run by another
+    // user, that user) may be able to change them. Checked before anything is written.
+    let me = nix::unistd::geteuid().as_raw();
+    let program = plan
+        .slurmd
+        .first()
+        .ok_or_else(|| Error::Usage("join: empty slurmd command".into()))?;
+    trusted(std::path::Path::new(program), me)?;
     let result = (|| {
         for i in &plan.installs {
             let bytes = std::fs::read(&i.from).map_err(|e| Error::io(&i.from, e))?;
             if let Some(dir) = i.to.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+                trusted(dir, me)?;
             }
             let before = match std::fs::read(&i.to) {
                 Ok(b) => {
@@ -98,7 +108,7 @@ mod tests {
                     mode: 0o644,
                 },
             ],
-            slurmd: vec!["false".into()],
+            slurmd: vec!["/bin/false".into()],
             controller_line: None,
         };
         let e = apply(&plan).unwrap_err();
@@ -118,7 +128,7 @@ mod tests {
                 to: to.clone(),
                 mode: 0o600,
             }],
-            slurmd: vec!["true".into()],
+            slurmd: vec!["/bin/true".into()],
             controller_line: None,
         };
         apply(&plan).unwrap();

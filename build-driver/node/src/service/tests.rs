@@ -115,3 +115,70 @@ fn install__refuses_a_prefix_without_the_daemon_and_a_missing_launchctl() {
     assert!(e.contains("service print"), "{e}");
     assert!(!o.launchd_dir.exists(), "nothing written");
 }
+
+#[test]
+fn install__attack_slurmd_owned_by_another_user_or_writable_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let sh = Shell::new().unwrap();
+    let o = options(d.path(), fake_launchctl(d.path(), 0));
+    let slurmd = o.prefix.join("sbin/slurmd");
+    std::fs::set_permissions(&slurmd, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let e = install(&sh, &o).expect_err("a world-writable slurmd was loaded as root");
+    assert!(e.to_string().contains("writable"), "{e}");
+    std::fs::set_permissions(&slurmd, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if nix::unistd::geteuid().is_root() {
+        std::os::unix::fs::chown(&slurmd, Some(4242), None).unwrap();
+        let e = install(&sh, &o).expect_err("another user's slurmd was loaded as root");
+        assert!(e.to_string().contains("4242"), "{e}");
+    } else {
+        eprintln!("skipped the ownership half: only root can give slurmd to uid 4242");
+    }
+    assert!(!o.launchd_dir.join("org.slurm-on-mac.slurmd.plist").exists());
+}
+
+#[test]
+fn install__attack_relative_log_dir_and_bad_conf_server_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let sh = Shell::new().unwrap();
+    let mut o = options(d.path(), fake_launchctl(d.path(), 0));
+    o.log_dir = "attack-relative-logs".into();
+    let e = install(&sh, &o).expect_err("a relative log directory reached the plist");
+    let _ = std::fs::remove_dir("attack-relative-logs");
+    assert!(e.to_string().contains("absolute"), "{e}");
+    o.log_dir = d.path().join("log");
+    o.conf_server = Some("ctl:6817 -Z".into());
+    let e = install(&sh, &o).expect_err("a bad --conf-server reached the plist");
+    assert!(e.to_string().contains("--conf-server"), "{e}");
+    assert!(!o.launchd_dir.join("org.slurm-on-mac.slurmd.plist").exists());
+}
+
+#[test]
+fn install__attack_failed_reinstall_restores_the_old_job_and_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let sh = Shell::new().unwrap();
+    let lc = fake_launchctl(d.path(), 0);
+    // The stand-in refuses any plist that names the host `broken`.
+    let text = std::fs::read_to_string(&lc).unwrap().replacen(
+        "  bootstrap)\n",
+        "  bootstrap)\n    if grep -q broken \"$3\"; then echo refused >&2; exit 5; fi\n",
+        1,
+    );
+    std::fs::write(&lc, text).unwrap();
+    let mut o = options(d.path(), lc);
+    std::fs::create_dir_all(&o.launchd_dir).unwrap();
+    install(&sh, &o).unwrap();
+    let path = o.launchd_dir.join("org.slurm-on-mac.slurmd.plist");
+    let old = std::fs::read(&path).unwrap();
+    o.conf_server = Some("broken:6817".into());
+    let e = install(&sh, &o).unwrap_err().to_string();
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        old,
+        "the old plist was overwritten"
+    );
+    assert!(
+        d.path().join("state/org.slurm-on-mac.slurmd").exists(),
+        "no job runs"
+    );
+    assert!(e.contains("old") && e.contains("runs"), "{e}");
+}

@@ -11,6 +11,15 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// Now plus `timeout`; a timeout past what the clock can hold waits as long as it can
+/// (checked: `Instant + Duration` panics on overflow).
+fn deadline(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 86_400)))
+        .unwrap_or(now)
+}
+
 /// Waits for `child` until `deadline`; `None` when it is still running then.
 fn wait_until(child: &mut Child, shown: &str, deadline: Instant) -> Result<Option<ExitStatus>> {
     loop {
@@ -62,7 +71,7 @@ pub fn run_bounded(command: impl Into<Command>, timeout: Duration) -> Result<Out
         })
     })
     .collect();
-    let Some(status) = wait_until(&mut child, &shown, Instant::now() + timeout)? else {
+    let Some(status) = wait_until(&mut child, &shown, deadline(timeout))? else {
         child.kill().ok();
         child.wait().ok();
         return Err(Error::Timeout {
@@ -109,7 +118,7 @@ pub fn run_inherit_bounded(cmd: impl Into<Command>, step: &str, timeout: Duratio
         program: shown.clone(),
         source,
     })?;
-    match wait_until(&mut child, &shown, Instant::now() + timeout)? {
+    match wait_until(&mut child, &shown, deadline(timeout))? {
         Some(status) if status.success() => Ok(()),
         Some(status) => Err(Error::Command {
             step: step.into(),
@@ -144,7 +153,7 @@ pub fn run_to_log_bounded(
         program: shown.clone(),
         source,
     })?;
-    match wait_until(&mut child, &shown, Instant::now() + timeout)? {
+    match wait_until(&mut child, &shown, deadline(timeout))? {
         Some(status) => Ok(status),
         None => {
             child.kill().ok();
@@ -164,7 +173,7 @@ pub fn poll<T>(
     every: Duration,
     mut probe: impl FnMut() -> Result<Option<T>>,
 ) -> Result<T> {
-    let deadline = Instant::now() + timeout;
+    let deadline = deadline(timeout);
     loop {
         if let Some(v) = probe()? {
             return Ok(v);
@@ -221,6 +230,17 @@ mod tests {
         assert_eq!(out.stdout, b"out\n");
         assert_eq!(out.stderr, b"err\n");
         assert_eq!(out.status.code(), Some(3));
+    }
+
+    #[test]
+    fn run_bounded__attack_timeout_past_the_clock_does_not_panic() {
+        let huge = Duration::from_secs(u64::MAX);
+        let out = run_bounded(command("true", [""; 0]), huge).unwrap();
+        assert!(out.status.success());
+        let (_d, log) = crate::testing::scratch("l");
+        assert!(run_to_log_bounded(command("true", [""; 0]), &log, huge).is_ok());
+        assert!(run_inherit_bounded(command("true", [""; 0]), "t", huge).is_ok());
+        assert!(poll("x", huge, Duration::from_millis(1), || Ok(Some(()))).is_ok());
     }
 
     #[test]
