@@ -336,4 +336,6 @@ pub fn epoch() -> u64 {
 }
 
 #[cfg(test)]
+mod brew_rules;
+#[cfg(test)]
 mod tests;
