@@ -6,26 +6,52 @@
 
 use super::*;
 
-fn pin_of(v: &str) -> driver_common::pins::Pin {
-    pinned(&crate::project_root(), v).unwrap()
+const ROOT_URL: &str = "https://example.org/bottles";
+const TAP: &str = "example/slurm";
+
+fn args(out: &Path) -> crate::cli::TapArgs {
+    crate::cli::TapArgs {
+        tap: TAP.into(),
+        root_url: ROOT_URL.into(),
+        bottles: None,
+        out: Some(out.to_path_buf()),
+        debian_mirror: Some("http://mirror.example/debian".into()),
+        git: false,
+    }
 }
 
-/// The main formula as the tap writes it, with an arm64 and an Intel bottle.
+/// What two `.bottle.json` files (arm64, Intel) say.
+fn bottled() -> Vec<tap::Bottled> {
+    ["aarch64-apple-darwin", "x86_64-apple-darwin"]
+        .iter()
+        .zip(['a', 'b'])
+        .map(|(t, c)| {
+            let l = Layout::new(FORMULA, "24.11.5", "24.11", t).unwrap();
+            tap::Bottled {
+                version: l.version.clone(),
+                root_url: Some(ROOT_URL.into()),
+                tap: Some(TAP.into()),
+                tag: l.tag.into(),
+                sha256: c.to_string().repeat(64),
+                filename: l.url_name(),
+                local_filename: l.bottle_name(),
+            }
+        })
+        .collect()
+}
+
+/// The tap `cargo xtask tap` writes for [`bottled`], in a scratch directory.
+fn tap_dir() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let a = args(d.path());
+    let r = tap::dep_resources(&crate::project_root(), a.debian_mirror.as_deref()).unwrap();
+    tap::write(&crate::project_root(), &a, &bottled(), &r, d.path()).unwrap();
+    d
+}
+
+/// The main formula of that tap.
 fn main_formula() -> String {
-    let layout = Layout::new(FORMULA, "24.11.5", "24.11", "aarch64-apple-darwin").unwrap();
-    let source = source_of(&pin_of("24.11.5")).unwrap();
-    let bottles = [
-        ("arm64_sonoma".to_string(), "a".repeat(64)),
-        ("sonoma".to_string(), "b".repeat(64)),
-    ];
-    formula::render(&formula::Spec {
-        layout: &layout,
-        source: &source,
-        project_git: PROJECT_GIT,
-        project_commit: "0123456789abcdef0123456789abcdef01234567",
-        bottles: &bottles,
-        root_url: Some("https://example.org/bottles"),
-    })
+    std::fs::read_to_string(tap_dir().path().join("Formula/slurm-wlm.rb")).unwrap()
 }
 
 /// The text of `def <name>` up to its `end` at two spaces.
@@ -59,7 +85,7 @@ fn resources(text: &str) -> Vec<(String, String)> {
 fn brew_rule__bottle_block_names_its_root_url() {
     let f = main_formula();
     assert!(
-        f.contains("  bottle do\n    root_url \"https://example.org/bottles\"\n"),
+        f.contains(&format!("  bottle do\n    root_url \"{ROOT_URL}\"\n")),
         "{f}"
     );
 }
@@ -72,8 +98,15 @@ fn brew_rule__var_directories_made_after_pouring_too() {
     let f = main_formula();
     let post = method(&f, "post_install");
     for d in ["var/\"log/slurm\"", "var/\"spool/slurmd\""] {
-        assert!(post.contains(d), "post_install lacks {d}:\n{post}");
-        assert!(!method(&f, "install").contains(d), "install makes {d}");
+        let mkpath = format!("({d}).mkpath");
+        assert!(
+            post.contains(&mkpath),
+            "post_install lacks {mkpath}:\n{post}"
+        );
+        assert!(
+            !method(&f, "install").contains(&mkpath),
+            "install makes {d}"
+        );
     }
 }
 
@@ -92,17 +125,29 @@ fn brew_rule__source_build_installs_the_service_plist() {
 }
 
 /// [B] Library/Homebrew/resource_auditor.rb `audit_version`: "Missing version" for a resource
-/// whose URL carries none (a git URL with a revision).
+/// whose URL carries none (a git URL with a revision, `json-c_0.18+ds.orig`), and a `version`
+/// equal to the one brew reads from the URL is "redundant" (version.rb reads
+/// `<name>_<version>.orig.tar.*`).
 #[test]
 fn brew_rule__every_resource_has_a_version() {
     let f = main_formula();
     let r = resources(&f);
     assert!(!r.is_empty());
     for (name, body) in r {
-        let url_has_version = body.contains(".tar.");
+        let url = body
+            .lines()
+            .find(|l| l.trim_start().starts_with("url "))
+            .unwrap();
+        let from_url = url
+            .rsplit('/')
+            .next()
+            .and_then(|file| file.split_once('_'))
+            .and_then(|(_, v)| v.split_once(".orig.tar."))
+            .is_some_and(|(v, _)| v.bytes().all(|b| b.is_ascii_digit() || b == b'.'));
+        let explicit = body.contains("\n    version \"");
         assert!(
-            url_has_version || body.contains("\n    version \""),
-            "resource {name} has no version:\n{body}"
+            from_url ^ explicit,
+            "resource {name}: version missing or redundant:\n{body}"
         );
     }
 }
@@ -226,4 +271,157 @@ fn brew_rule__components_in_homebrews_order() {
         assert!(at >= last, "{o:?} out of order");
         last = at;
     }
+}
+
+/// [B] Library/Homebrew/env_config.rb (`HOMEBREW_FORBID_PACKAGES_FROM_PATHS` on unless
+/// `HOMEBREW_DEVELOPER`) and formulary.rb (`FromPathLoader`/`FromBottleLoader` return nothing
+/// then): a third-party formula is installed from a tap, `Formula/<name>.rb` in it
+/// (tap.rb `formula_dir`); the README says `brew tap` and `brew install ORG/REPO/slurm-wlm`.
+#[test]
+fn brew_rule__formulae_come_from_a_tap_directory() {
+    let d = tap_dir();
+    assert!(d.path().join("Formula/slurm-wlm.rb").is_file());
+    let readme = std::fs::read_to_string(d.path().join("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!("brew tap {TAP} "))
+            && readme.contains(&format!("brew install {TAP}/slurm-wlm")),
+        "{readme}"
+    );
+    let e = tap::check_tap_name("example/homebrew-slurm")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("ORG/REPO"), "{e}");
+    tap::check_tap_name(TAP).unwrap();
+}
+
+/// [B] Library/Homebrew/dev-cmd/bottle.rb (`--merge`: one `bottle do` with every tag's
+/// sha256) and rubocops/components_order.rb (one `bottle` block): an arm64 and an Intel
+/// bottle give one block with both, arm64 first.
+#[test]
+fn brew_rule__one_bottle_block_with_every_tag() {
+    let f = main_formula();
+    assert_eq!(f.matches("  bottle do\n").count(), 1, "{f}");
+    let arm = f.find(&format!("sha256 arm64_sonoma: \"{}\"", "a".repeat(64)));
+    let intel = f.find(&format!("sha256 sonoma: \"{}\"", "b".repeat(64)));
+    assert!(arm.is_some() && intel.is_some() && arm < intel, "{f}");
+}
+
+/// [B] docs/Versions.md (a versioned formula is for an older or newer line than the main
+/// formula's, keg-only) and rubocops/conflicts.rb (a versioned formula uses no
+/// `conflicts_with`); services/formula_wrapper.rb: each formula its own service label.
+#[test]
+fn brew_rule__versioned_formulae_only_for_other_lines_with_their_own_label() {
+    let d = tap_dir();
+    let main = std::fs::read_to_string(d.path().join("Formula/slurm-wlm.rb")).unwrap();
+    assert!(!d.path().join("Formula/slurm-wlm@24.11.rb").exists());
+    let mut seen = 0;
+    for line in ["25.05", "25.11", "26.05"] {
+        let p = d.path().join(format!("Formula/slurm-wlm@{line}.rb"));
+        let f = std::fs::read_to_string(&p).unwrap_or_else(|_| panic!("{}", p.display()));
+        assert!(f.contains(&format!("  version \"{line}.")), "{f}");
+        assert!(f.contains("keg_only :versioned_formula") && !f.contains("conflicts_with"));
+        let label = format!("name macos: \"org.slurm-on-mac.slurmd-{line}\"");
+        assert!(f.contains(&label) && !main.contains(&label), "{f}");
+        assert!(!f.contains("bottle do"));
+        seen += 1;
+    }
+    assert_eq!(seen, 3);
+}
+
+/// [B] Library/Homebrew/tab/tab.rb (`source.tap` is the formula's tap) and
+/// formula_installer.rb (a poured keg's tab says which tap it came from): the receipt names
+/// the tap, not `null`.
+#[test]
+fn brew_rule__receipt_names_the_tap() {
+    let l = Layout {
+        tap: TAP.into(),
+        ..Layout::new(FORMULA, "24.11.5", "24.11", "aarch64-apple-darwin").unwrap()
+    };
+    assert_eq!(receipt::tab(&l, &[], 0)["source"]["tap"], TAP);
+    let default = Layout::new(FORMULA, "24.11.5", "24.11", "aarch64-apple-darwin").unwrap();
+    assert_eq!(receipt::tab(&default, &[], 0)["source"]["tap"], DEFAULT_TAP);
+}
+
+/// [B] Library/Homebrew/dev-cmd/bottle.rb (`--json`): keyed by the formula's full name,
+/// `date` an RFC 3339 time (`Time#utc.iso8601`), `root_url`, the license as SPDX writes it,
+/// `filename` the name under `root_url` (bottle.rb `Filename#url_encode`:
+/// `<name>-<version>.<tag>.bottle.tar.gz`) and `local_filename` brew's local one (`--`).
+#[test]
+fn brew_rule__bottle_json_has_brews_shape() {
+    let d = tempfile::tempdir().unwrap();
+    crate::testing::write(&d.path().join("sbin/slurmd"), "x");
+    let l = Layout {
+        tap: TAP.into(),
+        root_url: Some(ROOT_URL.into()),
+        ..Layout::new(FORMULA, "24.11.5", "24.11", "aarch64-apple-darwin").unwrap()
+    };
+    let text = receipt::bottle_json(&l, d.path(), &"c".repeat(64), &[], DEFAULT_EPOCH).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let f = &v[format!("{TAP}/slurm-wlm")];
+    assert_eq!(f["bottle"]["date"], "2024-01-01T00:00:00Z");
+    assert_eq!(f["bottle"]["root_url"], ROOT_URL);
+    assert_eq!(f["formula"]["license"], formula::LICENSE_SPDX);
+    let t = &f["bottle"]["tags"]["arm64_sonoma"];
+    assert_eq!(
+        t["filename"],
+        "slurm-wlm-24.11.5.arm64_sonoma.bottle.tar.gz"
+    );
+    assert_eq!(
+        t["local_filename"],
+        "slurm-wlm--24.11.5.arm64_sonoma.bottle.tar.gz"
+    );
+    assert_eq!(
+        receipt::rfc3339(951_782_400 + 86_399),
+        "2000-02-29T23:59:59Z"
+    );
+    // What the tap reads back from it.
+    let p = d.path().join("x.bottle.json");
+    std::fs::write(&p, &text).unwrap();
+    let b = tap::read_bottle_json(&p).unwrap();
+    assert_eq!(
+        (b[0].tap.as_deref(), b[0].root_url.as_deref()),
+        (Some(TAP), Some(ROOT_URL))
+    );
+}
+
+/// The tap refuses bottles made for another tap or root_url (their receipts and JSON would
+/// disagree with the formula).
+#[test]
+fn tap__refuses_bottles_made_for_another_root_url() {
+    let d = tempfile::tempdir().unwrap();
+    crate::testing::write(&d.path().join("keg/sbin/slurmd"), "x");
+    let l = Layout::new(FORMULA, "24.11.5", "24.11", "aarch64-apple-darwin").unwrap();
+    let text = receipt::bottle_json(&l, &d.path().join("keg"), &"c".repeat(64), &[], 0).unwrap();
+    std::fs::write(d.path().join(l.json_name()), text).unwrap();
+    let e = tap::collect(d.path(), DEFAULT_TAP, ROOT_URL)
+        .unwrap_err()
+        .to_string();
+    crate::testing::assert_mentions(&e, &["root_url None", "--root-url"]);
+    let e = tap::collect(&d.path().join("keg"), TAP, ROOT_URL)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no *.bottle.json"), "{e}");
+    let e = tap::dep_resources(&crate::project_root(), None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--debian-mirror"), "{e}");
+}
+
+/// Ruby parses every file of the tap (`brew readall` loads each formula; it needs brew).
+#[test]
+fn tap__ruby_parses_every_formula() {
+    let d = tap_dir();
+    let sh = Shell::new().unwrap();
+    if !crate::testing::have(&sh, &["ruby"]) {
+        println!("ruby not installed: the tap's syntax is not checked");
+        return;
+    }
+    let mut n = 0;
+    for rel in driver_common::util::fs::walk_files(&d.path().join("Formula")).unwrap() {
+        let p = d.path().join("Formula").join(rel);
+        let o = xshell::cmd!(sh, "ruby -c {p}").quiet().read().unwrap();
+        assert!(o.contains("Syntax OK"), "{}: {o}", p.display());
+        n += 1;
+    }
+    assert_eq!(n, 4);
 }
