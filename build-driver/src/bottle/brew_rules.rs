@@ -322,6 +322,11 @@ fn brew_rule__versioned_formulae_only_for_other_lines_with_their_own_label() {
         assert!(f.contains("keg_only :versioned_formula") && !f.contains("conflicts_with"));
         let label = format!("name macos: \"org.slurm-on-mac.slurmd-{line}\"");
         assert!(f.contains(&label) && !main.contains(&label), "{f}");
+        let install = method(&f, "install");
+        assert!(
+            install.contains(&format!("label = \"org.slurm-on-mac.slurmd-{line}\"")),
+            "{install}"
+        );
         assert!(!f.contains("bottle do"));
         seen += 1;
     }
