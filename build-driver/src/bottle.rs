@@ -20,11 +20,14 @@ pub mod archive;
 pub mod check;
 pub mod codesign;
 pub mod formula;
+pub mod formula_body;
 pub mod keg;
 pub mod linkage;
 pub mod receipt;
 pub mod relocate;
 pub mod scan;
+pub mod tap;
+pub mod tap_files;
 
 use crate::cli::{BottleArgs, BuildArgs, DepsArgs, SourceArgs};
 use driver_common::error::{Error, Result};
@@ -36,6 +39,9 @@ use xshell::Shell;
 
 /// The formula's name (core's `slurm` is another program).
 pub const FORMULA: &str = "slurm-wlm";
+/// The tap a bottle's receipt names when `--tap` is not given (`<org>/<repo>`: the
+/// repository `<org>/homebrew-<repo>`).
+pub const DEFAULT_TAP: &str = "slurm-on-mac/slurm";
 /// Where this project's source is (the formula's build-from-source resource).
 pub const PROJECT_GIT: &str = "https://github.com/slurm-on-mac/slurm-on-mac.git";
 /// Every file's time in the tarball, and the receipt's `source_modified_time` (2024-01-01
@@ -53,6 +59,13 @@ pub struct Layout {
     pub tag: &'static str,
     /// Homebrew's prefix on that Mac (`/opt/homebrew`, `/usr/local` on Intel).
     pub homebrew_prefix: String,
+    /// The tap the formula lives in (the receipt's `source.tap`).
+    pub tap: String,
+    /// Where the bottles are served (`bottle do root_url`, the JSON's `root_url`).
+    pub root_url: Option<String>,
+    /// A Debian mirror's base URL for the formula's third-party resources (deps.toml's own
+    /// `urls` come first).
+    pub mirror: Option<String>,
 }
 
 impl Layout {
@@ -76,6 +89,9 @@ impl Layout {
             target,
             tag,
             homebrew_prefix: homebrew_prefix.to_string(),
+            tap: DEFAULT_TAP.to_string(),
+            root_url: None,
+            mirror: None,
         })
     }
 
@@ -172,7 +188,13 @@ pub fn run(sh: &Shell, root: &Path, args: BottleArgs) -> Result<Made> {
     let pin = pinned(root, &args.version)?;
     // The formula needs the release tarball's url and sha256: refused before any build.
     source_of(&pin)?;
-    let layout = Layout::new(FORMULA, &args.version, &pin.line, &args.target)?;
+    let layout = Layout {
+        tap: args.tap.clone(),
+        root_url: args.root_url.clone(),
+        mirror: args.debian_mirror.clone(),
+        ..Layout::new(FORMULA, &args.version, &pin.line, &args.target)?
+    };
+    tap::check_tap_name(&layout.tap)?;
     let deps = crate::deps::run(
         sh,
         root,
@@ -207,7 +229,8 @@ pub fn run(sh: &Shell, root: &Path, args: BottleArgs) -> Result<Made> {
     Ok(made)
 }
 
-/// Keg, check, tarball, JSON and formulae from a staged build, into `out`.
+/// Keg, check, tarball and its JSON from a staged build, into `out` (`cargo xtask tap`
+/// writes the formulae from the JSON files).
 pub fn package(
     root: &Path,
     layout: &Layout,
@@ -219,51 +242,18 @@ pub fn package(
     let work = driver_common::util::fs::Staging::new(out, "bottle")?;
     let keg = work.dir.join(layout.top());
     let source = source_of(pin)?;
-    let commit = project_commit(root);
-    fn spec<'a>(
-        layout: &'a Layout,
-        source: &'a formula::Source,
-        commit: &'a str,
-        bottles: &'a [(String, String)],
-    ) -> formula::Spec<'a> {
-        formula::Spec {
-            layout,
-            source,
-            project_git: PROJECT_GIT,
-            project_commit: commit,
-            bottles,
-            root_url: None,
-        }
-    }
-    let assembled = keg::assemble(
-        layout,
-        staged,
-        &keg,
-        &formula::render(&spec(layout, &source, &commit, &[])),
-    )?;
+    let project = tap::Project::of(root);
+    // The keg's `.brew/` copy: brew keeps it with the keg; the tap's formula installs. Without
+    // a URL for the third-party tarballs (no --debian-mirror) it lists none.
+    let resources = tap::dep_resources(root, layout.mirror.as_deref()).unwrap_or_default();
+    let brew_copy = formula::render(&project.spec(layout, &source, &[], &resources));
+    let assembled = keg::assemble(layout, staged, &keg, &brew_copy)?;
     let epoch = epoch();
     receipt::write_receipt(layout, &keg, &assembled.changed_files, epoch)?;
     let report = check::check(root, layout, &keg)?;
     let bottle = out.join(layout.bottle_name());
     archive::write(&work.dir, &layout.top(), &bottle, epoch)?;
     let sha256 = driver_common::util::fs::sha256_file(&bottle)?;
-    let bottles = [(layout.tag.to_string(), sha256.clone())];
-    let text = formula::render(&spec(layout, &source, &commit, &bottles));
-    driver_common::util::fs::write_atomic(
-        &out.join(format!("{}.rb", layout.formula)),
-        text.as_bytes(),
-        0o644,
-    )?;
-    let versioned = Layout {
-        formula: format!("{}@{}", layout.formula, layout.line),
-        ..layout.clone()
-    };
-    let vtext = formula::render(&spec(&versioned, &source, &commit, &[]));
-    driver_common::util::fs::write_atomic(
-        &out.join(format!("{}.rb", versioned.formula)),
-        vtext.as_bytes(),
-        0o644,
-    )?;
     let json = receipt::bottle_json(layout, &keg, &sha256, &assembled.changed_files, epoch)?;
     driver_common::util::fs::write_atomic(&out.join(layout.json_name()), json.as_bytes(), 0o644)?;
     Ok(Made {
@@ -313,20 +303,6 @@ fn release_tag(version: &str) -> Option<String> {
     numeric.then(|| format!("slurm-{}-1", parts.join("-")))
 }
 
-/// The commit this project is at (the formula's resource revision); `unknown` outside git.
-fn project_commit(root: &Path) -> String {
-    let sh = match Shell::new() {
-        Ok(s) => s,
-        Err(_) => return "unknown".into(),
-    };
-    xshell::cmd!(sh, "git -C {root} rev-parse HEAD")
-        .quiet()
-        .ignore_stderr()
-        .read()
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into())
-}
-
 /// `SOURCE_DATE_EPOCH`, or [`DEFAULT_EPOCH`].
 pub fn epoch() -> u64 {
     std::env::var("SOURCE_DATE_EPOCH")
@@ -335,5 +311,7 @@ pub fn epoch() -> u64 {
         .unwrap_or(DEFAULT_EPOCH)
 }
 
+#[cfg(test)]
+mod brew_rules;
 #[cfg(test)]
 mod tests;

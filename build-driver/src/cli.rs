@@ -46,6 +46,9 @@ pub enum Command {
     /// formula slurm-wlm.rb and the LaunchDaemon plist), checked: signatures, install names,
     /// no build-machine path.
     Bottle(BottleArgs),
+    /// The Homebrew tap of the bottles `bottle` made: Formula/slurm-wlm.rb (every tag's
+    /// bottle merged, root_url), Formula/slurm-wlm@<line>.rb per other line, README.md.
+    Tap(TapArgs),
     /// slurmd (or sackd) as a macOS LaunchDaemon: print the plist, install, uninstall, status.
     Service(ServiceArgs),
     /// Install a staged build into its prefix (staged, then renamed; a manifest), with the
@@ -78,6 +81,38 @@ pub struct BottleArgs {
     /// tarballs (as `cargo xtask deps --debian-mirror`).
     #[arg(long, value_name = "URL")]
     pub debian_mirror: Option<String>,
+    /// The tap the receipt names (`ORG/REPO`; the repository is ORG/homebrew-REPO).
+    #[arg(long, value_name = "ORG/REPO", default_value = crate::bottle::DEFAULT_TAP)]
+    pub tap: String,
+    /// Where the bottle will be served (the JSON's root_url; `cargo xtask tap` requires it).
+    #[arg(long, value_name = "URL")]
+    pub root_url: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct TapArgs {
+    /// The tap (`ORG/REPO`): `brew install ORG/REPO/slurm-wlm`.
+    #[arg(long, value_name = "ORG/REPO")]
+    pub tap: String,
+    /// Where the bottles are served (`bottle do root_url`; file names
+    /// `<name>-<version>.<tag>.bottle.tar.gz`).
+    #[arg(long, value_name = "URL")]
+    pub root_url: String,
+    /// Where `cargo xtask bottle` wrote the bottles and their .bottle.json (default:
+    /// target/bottle/).
+    #[arg(long, value_name = "DIR")]
+    pub bottles: Option<PathBuf>,
+    /// The tap directory (default: target/tap/).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// A Debian mirror's base URL: the third-party resources' URLs (pool/ paths), unless
+    /// slurm-src/deps.toml gives `urls`.
+    #[arg(long, value_name = "URL")]
+    pub debian_mirror: Option<String>,
+    /// Make the tap directory a git repository with one commit (for `brew tap ORG/REPO
+    /// file://DIR`).
+    #[arg(long)]
+    pub git: bool,
 }
 
 #[derive(Debug, Args)]

@@ -18,10 +18,21 @@ const PENDING: &[(&str, &str)] = &[];
 
 /// Jobs that run on Linux: the bottle is built there, as `cargo xtask ci` builds it.
 const LINUX_JOBS: &[&str] = &["bottle-linux"];
-/// Jobs whose steps may also run `brew` (install, link check, test and services of the bottle).
+/// Jobs whose steps may also run `brew` (tap, checks, install, test and services of the tap).
 const BREW_JOBS: &[&str] = &["bottle-macos"];
 /// The `brew` commands those jobs may run.
-const BREW_COMMANDS: &[&str] = &["install", "linkage", "test", "services"];
+const BREW_COMMANDS: &[&str] = &[
+    "tap",
+    "trust",
+    "style",
+    "audit",
+    "readall",
+    "install",
+    "linkage",
+    "test",
+    "services",
+    "uninstall",
+];
 
 /// Whether `line` is an allowed `brew` step (optionally under sudo).
 fn brew_step(line: &str) -> bool {
@@ -237,40 +248,54 @@ fn xtask_args__rejects_other_commands() {
 }
 
 #[test]
-fn workflow__bottle_jobs_build_on_linux_then_brew_install_test_and_serve_it() {
+fn workflow__bottle_jobs_build_on_linux_then_tap_audit_install_test_and_serve_it() {
     let (_, doc) = load();
     let linux = steps(&doc["jobs"]["bottle-linux"]);
-    assert!(
-        linux.iter().any(
-            |l| l.contains("cargo xtask bottle") && l.contains("--target aarch64-apple-darwin")
-        )
-    );
+    for t in ["aarch64-apple-darwin", "x86_64-apple-darwin"] {
+        assert!(
+            linux.iter().any(|l| l.contains("cargo xtask bottle")
+                && l.contains(&format!("--target {t}"))
+                && l.contains("--tap slurm-on-mac/slurm")
+                && l.contains("--root-url \"$TAP_ROOT_URL\"")),
+            "bottle-linux lacks the {t} bottle for the tap"
+        );
+    }
     let mac = steps(&doc["jobs"]["bottle-macos"]);
     assert_eq!(
         doc["jobs"]["bottle-macos"]["needs"].as_str(),
         Some("bottle-linux")
     );
-    let layout = crate::bottle::Layout::new(
-        crate::bottle::FORMULA,
-        "24.11.5",
-        "24.11",
-        "aarch64-apple-darwin",
-    )
-    .unwrap();
-    let install = mac.iter().find(|l| l.starts_with("brew install")).unwrap();
-    assert!(install.ends_with(&layout.bottle_name()), "{install}");
-    for want in [
-        "brew test slurm-wlm",
-        "sudo brew services start slurm-wlm",
+    let root_url = |job: &str| doc["jobs"][job]["env"]["TAP_ROOT_URL"].as_str();
+    assert_eq!(root_url("bottle-linux"), root_url("bottle-macos"));
+    assert!(root_url("bottle-macos").is_some_and(|u| u.starts_with("file:///")));
+    // In this order: the tap, its checks, the bottle, its test and service, then a source build.
+    let order = [
+        "cargo xtask tap --tap slurm-on-mac/slurm --root-url \"$TAP_ROOT_URL\"",
+        "brew tap slurm-on-mac/slurm \"file://$TAP_DIR\"",
+        "brew trust slurm-on-mac/slurm",
+        "brew style slurm-on-mac/slurm",
+        "brew audit --strict --new slurm-on-mac/slurm/slurm-wlm",
+        "brew readall --os=all --arch=all slurm-on-mac/slurm",
+        "brew install slurm-on-mac/slurm/slurm-wlm",
+        "brew test slurm-on-mac/slurm/slurm-wlm",
+        "sudo brew services start slurm-on-mac/slurm/slurm-wlm",
         "service status",
         "cluster test --prefix /opt/homebrew/opt/slurm-wlm",
-    ] {
+        "brew uninstall slurm-on-mac/slurm/slurm-wlm",
+        "brew install --build-from-source slurm-on-mac/slurm/slurm-wlm",
+        "brew test slurm-on-mac/slurm/slurm-wlm",
+        "sudo brew services start slurm-on-mac/slurm/slurm-wlm",
+    ];
+    let mut at = 0;
+    for want in order {
+        let found = mac[at..].iter().position(|l| l.contains(want));
         assert!(
-            mac.iter().any(|l| l.contains(want)),
-            "bottle-macos lacks {want}"
+            found.is_some(),
+            "bottle-macos lacks {want} (after step {at})"
         );
+        at += found.unwrap_or(0) + 1;
     }
-    assert!(
-        !brew_step("brew uninstall slurm-wlm") && brew_step("sudo brew services stop slurm-wlm")
-    );
+    // No local bottle file is installed (Homebrew 5+ refuses it without HOMEBREW_DEVELOPER).
+    assert!(!mac.iter().any(|l| l.contains(".bottle.tar.gz")));
+    assert!(!brew_step("brew uninstall-all") && brew_step("sudo brew services stop slurm-wlm"));
 }

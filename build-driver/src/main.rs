@@ -56,6 +56,7 @@ fn run(cli: cli::Cli) -> Result<()> {
         cli::Command::Lint(args) => lint::run(&sh, &root, args),
         cli::Command::GresConf(args) => slurm_mac::gres_conf::run(args),
         cli::Command::Bottle(args) => bottle::run(&sh, &root, args).map(|_| ()),
+        cli::Command::Tap(args) => bottle::tap::run(&sh, &root, args).map(|_| ()),
         cli::Command::Service(args) => slurm_mac::service::run(&sh, &root, args),
         cli::Command::Install(args) => slurm_mac::install::run(&sh, &root, args),
         cli::Command::Uninstall(args) => slurm_mac::install::uninstall(&args),

@@ -9,7 +9,7 @@ use driver_common::error::{Error, Result};
 use serde_json::{Value, json};
 use std::path::Path;
 
-fn tab(layout: &Layout, changed: &[String], epoch: u64) -> Value {
+pub(crate) fn tab(layout: &Layout, changed: &[String], epoch: u64) -> Value {
     json!({
         "homebrew_version": null,
         "used_options": [],
@@ -26,7 +26,7 @@ fn tab(layout: &Layout, changed: &[String], epoch: u64) -> Value {
         "runtime_dependencies": [],
         "source": {
             "path": null,
-            "tap": null,
+            "tap": layout.tap,
             "spec": "stable",
             "versions": { "stable": layout.version, "head": null, "version_scheme": 0 }
         },
@@ -70,24 +70,26 @@ pub fn bottle_json(
             all_files.push(name);
         }
     }
+    let (org, repo) = layout.tap.split_once('/').unwrap_or((&layout.tap, ""));
+    let tap_git_path = format!("Formula/{}.rb", layout.formula);
     let v = json!({
-        layout.formula.clone(): {
+        format!("{}/{}", layout.tap, layout.formula): {
             "formula": {
                 "name": layout.formula,
                 "pkg_version": layout.version,
-                "path": format!("Formula/{}.rb", layout.formula),
-                "tap_git_path": format!("Formula/{}.rb", layout.formula),
+                "path": format!("Library/Taps/{org}/homebrew-{repo}/{tap_git_path}"),
+                "tap_git_path": tap_git_path,
                 "tap_git_revision": null,
                 "tap_git_remote": null,
-                "desc": "Slurm workload manager: compute node (slurmd) and client commands for macOS",
-                "license": "GPL-2.0-or-later",
+                "desc": super::formula::DESC,
+                "license": super::formula::LICENSE_SPDX,
                 "homepage": "https://slurm.schedmd.com/"
             },
             "bottle": {
-                "root_url": null,
+                "root_url": layout.root_url,
                 "cellar": layout.cellar(),
                 "rebuild": 0,
-                "date": epoch,
+                "date": rfc3339(epoch),
                 "tags": {
                     layout.tag: {
                         "filename": layout.url_name(),
@@ -103,4 +105,26 @@ pub fn bottle_json(
         }
     });
     serde_json::to_string_pretty(&v).map_err(|e| Error::parse("the bottle JSON", e))
+}
+
+/// `2024-01-01T00:00:00Z`: what Ruby's `Time#utc.iso8601` writes (`brew bottle --json`'s
+/// `date`), from seconds since 1970 (days to a civil date: Howard Hinnant's algorithm).
+pub fn rfc3339(epoch: u64) -> String {
+    let days = (epoch / 86_400) as i64;
+    let secs = epoch % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
 }

@@ -1,0 +1,128 @@
+//! The formula's methods: `def install` (the driver's fetch, deps and build-slurm from the
+//! staged resources, then the LaunchDaemon plist), `def post_install` (the `var` directories:
+//! pouring a bottle does not run `install`), the caveats, `service do` and `test do`.
+
+use super::Layout;
+use super::formula::Spec;
+use slurm_mac::service::plist::Daemon;
+
+/// The service label of a formula: `org.slurm-on-mac.slurmd`, and for a versioned formula
+/// its own (`org.slurm-on-mac.slurmd-25.11`), so two formulae never share a LaunchDaemon.
+pub fn label(l: &Layout) -> String {
+    let base = Daemon::Slurmd.label();
+    if l.formula.contains('@') {
+        format!("{base}-{}", l.line)
+    } else {
+        base.to_string()
+    }
+}
+
+/// `def install`: brew has fetched and sha256-checked every resource before it runs; the
+/// tarballs go where the driver's deps step looks first (it checks each sha256 again).
+pub fn install(s: &Spec) -> String {
+    let mut copies = String::new();
+    for d in s.resources {
+        copies.push_str(&format!(
+            "      cp resource(\"{}\").cached_download, downloads/\"{}\"\n",
+            d.name, d.file
+        ));
+    }
+    format!(
+        r##"  def install
+    resource("slurm-on-mac").stage(buildpath/"slurm-on-mac")
+    cd "slurm-on-mac" do
+      # Every third-party library is static and built here from the resources above.
+      downloads = Pathname.pwd/"slurm-src/downloads"
+      downloads.mkpath
+{copies}      triple = Hardware::CPU.arm? ? "aarch64-apple-darwin" : "x86_64-apple-darwin"
+      system "cargo", "xtask", "fetch", "--version", version.to_s, "--source", cached_download
+      system "cargo", "xtask", "deps", "--target", triple, "--build-all"
+      system "cargo", "xtask", "build-slurm", "--version", version.to_s,
+             "--deps-prefix", "target/deps/#{{triple}}/prefix",
+             "--prefix", prefix, "--sysconfdir", etc/"slurm", "--localstatedir", var
+      # The LaunchDaemon plist `service do name macos:` copies (a bottle's keg has it too).
+      label = "{label}"
+      plist = Utils.safe_popen_read("cargo", "xtask", "service", "print",
+                                    "--prefix", opt_prefix, "--log-dir", var/"log/slurm")
+      (prefix/"#{{label}}.plist").write plist.sub(">{base}<", ">#{{label}}<")
+    end
+  end
+
+"##,
+        label = label(s.layout),
+        base = Daemon::Slurmd.label(),
+    )
+}
+
+/// `def post_install` (runs after a pour and after a source build) and the caveats.
+pub fn post_install_and_caveats(l: &Layout) -> String {
+    format!(
+        r##"  def post_install
+    (var/"log/slurm").mkpath
+    (var/"spool/slurmd").mkpath
+  end
+
+  def caveats
+    <<~EOS
+      This Mac joins an existing Slurm cluster as a compute node (auth/slurm).
+      1. Copy the controller's key (it must be the same key) and protect it:
+           sudo install -m 0600 -o root -g wheel slurm.key #{{etc}}/slurm/slurm.key
+      2. Either put the cluster's slurm.conf into #{{etc}}/slurm/, or run configless
+         (the controller needs SlurmctldParameters=enable_configless): with no slurm.conf
+         slurmd asks the controller a DNS SRV record _slurmctld._tcp names; to name it
+         yourself (slurmd --conf-server), from a checkout of slurm-on-mac instead of
+         brew services:
+           sudo cargo xtask service install --prefix #{{opt_prefix}} --conf-server <controller>
+      3. Client commands read #{{etc}}/slurm/slurm.conf, or the file SLURM_CONF names.
+      Start slurmd as a LaunchDaemon:
+           sudo brew services start {formula}
+      Logs: #{{var}}/log/slurm/. Sleep: `caffeinate -s` (AC power only) keeps a Mac awake;
+      see `cargo xtask service print --caffeinate`.
+    EOS
+  end
+
+"##,
+        formula = l.formula,
+    )
+}
+
+/// `service do`: our own plist (brew's generated ones cannot say AbandonProcessGroup or the
+/// NOFILE limits), run as root.
+pub fn service(l: &Layout) -> String {
+    format!(
+        r##"  service do
+    name macos: "{label}"
+    require_root true
+  end
+
+"##,
+        label = label(l)
+    )
+}
+
+/// `test do`: `slurmd -C` detects this machine's CPUs and memory; `slurmd -G` loads the
+/// gres/gpu plugin, which reads a generated gres.conf.
+pub const TEST: &str = r##"  test do
+    # slurmd -C detects this machine's CPUs and memory and prints its node line.
+    output = shell_output("#{sbin}/slurmd -C")
+    assert_match(/NodeName=\S+ CPUs=\d+ /, output)
+    assert_match(/RealMemory=\d+/, output)
+
+    # slurmd -G loads the gres/gpu plugin, which parses gres.conf, and prints the GRES.
+    (testpath/"slurm.conf").write <<~EOS
+      ClusterName=brewtest
+      SlurmctldHost=localhost
+      AuthType=auth/slurm
+      CredType=cred/slurm
+      GresTypes=gpu
+      SlurmdSpoolDir=#{testpath}/spool
+      SlurmdPidFile=#{testpath}/slurmd.pid
+      NodeName=brewtest CPUs=1 Gres=gpu:1
+      PartitionName=test Nodes=brewtest Default=YES
+    EOS
+    (testpath/"gres.conf").write "NodeName=brewtest Name=gpu File=/dev/null\n"
+    output = shell_output("SLURM_CONF=#{testpath}/slurm.conf #{sbin}/slurmd -G -N brewtest 2>&1")
+    assert_match "Name=gpu", output
+  end
+end
+"##;
