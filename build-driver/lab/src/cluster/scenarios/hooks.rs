@@ -116,6 +116,14 @@ pub fn epilog_failure(ctx: &mut Ctx<'_>) -> Result<String> {
     std::fs::remove_file(&flag).map_err(|e| Error::io(&flag, e))?;
     let (state, reason) = drained?;
     let acct = ctx.acct_final(id, JOB_TIMEOUT)?;
+    // The epilog runs after the job ended: its failure drains the node, the job keeps the
+    // state its script earned (`true`: COMPLETED 0:0), as upstream records it on Linux.
+    if (acct.state.as_str(), acct.exit_code.as_str()) != ("COMPLETED", "0:0") {
+        return Err(Error::Scenario(format!(
+            "job {id} (script `true`) after its failing epilog: sacct {} {}, expected COMPLETED 0:0",
+            acct.state, acct.exit_code
+        )));
+    }
     let next = resume_and_run_next(ctx, "after-epilog")?;
     Ok(format!(
         "job {id} {} {}; node {state} Reason={reason}; resumed, job {next} COMPLETED",

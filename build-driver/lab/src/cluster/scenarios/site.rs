@@ -34,13 +34,18 @@ fn missing(log: &str) -> Vec<String> {
 }
 
 pub fn plugins_mapped(ctx: &mut Ctx<'_>) -> Result<String> {
+    // slurmd reads slurm.conf before it opens its log file: those lines go to its stderr
+    // (`.out` here, the LaunchDaemon's StandardErrorPath on a Mac); cgroup's to the log.
     let path = ctx.cluster.log(Daemon::Slurmd(0));
-    let log = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let mut log = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let err = path.with_extension("out");
+    log += &std::fs::read_to_string(&err).map_err(|e| Error::io(&err, e))?;
     let gone = missing(&log);
     if !gone.is_empty() {
         return Err(Error::Scenario(format!(
-            "slurmd started under the site's cgroup plugins but did not say which macOS plugin runs instead: {gone:?} (patch 0064); see {}",
-            path.display()
+            "slurmd started under the site's cgroup plugins but did not say which macOS plugin runs instead: {gone:?} (patch 0064); see {} and {}",
+            path.display(),
+            err.display()
         )));
     }
     let id = ctx.sbatch("site", &["-N1"], "echo site-ok\n")?;
