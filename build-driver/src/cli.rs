@@ -42,9 +42,9 @@ pub enum Command {
     /// machine from a built slurmd (`slurmd -v -C`); on Linux, of the darwin personality's
     /// modelled Mac, marked as such.
     GresConf(GresConfArgs),
-    /// A Homebrew bottle of Slurm for a macOS target, built here (with its .bottle.json, the
-    /// formula slurm-wlm.rb and the LaunchDaemon plist), checked: signatures, install names,
-    /// no build-machine path.
+    /// A Homebrew bottle of Slurm for a macOS target, built here (with its .bottle.json; the
+    /// keg holds its formula and the LaunchDaemon plist), checked: signatures, install names,
+    /// no build-machine path. `tap` writes the formulae of a tap from such bottles.
     Bottle(BottleArgs),
     /// The Homebrew tap of the bottles `bottle` made: Formula/slurm-wlm.rb (every tag's
     /// bottle merged, root_url), Formula/slurm-wlm@<line>.rb per other line, README.md.
