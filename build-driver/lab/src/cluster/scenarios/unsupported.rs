@@ -232,12 +232,25 @@ fn cgroup_case(
                     None => return Err(silent(&what, &text)),
                 }
             }
-            Ok(()) => in_own_cgroup(ctx, srun_extra)?,
+            Ok(()) => match macos_plugin_instead(ctx, d, line) {
+                Some(l) => Verdict::Refused(format!("slurmd runs the macOS plugin instead: {l}")),
+                None => in_own_cgroup(ctx, srun_extra)?,
+            },
         };
         // Stopped, so that putting the configuration back starts it as `up` did.
         ctx.cluster.stop(d)?;
         Ok(format!("{what}: {v}"))
     })
+}
+
+/// On macOS (patch 0064) slurmd runs the macOS plugin for a cgroup one and says so on its
+/// stderr (it reads slurm.conf before it opens its log): that line, naming `line`.
+fn macos_plugin_instead(ctx: &Ctx<'_>, d: Daemon, line: &str) -> Option<String> {
+    let err = std::fs::read_to_string(ctx.cluster.log(d).with_extension("out")).ok()?;
+    err.lines()
+        .rev()
+        .find(|l| l.contains(&format!("macOS: {line}")) && l.contains("instead"))
+        .map(|l| l.trim().to_string())
 }
 
 /// slurmd started with a cgroup plugin: a task's `/proc/self/cgroup` must name the job
