@@ -130,21 +130,26 @@ pub fn write_atomic_owned(
     }
     let flags =
         OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_WRONLY | OFlag::O_CLOEXEC;
+    let mut last = nix::errno::Errno::EEXIST;
     let (tmp, fd) = (0..100)
         .find_map(|n| {
             let mut t = name.to_os_string();
             t.push(format!(".{}-{n}-{:x}.part", std::process::id(), nanos()));
             let t = PathBuf::from(t);
-            openat(
+            match openat(
                 &dir,
                 &t,
                 flags,
                 nix::sys::stat::Mode::from_bits_truncate(0o600),
-            )
-            .ok()
-            .map(|fd| (t, fd))
+            ) {
+                Ok(fd) => Some((t, fd)),
+                Err(e) => {
+                    last = e;
+                    None
+                }
+            }
         })
-        .ok_or_else(|| Error::file(path, "cannot create a temporary file beside it"))?;
+        .ok_or_else(|| Error::io(dir_path, std::io::Error::from(last)))?;
     let mut f = fs::File::from(fd);
     let written = (|| {
         if let Some((uid, gid)) = owner {
