@@ -167,6 +167,7 @@ pub fn build_args(root: &Path, layout: &Layout, deps: &Path, jobs: Option<usize>
         localstatedir: Some(layout.var().into()),
         jobs,
         deps_prefix: Some(deps.to_path_buf()),
+        macos_min: None,
     }
 }
 
@@ -203,6 +204,7 @@ pub fn run(sh: &Shell, root: &Path, args: BottleArgs) -> Result<Made> {
             jobs: args.jobs,
             debian_mirror: args.debian_mirror.clone(),
             build_all: true,
+            macos_min: None,
         },
     )?;
     let built =

@@ -122,6 +122,7 @@ impl Builds<'_> {
             localstatedir: None,
             jobs: None,
             deps_prefix: None,
+            macos_min: None,
         }
     }
 
@@ -338,6 +339,7 @@ fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<BuildOutput> {
                 jobs: None,
                 debian_mirror: None,
                 build_all: true,
+                macos_min: None,
             },
         )
         .map(|d| {
@@ -368,6 +370,7 @@ fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<BuildOutput> {
                 None => BuildArgs {
                     target: Some("aarch64-apple-darwin".to_string()),
                     deps_prefix: Some(d.dir.clone()),
+                    macos_min: None,
                     ..builds.args(Personality::Native, false)
                 },
             };

@@ -142,6 +142,10 @@ pub struct DepsArgs {
     /// prefix, as a bottle or the formula's source build needs).
     #[arg(long)]
     pub build_all: bool,
+    /// Build for this oldest macOS (MAJOR.MINOR, at least 11.0) instead of the target table's
+    /// 12.0; the prefix is then deps/<triple>-macos<MIN>. Bottles keep the table's.
+    #[arg(long, value_name = "MAJOR.MINOR")]
+    pub macos_min: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -216,6 +220,11 @@ pub struct BuildArgs {
     /// configured off.
     #[arg(long)]
     pub deps_prefix: Option<PathBuf>,
+    /// macOS targets: the oldest macOS to build for (MAJOR.MINOR, at least 11.0) instead of
+    /// the target table's 12.0, e.g. 11.0 for Darling's macOS 11 userland; the staging
+    /// directory then ends in -macos<MIN>. Give `deps` the same value.
+    #[arg(long, value_name = "MAJOR.MINOR")]
+    pub macos_min: Option<String>,
 }
 
 #[derive(Debug, Args)]

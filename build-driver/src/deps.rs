@@ -116,12 +116,12 @@ impl DepsPrefix {
 pub fn base_dir(root: &Path, target: &Target) -> PathBuf {
     cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok())
         .join("deps")
-        .join(target.rust)
+        .join(target.label())
 }
 
 /// The `deps` command.
 pub fn run(sh: &Shell, root: &Path, args: DepsArgs) -> Result<DepsPrefix> {
-    let target = targets::lookup(&args.target)?;
+    let target = targets::lookup(&args.target)?.with_macos_min(args.macos_min.as_deref())?;
     let tools = CrossTools::for_target(sh, &base_dir(root, target).join("tools"), target)?;
     let jobs = args
         .jobs
@@ -144,7 +144,7 @@ pub fn run(sh: &Shell, root: &Path, args: DepsArgs) -> Result<DepsPrefix> {
 /// of the libraries it needs (`done`: name, directory, stamp hash of earlier libraries).
 pub fn lib_inputs(job: &recipes::Job<'_>, done: &[(String, PathBuf, String)]) -> Inputs {
     let mut inputs = Inputs::default();
-    inputs.add("target", job.target.rust);
+    inputs.add("target", job.target.label());
     inputs.add("pin", job.lib.identity());
     inputs.add("tools", job.tools.identity());
     inputs.add("recipe", recipes::describe(job));

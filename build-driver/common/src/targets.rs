@@ -5,6 +5,9 @@
 
 use crate::error::{Error, Result};
 
+mod deployment;
+pub use deployment::parse as parse_macos_min;
+
 /// The operating-system family of a target: it decides how the shim is linked and which
 /// personalities make sense.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

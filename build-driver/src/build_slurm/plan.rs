@@ -139,7 +139,7 @@ pub fn staging_name(
     }
     if cross {
         s.push('-');
-        s.push_str(target.rust);
+        s.push_str(&target.label());
     }
     s
 }
@@ -157,7 +157,8 @@ impl Plan {
         let target = match &args.target {
             Some(t) => targets::lookup(t)?,
             None => host,
-        };
+        }
+        .with_macos_min(args.macos_min.as_deref())?;
         let cross = target.rust != host.rust;
         args.personality.check(target, host)?;
         require_build_tools(sh)?;
@@ -286,7 +287,7 @@ impl Plan {
     pub fn inputs(&self, root: &Path) -> Result<Inputs> {
         let mut inputs = Inputs::default();
         inputs.add("driver", env!("CARGO_PKG_VERSION"));
-        inputs.add("target", self.target.rust);
+        inputs.add("target", self.target.label());
         inputs.add("personality", self.personality.name());
         inputs.add(
             "source",
@@ -447,6 +448,20 @@ mod tests {
                 arm,
                 true,
                 "24.11.5-native-aarch64-unknown-linux-gnu",
+            ),
+            (
+                Personality::Darwin,
+                false,
+                rows::mac_x86().with_macos_min(Some("11.0")).unwrap(),
+                true,
+                "24.11.5-darwin-x86_64-apple-darwin-macos11.0",
+            ),
+            (
+                Personality::Darwin,
+                false,
+                rows::mac_x86(),
+                true,
+                "24.11.5-darwin-x86_64-apple-darwin",
             ),
         ] {
             let got = staging_name("24.11.5", personality, no_patches, target, cross);
