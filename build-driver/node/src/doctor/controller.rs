@@ -163,9 +163,25 @@ fn version(p: &Params, c: Controller) -> Finding {
 }
 
 /// join's errors, already split into what and fix, kept apart.
-fn from_join(e: Error) -> ControllerProblem {
+pub(super) fn from_join(e: Error) -> ControllerProblem {
     match e {
-        Error::JoinController { what, fix, .. } => ControllerProblem::Version { what, fix },
+        Error::JoinController {
+            controller,
+            what,
+            fix,
+            detail,
+        } => ControllerProblem::Version {
+            what: match detail.lines().rev().find(|l| !l.trim().is_empty()) {
+                Some(last) => format!(
+                    "asking {controller} with this prefix's sackd and scontrol, as join does: {what} (the probe saw: {})",
+                    last.trim()
+                ),
+                None => format!(
+                    "asking {controller} with this prefix's sackd and scontrol, as join does: {what}"
+                ),
+            },
+            fix,
+        },
         Error::JoinRefused {
             node,
             controller,

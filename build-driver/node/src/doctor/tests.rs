@@ -342,3 +342,31 @@ fn sleep__pmset_sleep_line_is_read_and_judged() {
         None
     );
 }
+
+#[test]
+fn controller__join_errors_keep_what_and_fix_apart() {
+    let refused = controller::from_join(driver_common::error::Error::JoinRefused {
+        node: "26.05.3".into(),
+        controller: "24.11.5".into(),
+        why: "newer".into(),
+        install: "24.11".into(),
+    });
+    assert_eq!(
+        refused.fix(),
+        "install Slurm 24.11 on this node, or change the controller"
+    );
+    let asked = controller::from_join(driver_common::error::Error::JoinController {
+        controller: "ctl:6817".into(),
+        what: "no answer".into(),
+        fix: "check the port".into(),
+        detail: "sackd: error: connect failure\n\n".into(),
+    });
+    assert_eq!(asked.fix(), "check the port");
+    assert!(
+        asked
+            .detail()
+            .ends_with("no answer (the probe saw: sackd: error: connect failure)"),
+        "{}",
+        asked.detail()
+    );
+}
