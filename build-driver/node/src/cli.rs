@@ -158,4 +158,7 @@ pub struct DoctorArgs {
     /// Do not ask the controller's release (the probe starts this prefix's sackd once).
     #[arg(long)]
     pub no_ask: bool,
+    /// Print the report as JSON: an array of {check, status, detail, fix}.
+    #[arg(long)]
+    pub json: bool,
 }

@@ -4,7 +4,7 @@
 //! ```text
 //! slurm-mac doctor --prefix P [--key FILE] [--expect-key FILE] [--sack-dir DIR]
 //!                  [--slurmd-port N] [--name NAME] [--node-addr ADDR]
-//!                  [--controller HOST[:PORT]] [--timeout S] [--no-ask]
+//!                  [--controller HOST[:PORT]] [--timeout S] [--no-ask] [--json]
 //! ```
 //!
 //! One file per check, each returning typed [`Finding`]s (never text parsed later):
@@ -220,6 +220,29 @@ pub fn render(findings: &[Finding]) -> String {
     s
 }
 
+/// The report as JSON: `[{"check", "status": "ok|FAIL|skip", "detail", "fix"}]` (`fix`
+/// only on failures), the same words as [`render`].
+pub fn render_json(findings: &[Finding]) -> String {
+    let rows: Vec<serde_json::Value> = findings
+        .iter()
+        .map(|f| {
+            let mut row = serde_json::json!({ "check": f.check.label() });
+            let (status, detail) = match &f.verdict {
+                Verdict::Ok(d) => ("ok", d.clone()),
+                Verdict::Fail(p) => {
+                    row["fix"] = p.fix().into();
+                    ("FAIL", p.detail())
+                }
+                Verdict::Skip(why) => ("skip", why.clone()),
+            };
+            row["status"] = status.into();
+            row["detail"] = detail.into();
+            row
+        })
+        .collect();
+    serde_json::Value::Array(rows).to_string()
+}
+
 /// The default SACK directory: Slurm's run directory (patches/24.11/0011: `/var/run` on
 /// macOS, `/run` elsewhere) and `slurm` below it.
 pub fn default_sack_dir() -> PathBuf {
@@ -252,12 +275,18 @@ pub fn run(args: DoctorArgs) -> Result<()> {
         ask_version: !args.no_ask,
     };
     let findings = examine(&params);
-    print!("{}", render(&findings));
+    if args.json {
+        println!("{}", render_json(&findings));
+    } else {
+        print!("{}", render(&findings));
+    }
     let failed = findings.iter().filter(|f| f.failed()).count();
     if failed > 0 {
         return Err(Error::DoctorFailed { failed });
     }
-    println!("doctor: nothing found that stops this machine from being a Slurm node");
+    if !args.json {
+        println!("doctor: nothing found that stops this machine from being a Slurm node");
+    }
     Ok(())
 }
 

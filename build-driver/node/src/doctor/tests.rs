@@ -327,6 +327,27 @@ fn render__fail_lines_carry_their_fix() {
     assert_eq!(lines[3], "skip  sleep: not applicable (Linux)");
 }
 
+#[test]
+fn render_json__same_words_and_fix_only_on_failures() {
+    let found = vec![
+        Finding::fail(
+            Check::SackDir,
+            Problem::Sack(SackProblem::WorldWritable {
+                path: "/var/run/slurm".into(),
+                mode: 0o777,
+            }),
+        ),
+        Finding::skip(Check::Sleep, "not applicable (Linux)"),
+    ];
+    let v: serde_json::Value = serde_json::from_str(&render_json(&found)).unwrap();
+    assert_eq!(v[0]["check"], "sack-dir");
+    assert_eq!(v[0]["status"], "FAIL");
+    assert_eq!(v[0]["fix"], "sudo chmod 755 /var/run/slurm");
+    assert_eq!(v[1]["status"], "skip");
+    assert_eq!(v[1]["detail"], "not applicable (Linux)");
+    assert!(v[1].get("fix").is_none());
+}
+
 /// The shape of `pmset -g` on macOS 14 (written from pmset(1)'s format: no Mac here).
 const PMSET_G: &str = "System-wide power settings:\nCurrently in use:\n standby              1\n Sleep On Power Button 1\n hibernatefile        /var/vm/sleepimage\n disksleep            10\n sleep                1 (sleep prevented by sharingd, powerd)\n hibernatemode        3\n displaysleep         10\n";
 
