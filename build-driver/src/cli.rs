@@ -60,6 +60,9 @@ pub enum Command {
     /// against the version rule with this build's own sackd and scontrol, then print (with
     /// --apply: carry out) the key install and the slurmd command (docs/JOIN.md).
     Join(JoinArgs),
+    /// Report everything that stops this machine from being a Slurm node, each with its fix;
+    /// fails if any check fails (docs/JOIN.md, "Doctor").
+    Doctor(DoctorArgs),
 }
 
 #[derive(Debug, Args)]

@@ -61,5 +61,6 @@ fn run(cli: cli::Cli) -> Result<()> {
         cli::Command::Install(args) => slurm_mac::install::run(&sh, &root, args),
         cli::Command::Uninstall(args) => slurm_mac::install::uninstall(&args),
         cli::Command::Join(args) => slurm_mac::join::run(args),
+        cli::Command::Doctor(args) => slurm_mac::doctor::run(args),
     }
 }

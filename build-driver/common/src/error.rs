@@ -266,6 +266,10 @@ pub enum Error {
         why: String,
         install: String,
     },
+    #[error(
+        "doctor: {failed} problem(s) stop this machine from being a Slurm node; each FAIL above names its fix"
+    )]
+    DoctorFailed { failed: usize },
     #[error("zig toolchain for the macOS cross build: {0}")]
     Zig(String),
     #[error(

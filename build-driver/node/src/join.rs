@@ -187,7 +187,7 @@ fn require_key(key: &Path) -> Result<()> {
 }
 
 /// The short host name: slurmd's default node name, pinned with `-N`.
-fn short_hostname() -> String {
+pub(crate) fn short_hostname() -> String {
     nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())

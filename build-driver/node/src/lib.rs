@@ -1,11 +1,12 @@
 //! The node tool: what an admin does on a Mac that runs slurmd or the client commands.
 //! `slurm-mac` (this crate's binary) ships in the bottle; `cargo xtask install|uninstall|
-//! service|join|gres-conf` are thin calls into the same code.
+//! service|join|gres-conf|doctor` are thin calls into the same code.
 
 // Test names read `subject__behaviour` across the driver's crates.
 #![cfg_attr(test, allow(non_snake_case))]
 
 pub mod cli;
+pub mod doctor;
 pub mod gres_conf;
 pub mod install;
 pub mod join;

@@ -3,7 +3,7 @@
 
 use clap::{Parser, Subcommand};
 use driver_common::error::{Error, Result};
-use slurm_mac::cli::{GresConfArgs, InstallArgs, JoinArgs, ServiceArgs, UninstallArgs};
+use slurm_mac::cli::{DoctorArgs, GresConfArgs, InstallArgs, JoinArgs, ServiceArgs, UninstallArgs};
 use std::process::ExitCode;
 use xshell::Shell;
 
@@ -32,6 +32,10 @@ enum Command {
     Install(InstallArgs),
     /// Remove what `install` installed (by its manifest); slurm.conf and slurm.key stay.
     Uninstall(UninstallArgs),
+    /// Report everything that stops this machine from being a Slurm node, each with its fix
+    /// (key, files root runs, SACK directory, slurmd's port, node name, sleep, controller);
+    /// fails if any check fails.
+    Doctor(DoctorArgs),
 }
 
 fn main() -> ExitCode {
@@ -58,5 +62,6 @@ fn run(cli: Cli) -> Result<()> {
         )),
         Command::Install(args) => slurm_mac::install::run(&sh, &here, args),
         Command::Uninstall(args) => slurm_mac::install::uninstall(&args),
+        Command::Doctor(args) => slurm_mac::doctor::run(args),
     }
 }
