@@ -179,6 +179,9 @@ pub struct Params {
     pub timeout: Duration,
     /// Ask the controller's release with join's probe (starts the prefix's sackd once).
     pub ask_version: bool,
+    /// How names are resolved: [`name::resolve`] (the system's resolver); tests give a
+    /// stand-in so that no query leaves the machine.
+    pub resolver: name::Resolver,
 }
 
 /// Every check, in the report's order.
@@ -188,7 +191,12 @@ pub fn examine(p: &Params) -> Vec<Finding> {
     out.extend(files::check(&p.prefix));
     out.push(sack::check(&p.sack_dir));
     out.push(port::check(&p.bind, p.slurmd_port));
-    out.push(name::check(&p.name, p.node_addr.as_deref(), p.timeout));
+    out.push(name::check(
+        p.resolver,
+        &p.name,
+        p.node_addr.as_deref(),
+        p.timeout,
+    ));
     out.push(sleep::check(p.timeout));
     out.extend(controller::check(p, key_ok));
     let why = "needs the controller's side, which doctor does not log into";
@@ -273,6 +281,7 @@ pub fn run(args: DoctorArgs) -> Result<()> {
         controller: args.controller.clone(),
         timeout: Duration::from_secs(args.timeout),
         ask_version: !args.no_ask,
+        resolver: name::resolve,
     };
     let findings = examine(&params);
     if args.json {

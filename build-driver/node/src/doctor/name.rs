@@ -67,6 +67,9 @@ fn list(ips: &[IpAddr]) -> String {
         .join(", ")
 }
 
+/// A name resolver: the addresses of a name, or why there are none.
+pub type Resolver = fn(&str, Duration) -> Result<Vec<IpAddr>, String>;
+
 /// The addresses `name` resolves to, asked on a thread bounded by `timeout`.
 pub fn resolve(name: &str, timeout: Duration) -> Result<Vec<IpAddr>, String> {
     if let Ok(ip) = name.parse::<IpAddr>() {
@@ -88,7 +91,7 @@ pub fn resolve(name: &str, timeout: Duration) -> Result<Vec<IpAddr>, String> {
     }
 }
 
-pub fn check(name: &str, node_addr: Option<&str>, timeout: Duration) -> Finding {
+pub fn check(resolve: Resolver, name: &str, node_addr: Option<&str>, timeout: Duration) -> Finding {
     let fail = |p| Finding::fail(Check::Name, Problem::Name(p));
     let got = match resolve(name, timeout) {
         Ok(ips) => ips,

@@ -35,6 +35,20 @@ fn free_port() -> u16 {
 }
 
 /// The healthy node, or `None` (with the reason printed) when not root.
+/// The system's resolver for the names the tests use (`localhost`, from /etc/hosts), and a
+/// refusal without asking anyone for names under `.invalid` (RFC 6761): no query leaves the
+/// machine.
+fn loopback_resolver(name: &str, timeout: Duration) -> Result<Vec<IpAddr>, String> {
+    if name.ends_with(".invalid") {
+        return Err("Name or service not known (the tests' resolver)".into());
+    }
+    assert!(
+        name == "localhost" || name.parse::<IpAddr>().is_ok(),
+        "the tests resolve only localhost and addresses, not {name:?}"
+    );
+    super::name::resolve(name, timeout)
+}
+
 fn fixture() -> Option<Fixture> {
     if !nix::unistd::geteuid().is_root() {
         eprintln!("skipped: the fixture's files must belong to root, and only root can chown them");
@@ -64,6 +78,7 @@ fn fixture() -> Option<Fixture> {
         controller: Some(format!("{}", controller.local_addr().unwrap())),
         timeout: Duration::from_secs(5),
         ask_version: false,
+        resolver: loopback_resolver,
     };
     Some(Fixture {
         _dir: dir,
