@@ -352,3 +352,5 @@ fn join__planned_dynamic_slurmd_registers_with_its_features() {
     assert!(text.contains("AvailableFeatures=macos,joined"), "{text}");
     assert!(text.contains("DYNAMIC_NORM"), "{text}");
 }
+
+mod client;

@@ -123,6 +123,13 @@ pub struct JoinArgs {
     /// Install the key (and --conf) and start slurmd, instead of printing the plan only.
     #[arg(long)]
     pub apply: bool,
+    /// A submit-only node: the key and sackd (configless, from --controller; a LaunchDaemon
+    /// with --apply), no slurmd; prints the environment the client commands need.
+    #[arg(long, requires = "controller", conflicts_with_all = ["conf", "dynamic", "node_addr", "name"])]
+    pub client: bool,
+    /// With --client: where sackd's LaunchDaemon writes its output (default /var/log/slurm).
+    #[arg(long, value_name = "DIR", requires = "client")]
+    pub log_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -18,6 +18,8 @@
 //!    or fixed (a `NodeName=... NodeAddr=` line for the controller's admin). It is printed;
 //!    `--apply` carries it out (write.rs: atomic, undone on failure).
 //!
+//! `--client` (client.rs): a submit-only node, the key and sackd instead of slurmd.
+//!
 //! Why printing is the default: joining changes a shared cluster (a node appears in its
 //! partitions) and runs a root daemon; the checks are worth running alone, and a person
 //! should see the command before it runs. Every input is checked before anything is
@@ -25,6 +27,7 @@
 //! join leaves nothing behind. docs/JOIN.md is the user's guide.
 
 pub mod ask;
+pub mod client;
 mod lines;
 pub mod plan;
 pub mod write;
@@ -200,6 +203,9 @@ pub fn run(args: JoinArgs) -> Result<()> {
     let prefix = std::path::absolute(&args.prefix).map_err(|e| Error::io(&args.prefix, e))?;
     let etc = args.etc.clone().unwrap_or_else(|| prefix.join("etc"));
     let key = args.key.clone().unwrap_or_else(|| etc.join("slurm.key"));
+    if args.client {
+        return client::run(&args, &prefix, etc, &key);
+    }
     let source = match (&args.conf, &args.controller) {
         (Some(f), _) => Source::Local(std::path::absolute(f).map_err(|e| Error::io(f, e))?),
         (None, Some(c)) => Source::Configless(Controller::parse(c)?),

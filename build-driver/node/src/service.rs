@@ -34,7 +34,19 @@ pub fn service_of(o: &ServiceOptions) -> Service {
     }
 }
 
-fn launchctl_of(o: &ServiceOptions) -> Result<Launchctl> {
+/// [`service_of`] with `--conf-server` checked and written as `host:port` (`[v6]:port`):
+/// the service `install` loads.
+pub fn normalised(o: &ServiceOptions) -> Result<Service> {
+    let mut svc = service_of(o);
+    svc.conf_server = o
+        .conf_server
+        .as_deref()
+        .map(|c| crate::join::ask::Controller::parse(c).map(|c| c.conf_server()))
+        .transpose()?;
+    Ok(svc)
+}
+
+pub(crate) fn launchctl_of(o: &ServiceOptions) -> Result<Launchctl> {
     let program = o
         .launchctl
         .clone()
@@ -79,7 +91,7 @@ pub fn run(sh: &Shell, _root: &Path, args: ServiceArgs) -> Result<()> {
 
 /// Refuses what launchd cannot use or root must not run: relative paths, a `--conf-server`
 /// that is not HOST[:PORT], and a daemon, log or plist directory another user can change.
-fn check_options(o: &ServiceOptions, program: &Path) -> Result<()> {
+pub(crate) fn check_options(o: &ServiceOptions, program: &Path) -> Result<()> {
     for (flag, p) in [
         ("--prefix", &o.prefix),
         ("--log-dir", &o.log_dir),
@@ -115,14 +127,9 @@ fn check_options(o: &ServiceOptions, program: &Path) -> Result<()> {
 /// back and its job loaded again; the error says what runs now.
 pub fn install(sh: &Shell, o: &ServiceOptions) -> Result<()> {
     let l = launchctl_of(o)?;
-    let mut svc = service_of(o);
-    let program = svc.prefix.join("sbin").join(o.daemon.name());
+    let program = o.prefix.join("sbin").join(o.daemon.name());
     check_options(o, &program)?;
-    svc.conf_server = o
-        .conf_server
-        .as_deref()
-        .map(|c| crate::join::ask::Controller::parse(c).map(|c| c.conf_server()))
-        .transpose()?;
+    let svc = normalised(o)?;
     let xml = svc
         .xml()
         .map_err(|e| Error::parse("the LaunchDaemon plist", e))?;

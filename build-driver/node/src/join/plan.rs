@@ -20,7 +20,7 @@
 //! because a Mac's host name changes with the network it is on.
 
 use driver_common::error::Result;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// How the node is known to the controller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,15 +82,7 @@ impl Plan {
     }
 
     pub fn new(i: &Inputs) -> Plan {
-        let mut installs = Vec::new();
-        let key_to = i.etc.join("slurm.key");
-        if i.key != key_to {
-            installs.push(Install {
-                from: i.key.clone(),
-                to: key_to,
-                mode: 0o600,
-            });
-        }
+        let mut installs: Vec<Install> = key_install(&i.etc, &i.key).into_iter().collect();
         if let Some(conf) = &i.local_conf {
             installs.push(Install {
                 from: conf.clone(),
@@ -123,15 +115,7 @@ impl Plan {
 
     /// The plan as shell commands a person can read and run.
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        for i in &self.installs {
-            out.push_str(&format!(
-                "install -m {:o} {} {}\n",
-                i.mode,
-                quote(&i.from.display().to_string()),
-                quote(&i.to.display().to_string())
-            ));
-        }
+        let mut out = render_installs(&self.installs);
         if let Some(line) = &self.controller_line {
             out.push_str(&format!(
                 "# on the controller: add to slurm.conf, then `scontrol reconfigure`:\n#   {line}\n"
@@ -142,6 +126,32 @@ impl Plan {
         out.push('\n');
         out
     }
+}
+
+/// The installs as `install -m MODE FROM TO` lines.
+pub fn render_installs(installs: &[Install]) -> String {
+    installs
+        .iter()
+        .map(|i| {
+            format!(
+                "install -m {:o} {} {}\n",
+                i.mode,
+                quote(&i.from.display().to_string()),
+                quote(&i.to.display().to_string())
+            )
+        })
+        .collect()
+}
+
+/// The key's install into `<etc>/slurm.key` (mode 0600: auth/slurm refuses a key others may
+/// read), unless `key` is that file already.
+pub fn key_install(etc: &Path, key: &Path) -> Option<Install> {
+    let to = etc.join("slurm.key");
+    (key != to).then(|| Install {
+        from: key.to_path_buf(),
+        to,
+        mode: 0o600,
+    })
 }
 
 /// The controller's `NodeName=` line of a fixed node: `slurmd -C`'s hardware with our name

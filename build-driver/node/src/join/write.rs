@@ -3,7 +3,7 @@
 //! then slurmd. The program and the key's directory must be trusted (util::trust) first. Nothing is left half-done: when a later step fails, every file this run
 //! created is removed again and every file it replaced gets its old bytes back.
 
-use super::plan::Plan;
+use super::plan::{Install, Plan};
 use driver_common::error::{Error, Result};
 use driver_common::util::fs::write_atomic;
 use driver_common::util::process::bounded::run_bounded;
@@ -13,9 +13,11 @@ use std::process::Command;
 use std::time::Duration;
 
 /// What a file held before we wrote it: `None` when it did not exist.
-type Before = (PathBuf, Option<(Vec<u8>, u32)>);
+pub(super) type Before = (PathBuf, Option<(Vec<u8>, u32)>);
 
-fn undo(done: &[Before]) {
+/// Removes the files this run created and gives replaced ones their old bytes back, newest
+/// first.
+pub(super) fn undo(done: &[Before]) {
     for (path, before) in done.iter().rev() {
         match before {
             None => {
@@ -28,10 +30,35 @@ fn undo(done: &[Before]) {
     }
 }
 
+/// Puts each file in place atomically (its directory made and trusted first) and records
+/// what it replaced in `done`, so that [`undo`] can take every write back; stops at the
+/// first failure.
+pub(super) fn put(installs: &[Install], me: u32, done: &mut Vec<Before>) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    for i in installs {
+        let bytes = std::fs::read(&i.from).map_err(|e| Error::io(&i.from, e))?;
+        if let Some(dir) = i.to.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+            trusted(dir, me)?;
+        }
+        let before = match std::fs::read(&i.to) {
+            Ok(b) => {
+                let mode = std::fs::metadata(&i.to)
+                    .map(|m| m.permissions().mode() & 0o7777)
+                    .unwrap_or(i.mode);
+                Some((b, mode))
+            }
+            Err(_) => None,
+        };
+        write_atomic(&i.to, &bytes, i.mode)?;
+        done.push((i.to.clone(), before));
+    }
+    Ok(())
+}
+
 /// Put the plan's files in place and start slurmd (which detaches itself); on any failure,
 /// undo the files.
 pub fn apply(plan: &Plan) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
     let mut done: Vec<Before> = Vec::new();
     // What root runs and where it writes the key: no one but root (or, for a run by another
     // user, that user) may be able to change them. Checked before anything is written.
@@ -42,24 +69,7 @@ pub fn apply(plan: &Plan) -> Result<()> {
         .ok_or_else(|| Error::Usage("join: empty slurmd command".into()))?;
     trusted(std::path::Path::new(program), me)?;
     let result = (|| {
-        for i in &plan.installs {
-            let bytes = std::fs::read(&i.from).map_err(|e| Error::io(&i.from, e))?;
-            if let Some(dir) = i.to.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-                trusted(dir, me)?;
-            }
-            let before = match std::fs::read(&i.to) {
-                Ok(b) => {
-                    let mode = std::fs::metadata(&i.to)
-                        .map(|m| m.permissions().mode() & 0o7777)
-                        .unwrap_or(i.mode);
-                    Some((b, mode))
-                }
-                Err(_) => None,
-            };
-            write_atomic(&i.to, &bytes, i.mode)?;
-            done.push((i.to.clone(), before));
-        }
+        put(&plan.installs, me, &mut done)?;
         let (program, args) = plan
             .slurmd
             .split_first()
@@ -84,7 +94,6 @@ pub fn apply(plan: &Plan) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::plan::Install;
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
