@@ -11,7 +11,7 @@
 
 use super::*;
 use driver_common::util::process::bounded::{poll, run_bounded};
-use slurm_mac::join::client::{ClientInputs, ClientPlan, preflight};
+use slurm_mac::join::client::{ClientInputs, ClientPlan, preflight, put_files};
 use std::process::Command;
 
 const HOST: &str = "mac1";
@@ -111,13 +111,11 @@ fn join_client__planned_sackd_serves_sbatch_squeue_scancel_without_slurm_conf() 
     check(darwin, &source, key, TIMEOUT).unwrap();
     print!("plan:\n{}", plan.render());
     assert!(!plan.render().contains("slurmd"), "{}", plan.render());
-    // The plan's files, as --apply puts them: the key (0600) and the run directory.
-    for i in &plan.installs {
-        let bytes = std::fs::read(&i.from).unwrap();
-        driver_common::util::fs::write_atomic(&i.to, &bytes, i.mode).unwrap();
-    }
+    // The plan's files, put in place by --apply's own code: the key (0600) and the run
+    // directory (/run/slurm in the Mac's namespace).
     let run = plan.run_dir.parent().unwrap().to_path_buf();
-    std::fs::create_dir_all(&plan.run_dir).unwrap();
+    std::fs::create_dir_all(&run).unwrap();
+    put_files(&plan).unwrap();
     let started = std::time::Instant::now();
     let mut sackd = start_sackd(c, &plan, &run);
     println!("sackd ready in {:?}", started.elapsed());
@@ -159,12 +157,20 @@ fn submit_watch_cancel(c: &Cluster, darwin: &Path, run: &Path) -> Result<(u32, S
     .parse()
     .map_err(|e| Error::Scenario(format!("sbatch's job id: {e}")))?;
     let jid = id.to_string();
-    let seen = client(
-        c,
-        darwin,
-        run,
-        "squeue",
-        &["-h", "-j", &jid, "-o", "%i %T %B"],
+    let seen = poll(
+        "the job running on node1, as squeue on mac1 says",
+        Duration::from_secs(60),
+        Duration::from_millis(500),
+        || {
+            let s = client(
+                c,
+                darwin,
+                run,
+                "squeue",
+                &["-h", "-j", &jid, "-o", "%i %T %N"],
+            )?;
+            Ok((s.trim() == format!("{jid} RUNNING node1")).then_some(s))
+        },
     )?;
     client(c, darwin, run, "scancel", &[&jid])?;
     let state = poll(
@@ -218,6 +224,12 @@ fn without_the_copy(c: &Cluster, darwin: &Path, run: &Path) -> Result<String> {
         Ok(out) => Err(Error::Scenario(format!(
             "sinfo worked without sackd's copy: it read another configuration\n{out}"
         ))),
-        Err(e) => Ok(e.to_string().lines().last().unwrap_or("").to_string()),
+        Err(e) => Ok(e
+            .to_string()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .last()
+            .unwrap_or("")
+            .to_string()),
     }
 }

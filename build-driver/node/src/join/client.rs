@@ -218,24 +218,51 @@ fn make_run_dir(dir: &Path) -> Result<bool> {
     }
 }
 
-/// Carries the plan out: every check, then the key, then sackd's LaunchDaemon; if the
-/// service does not load, the key is taken back.
+/// What [`put_files`] wrote, to take back.
+#[derive(Debug, Default)]
+pub struct Written {
+    files: Vec<write::Before>,
+    run_dir: Option<PathBuf>,
+}
+
+impl Written {
+    /// Removes what was made, gives replaced files their old bytes back.
+    pub fn undo(&self) {
+        write::undo(&self.files);
+        if let Some(dir) = &self.run_dir {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+/// The files `--apply` puts in place before sackd starts: the key (atomically, its
+/// directory trusted) and the run directory. All or nothing.
+pub fn put_files(plan: &ClientPlan) -> Result<Written> {
+    let me = nix::unistd::geteuid().as_raw();
+    let mut w = Written::default();
+    let result = write::put(&plan.installs, me, &mut w.files).and_then(|()| {
+        if make_run_dir(&plan.run_dir)? {
+            w.run_dir = Some(plan.run_dir.clone());
+        }
+        Ok(())
+    });
+    match result {
+        Ok(()) => Ok(w),
+        Err(e) => {
+            w.undo();
+            Err(e)
+        }
+    }
+}
+
+/// Carries the plan out: every check, then the files, then sackd's LaunchDaemon; if the
+/// service does not load, the files are taken back.
 pub fn apply(sh: &xshell::Shell, plan: &ClientPlan) -> Result<()> {
     check_apply(plan)?;
-    let me = nix::unistd::geteuid().as_raw();
-    let mut done = Vec::new();
-    let mut made = false;
-    let result = write::put(&plan.installs, me, &mut done)
-        .and_then(|()| {
-            made = make_run_dir(&plan.run_dir)?;
-            Ok(())
-        })
-        .and_then(|()| service::install(sh, &plan.service));
+    let written = put_files(plan)?;
+    let result = service::install(sh, &plan.service);
     if result.is_err() {
-        write::undo(&done);
-        if made {
-            let _ = std::fs::remove_dir(&plan.run_dir);
-        }
+        written.undo();
     }
     result
 }
