@@ -227,8 +227,7 @@ fn without_the_copy(c: &Cluster, darwin: &Path, run: &Path) -> Result<String> {
         Err(e) => Ok(e
             .to_string()
             .lines()
-            .filter(|l| !l.trim().is_empty())
-            .last()
+            .rfind(|l| !l.trim().is_empty())
             .unwrap_or("")
             .to_string()),
     }
