@@ -18,7 +18,9 @@
 //! On Linux as root both run in a private mount namespace with a scratch directory on
 //! `/run` (util::process::spawn::private_run), so the probe never meets another daemon's
 //! SACK socket. Elsewhere (macOS) the socket is the system's (`/var/run/slurm`,
-//! patches/24.11/0011) and must be free: a Mac that already runs a slurmd has joined.
+//! patches/24.11/0011) and must be free: a Mac that already runs a slurmd has joined. Its
+//! directory is made when missing, since sackd dies without it ([`make_run_dir`]), and
+//! removed again with what the probe's sackd wrote there.
 //!
 //! A client newer than the controller cannot talk to it at all (the controller drops a
 //! message of a protocol version it does not know): that failure is itself the answer, and
@@ -276,6 +278,12 @@ fn ask_in(a: &Ask<'_>, work: &Path) -> Result<Answer> {
     let run = work.join("run");
     std::fs::create_dir_all(run.join("slurm")).map_err(|e| Error::io(&run, e))?;
     let socket = sack_socket(isolate, &run)?;
+    // sackd dies without the socket's directory (make_run_dir): outside a private `/run` (a
+    // Mac) the probe makes it, and removes it with what its sackd wrote there.
+    let made = match (isolate, socket.parent()) {
+        (false, Some(dir)) => make_run_dir(dir)?.then(|| dir.to_path_buf()),
+        _ => None,
+    };
     let private = |cmd: &mut Command| {
         if isolate {
             if let Ok(dir) = std::ffi::CString::new(run.as_os_str().as_encoded_bytes()) {
@@ -326,7 +334,24 @@ fn ask_in(a: &Ask<'_>, work: &Path) -> Result<Answer> {
     };
     child.kill().ok();
     child.wait().ok();
+    if let Some(dir) = made {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     Ok(answer)
+}
+
+/// Makes sackd's run directory (0755) unless it exists; whether this call made it. sackd
+/// makes `<dir>/conf` with a plain `mkdir()` first thing and dies when `<dir>` is missing
+/// (`fatal: _establish_config_source: failed to create a clean cache dir`, Slurm 24.11
+/// `src/sackd/sackd.c`); upstream's `etc/sackd.service.in` has systemd make it
+/// (`RuntimeDirectory=slurm`), launchd has no such key.
+pub fn make_run_dir(dir: &Path) -> Result<bool> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new().mode(0o755).create(dir) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(false),
+        Err(e) => Err(Error::io(dir, e)),
+    }
 }
 
 /// Where sackd puts its socket: below the private run directory when isolated, else the

@@ -50,7 +50,7 @@
 //! very code `slurm-mac service install --daemon sackd` runs: the plist's program arguments
 //! are [`ClientPlan::sackd`]. If the service does not load, the key is taken back.
 
-use super::ask::{Controller, Source};
+use super::ask::{Controller, Source, make_run_dir};
 use super::plan::{Install, key_install, quote, render_installs};
 use super::write;
 use crate::cli::{JoinArgs, ServiceOptions};
@@ -206,16 +206,6 @@ fn check_apply(plan: &ClientPlan) -> Result<()> {
         }
     }
     trusted(&plan.run_dir, me)
-}
-
-/// Makes the run directory (0755) unless it exists; whether this call made it.
-fn make_run_dir(dir: &Path) -> Result<bool> {
-    use std::os::unix::fs::DirBuilderExt;
-    match std::fs::DirBuilder::new().mode(0o755).create(dir) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(false),
-        Err(e) => Err(Error::io(dir, e)),
-    }
 }
 
 /// What [`put_files`] wrote, to take back.

@@ -281,3 +281,16 @@ fn client__cli_takes_no_slurmd_option_and_needs_the_controller() {
         "--log-dir without --client"
     );
 }
+
+#[test]
+fn make_run_dir__made_0755_once_and_a_file_in_its_place_is_an_error() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("slurm");
+    assert!(make_run_dir(&dir).unwrap(), "made");
+    let m = std::fs::metadata(&dir).unwrap();
+    assert_eq!(m.permissions().mode() & 0o777, 0o755);
+    assert!(!make_run_dir(&dir).unwrap(), "there already");
+    let file = d.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    assert!(make_run_dir(&file).is_err());
+}
