@@ -254,11 +254,7 @@ pub fn render_json(findings: &[Finding]) -> String {
 /// The default SACK directory: Slurm's run directory (patches/24.11/0011: `/var/run` on
 /// macOS, `/run` elsewhere) and `slurm` below it.
 pub fn default_sack_dir() -> PathBuf {
-    if cfg!(target_os = "macos") {
-        PathBuf::from("/var/run/slurm")
-    } else {
-        PathBuf::from("/run/slurm")
-    }
+    PathBuf::from(crate::join::client::RUN_DIR)
 }
 
 pub fn run(args: DoctorArgs) -> Result<()> {

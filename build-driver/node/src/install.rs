@@ -20,7 +20,7 @@
 //! - `uninstall` removes the files of the manifest and the directories it leaves empty;
 //!   `slurm.conf` and `slurm.key` stay.
 
-mod config;
+pub(crate) mod config;
 pub mod manifest;
 mod normalise;
 

@@ -15,8 +15,8 @@ use super::{Check, Finding, Problem};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// HS256's minimum key size (RFC 7518, 3.2): 256 bits.
-pub const MIN_KEY_BYTES: u64 = 32;
+/// The key size below which the check fails: install's warning threshold.
+pub const MIN_KEY_BYTES: u64 = crate::install::config::MIN_KEY_BYTES as u64;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyProblem {

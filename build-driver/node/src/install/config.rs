@@ -23,11 +23,15 @@ pub fn read_key(path: &Path) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// The shortest key taken without a warning (install) or a failure (doctor): HS256's minimum
+/// key size, 256 bits (RFC 7518, 3.2); Slurm itself sets none for slurm.key.
+pub const MIN_KEY_BYTES: usize = 32;
+
 /// A warning for a key too short to be the controller's (Slurm's docs make it with
 /// `dd if=/dev/random of=slurm.key bs=1024 count=1`): auth/slurm takes it, but any short key
 /// is guessable.
 pub fn key_warning(k: &[u8]) -> Option<String> {
-    (k.len() < 32).then(|| {
+    (k.len() < MIN_KEY_BYTES).then(|| {
         format!(
             "the key is {} byte(s): the controller's slurm.key is usually 1024 random bytes; check that --key names it",
             k.len()
