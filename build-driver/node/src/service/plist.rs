@@ -119,6 +119,17 @@ pub fn parse(bytes: &[u8], what: &Path) -> driver_common::error::Result<plist::V
         .map_err(|e| driver_common::error::Error::parse(what.display().to_string(), e))
 }
 
+/// A property list's `ProgramArguments`, as strings (tests).
+#[cfg(test)]
+pub fn program_arguments(v: &plist::Value) -> Vec<&str> {
+    v.as_dictionary().unwrap()["ProgramArguments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_string().unwrap())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,12 +150,7 @@ mod tests {
         let v = parse(&xml, Path::new("t")).unwrap();
         let d = v.as_dictionary().unwrap();
         assert_eq!(d["Label"].as_string(), Some("org.slurm-on-mac.slurmd"));
-        let args: Vec<&str> = d["ProgramArguments"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_string().unwrap())
-            .collect();
+        let args = program_arguments(&v);
         assert_eq!(
             args,
             [

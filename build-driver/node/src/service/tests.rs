@@ -66,11 +66,8 @@ fn install__writes_the_plist_0644_and_reinstall_waits_out_the_bootout_race() {
     let meta = std::fs::metadata(&path).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o644);
     let v = plist::parse(&std::fs::read(&path).unwrap(), &path).unwrap();
-    let args = v.as_dictionary().unwrap()["ProgramArguments"]
-        .as_array()
-        .unwrap()
-        .clone();
-    assert_eq!(args[0].as_string(), Some("/usr/bin/caffeinate"));
+    let args = plist::program_arguments(&v);
+    assert_eq!(args[0], "/usr/bin/caffeinate");
     // Again: the label lingers for 3 prints after bootout; bootstrap only after it is gone.
     install(&sh, &o).unwrap();
     let calls = std::fs::read_to_string(d.path().join("state/calls")).unwrap();

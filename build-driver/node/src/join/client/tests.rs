@@ -83,12 +83,7 @@ fn plan__sackd_argv_is_the_launch_daemons_configless_sackd() {
     );
     // The same arguments `service install --daemon sackd` writes into the plist.
     let plist = service::normalised(&p.service).unwrap().plist();
-    let args: Vec<&str> = plist.as_dictionary().unwrap()["ProgramArguments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_string().unwrap())
-        .collect();
+    let args = service::plist::program_arguments(&plist);
     assert_eq!(args, p.sackd());
     assert_eq!(p.service.daemon, Daemon::Sackd);
 }
@@ -162,12 +157,7 @@ fn apply__writes_the_key_and_loads_sackd_and_nothing_of_slurmd() {
     let plist_path = i.launchd_dir.join("org.slurm-on-mac.sackd.plist");
     let xml = std::fs::read(&plist_path).unwrap();
     let v = service::plist::parse(&xml, &plist_path).unwrap();
-    let args: Vec<&str> = v.as_dictionary().unwrap()["ProgramArguments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_string().unwrap())
-        .collect();
+    let args = service::plist::program_arguments(&v);
     assert_eq!(args, p.sackd());
     let calls = std::fs::read_to_string(d.path().join("calls")).unwrap();
     assert!(
