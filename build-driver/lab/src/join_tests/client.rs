@@ -157,36 +157,27 @@ fn submit_watch_cancel(c: &Cluster, darwin: &Path, run: &Path) -> Result<(u32, S
     .parse()
     .map_err(|e| Error::Scenario(format!("sbatch's job id: {e}")))?;
     let jid = id.to_string();
-    let seen = poll(
+    let squeue_until = |what: &str, args: &[&str], want: &str| {
+        poll(
+            what,
+            Duration::from_secs(60),
+            Duration::from_millis(500),
+            || {
+                let s = client(c, darwin, run, "squeue", args)?;
+                Ok((s.trim() == want).then_some(s))
+            },
+        )
+    };
+    let seen = squeue_until(
         "the job running on node1, as squeue on mac1 says",
-        Duration::from_secs(60),
-        Duration::from_millis(500),
-        || {
-            let s = client(
-                c,
-                darwin,
-                run,
-                "squeue",
-                &["-h", "-j", &jid, "-o", "%i %T %N"],
-            )?;
-            Ok((s.trim() == format!("{jid} RUNNING node1")).then_some(s))
-        },
+        &["-h", "-j", &jid, "-o", "%i %T %N"],
+        &format!("{jid} RUNNING node1"),
     )?;
     client(c, darwin, run, "scancel", &[&jid])?;
-    let state = poll(
+    let state = squeue_until(
         "the job cancelled, as squeue on mac1 says",
-        Duration::from_secs(60),
-        Duration::from_millis(500),
-        || {
-            let s = client(
-                c,
-                darwin,
-                run,
-                "squeue",
-                &["-h", "-t", "all", "-j", &jid, "-o", "%T"],
-            )?;
-            Ok((s.trim() == "CANCELLED").then_some(s))
-        },
+        &["-h", "-t", "all", "-j", &jid, "-o", "%T"],
+        "CANCELLED",
     )?;
     let mut q = c.tool("scontrol");
     q.args(["show", "job", &jid]);
