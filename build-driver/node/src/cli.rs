@@ -162,6 +162,12 @@ pub struct DoctorArgs {
     /// Seconds to wait for a name lookup, a TCP connection or the controller's answer.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub timeout: u64,
+    /// The cluster's slurm.conf (a copy of the controller's) whose plugin choices are
+    /// judged: what this Mac runs instead of cgroup and /proc plugins, and any plugin the
+    /// build lacks. Default: <prefix>/etc/slurm.conf, else the configless copies
+    /// (/var/run/slurm/conf, /var/spool/slurmd/conf-cache); cgroup.conf is read beside it.
+    #[arg(long, value_name = "FILE")]
+    pub conf: Option<PathBuf>,
     /// Do not ask the controller's release (the probe starts this prefix's sackd once).
     #[arg(long)]
     pub no_ask: bool,

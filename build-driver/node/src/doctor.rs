@@ -4,14 +4,15 @@
 //! ```text
 //! slurm-mac doctor --prefix P [--key FILE] [--expect-key FILE] [--sack-dir DIR]
 //!                  [--slurmd-port N] [--name NAME] [--node-addr ADDR]
-//!                  [--controller HOST[:PORT]] [--timeout S] [--no-ask] [--json]
+//!                  [--controller HOST[:PORT]] [--timeout S] [--no-ask] [--conf FILE] [--json]
 //! ```
 //!
 //! One file per check, each returning typed [`Finding`]s (never text parsed later):
 //! key.rs (the auth/slurm key), files.rs (what root runs and reads under the prefix, by
 //! driver_common's trust rule), sack.rs (the SACK directory), port.rs (slurmd's port),
 //! name.rs (this node's name resolves, to `--node-addr`), sleep.rs (`pmset -g` on macOS),
-//! controller.rs (TCP reach, then join's own version probe and rule). Clock skew and uid/gid
+//! controller.rs (TCP reach, then join's own version probe and rule), plugins.rs (what this
+//! Mac does with the cluster's plugin choices, and plugins the build lacks). Clock skew and uid/gid
 //! agreement need the controller's side and are reported as not checked, with that reason.
 //! Every skip says why. docs/JOIN.md ("Doctor") shows a report.
 
@@ -19,6 +20,7 @@ mod controller;
 mod files;
 mod key;
 mod name;
+mod plugins;
 mod port;
 mod sack;
 mod sleep;
@@ -33,6 +35,7 @@ pub use controller::ControllerProblem;
 pub use files::FileProblem;
 pub use key::KeyProblem;
 pub use name::NameProblem;
+pub use plugins::PluginProblem;
 pub use port::DEFAULT_SLURMD_PORT;
 pub use sack::SackProblem;
 
@@ -47,6 +50,7 @@ pub enum Check {
     Sleep,
     Controller,
     Version,
+    Plugins,
     ClockSkew,
     Ids,
 }
@@ -62,6 +66,7 @@ impl Check {
             Check::Sleep => "sleep",
             Check::Controller => "controller",
             Check::Version => "version-rule",
+            Check::Plugins => "plugins",
             Check::ClockSkew => "clock-skew",
             Check::Ids => "uid-gid",
         }
@@ -87,6 +92,7 @@ pub enum Problem {
     /// `pmset -g` could not be run or read.
     Pmset(String),
     Controller(ControllerProblem),
+    Plugins(PluginProblem),
 }
 
 impl Problem {
@@ -104,6 +110,7 @@ impl Problem {
             ),
             Problem::Pmset(e) => format!("cannot read the sleep settings: {e}"),
             Problem::Controller(p) => p.detail(),
+            Problem::Plugins(p) => p.detail(),
         }
     }
 
@@ -120,6 +127,7 @@ impl Problem {
             Problem::Sleeps { .. } => "sudo pmset -a sleep 0 (or run slurmd under caffeinate: slurm-mac service install --caffeinate)".into(),
             Problem::Pmset(_) => "run `pmset -g` by hand and check `sleep` is 0".into(),
             Problem::Controller(p) => p.fix(),
+            Problem::Plugins(p) => p.fix(),
         }
     }
 }
@@ -182,6 +190,9 @@ pub struct Params {
     /// How names are resolved: [`name::resolve`] (the system's resolver); tests give a
     /// stand-in so that no query leaves the machine.
     pub resolver: name::Resolver,
+    /// The slurm.conf whose plugin choices are judged (`--conf`, else the first found of
+    /// [`plugins::default_candidates`]); `None`: that check is skipped, saying why.
+    pub conf: Option<PathBuf>,
 }
 
 /// Every check, in the report's order.
@@ -199,6 +210,7 @@ pub fn examine(p: &Params) -> Vec<Finding> {
     ));
     out.push(sleep::check(p.timeout));
     out.extend(controller::check(p, key_ok));
+    out.extend(plugins::check(&p.prefix, p.conf.as_deref()));
     let why = "needs the controller's side, which doctor does not log into";
     out.push(Finding::skip(
         Check::ClockSkew,
@@ -264,7 +276,7 @@ pub fn run(args: DoctorArgs) -> Result<()> {
             .key
             .clone()
             .unwrap_or_else(|| prefix.join("etc/slurm.key")),
-        prefix,
+        prefix: prefix.clone(),
         expect_key: args.expect_key.clone(),
         sack_dir: args.sack_dir.clone().unwrap_or_else(default_sack_dir),
         slurmd_port: args.slurmd_port,
@@ -278,6 +290,7 @@ pub fn run(args: DoctorArgs) -> Result<()> {
         timeout: Duration::from_secs(args.timeout),
         ask_version: !args.no_ask,
         resolver: name::resolve,
+        conf: plugins::choose_conf(args.conf.as_deref(), &plugins::default_candidates(&prefix)),
     };
     let findings = examine(&params);
     if args.json {

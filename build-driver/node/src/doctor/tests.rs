@@ -79,6 +79,7 @@ fn fixture() -> Option<Fixture> {
         timeout: Duration::from_secs(5),
         ask_version: false,
         resolver: loopback_resolver,
+        conf: None,
     };
     Some(Fixture {
         _dir: dir,
