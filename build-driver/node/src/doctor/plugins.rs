@@ -242,6 +242,7 @@ pub fn macos_plugin(plugin: &str) -> Option<&'static str> {
 /// a comment; the last setting wins, as in Slurm).
 fn setting<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     text.lines()
+        .rev()
         .filter_map(|l| {
             let l = l.split('#').next()?.trim();
             let (k, v) = l.split_once('=').or_else(|| {
@@ -250,7 +251,7 @@ fn setting<'a>(text: &'a str, key: &str) -> Option<&'a str> {
             })?;
             k.trim().eq_ignore_ascii_case(key).then(|| v.trim())
         })
-        .last()
+        .next()
 }
 
 #[cfg(test)]
