@@ -370,7 +370,10 @@ mod tests {
         let b = d.path().join("b.conf");
         std::fs::write(&b, "").unwrap();
         let given = Path::new("/given.conf");
-        assert_eq!(choose_conf(Some(given), &[b.clone()]), Some(given.into()));
+        assert_eq!(
+            choose_conf(Some(given), std::slice::from_ref(&b)),
+            Some(given.into())
+        );
         assert_eq!(choose_conf(None, &[a.clone(), b.clone()]), Some(b));
         assert_eq!(choose_conf(None, &[a]), None);
     }
