@@ -91,3 +91,52 @@ fn doc_table__parser_sees_rows_and_missing_fields() {
         vec!["OS affected:"]
     );
 }
+
+/// `(number, line)` for every patch number some series has and `line`'s lacks.
+fn absences(root: &Path) -> BTreeSet<(String, String)> {
+    let lines = lines(root);
+    let per_line: Vec<(String, BTreeSet<String>)> = lines
+        .iter()
+        .map(|l| {
+            let n = series(root, l).unwrap().iter().map(|p| number(p)).collect();
+            (l.clone(), n)
+        })
+        .collect();
+    let every: BTreeSet<String> = per_line.iter().flat_map(|(_, n)| n.clone()).collect();
+    per_line
+        .iter()
+        .flat_map(|(l, have)| {
+            every
+                .difference(have)
+                .map(|n| (n.clone(), l.clone()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// README's "Patches" section says "the same numbers in each where a patch applies" and
+/// names each exception as "NNNN is not in LINE": exactly the absences the series have.
+#[test]
+fn readme__names_every_patch_a_line_lacks_and_no_other() {
+    let root = crate::project_root();
+    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let section = readme
+        .split("\n## Patches\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README has a Patches section");
+    let flat = section.split_whitespace().collect::<Vec<_>>().join(" ");
+    let said: BTreeSet<(String, String)> = flat
+        .match_indices(" is not in ")
+        .filter_map(|(i, m)| {
+            let n = flat[..i].rsplit(' ').next()?.trim_matches(|c: char| !c.is_ascii_digit());
+            let l = flat[i + m.len()..].split([' ', ',', ')', ';']).next()?;
+            (n.len() == 4).then(|| (n.to_string(), l.to_string()))
+        })
+        .collect();
+    let real = absences(&root);
+    assert_eq!(
+        said, real,
+        "README's Patches section must name each (patch, line) the series lack, as \"NNNN is not in LINE\""
+    );
+}
