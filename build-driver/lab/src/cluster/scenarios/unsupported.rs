@@ -289,11 +289,24 @@ pub fn core_spec(ctx: &mut Ctx<'_>) -> Result<String> {
 /// SMD-305: `srun --cpu-freq=Low`. slurmd says whether it can set frequencies when it
 /// starts: it is restarted to see that.
 pub fn cpu_freq(ctx: &mut Ctx<'_>) -> Result<String> {
-    let change = Change {
-        restart: vec![Daemon::Slurmd(0)],
-        ..Change::default()
+    // HOOK(task/darwin): the task plugin tells the job "--cpu-freq is not enforced on
+    // macOS" (0044); macos-native runs it already, elsewhere task/affinity (what a site
+    // configures) runs as task/darwin on a Mac (0064) and binds on Linux.
+    let change = if ctx.cluster.profile() == Profile::MacosNative {
+        Change {
+            restart: vec![Daemon::Slurmd(0)],
+            ..Change::default()
+        }
+    } else {
+        Change {
+            lines: vec!["TaskPlugin=task/affinity".into()],
+            restart: Change::controller_and_nodes(ctx),
+            ..Change::default()
+        }
     };
+    // The job's own line first: the job output precedes slurmd's log in the probe's text.
     let words: &[&[&str]] = &[
+        &["cpu-freq", "not enforced"],
         &["cpu frequency", "not configured"],
         &["cpu_freq", "not supported"],
         &["cpu-freq", "invalid"],
