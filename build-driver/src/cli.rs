@@ -56,9 +56,10 @@ pub enum Command {
     Install(InstallArgs),
     /// Remove what `install` installed (by its manifest); slurm.conf and slurm.key stay.
     Uninstall(UninstallArgs),
-    /// Join this machine to a cluster as a compute node: check the controller's release
-    /// against the version rule with this build's own sackd and scontrol, then print (with
-    /// --apply: carry out) the key install and the slurmd command (docs/JOIN.md).
+    /// Join this machine to a cluster as a compute node (or, with --client, as a submit host:
+    /// sackd and the key, no slurmd): check the controller's release against the version
+    /// rule with this build's own sackd and scontrol, then print (with --apply: carry out)
+    /// the key install and the daemon's command (docs/JOIN.md).
     Join(JoinArgs),
     /// Report everything that stops this machine from being a Slurm node, each with its fix;
     /// fails if any check fails (docs/JOIN.md, "Doctor").

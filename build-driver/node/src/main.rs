@@ -11,7 +11,7 @@ use xshell::Shell;
 #[command(
     name = "slurm-mac",
     version,
-    about = "Make this Mac a Slurm node: join a cluster, run slurmd as a LaunchDaemon, write gres.conf"
+    about = "Make this Mac a Slurm node or submit host: join a cluster, run slurmd (or sackd) as a LaunchDaemon, write gres.conf, check the node"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -20,9 +20,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Join this machine to a cluster as a compute node: check the controller's release
-    /// against the version rule with this install's own sackd and scontrol, then print (with
-    /// --apply: carry out) the key install and the slurmd command.
+    /// Join this machine to a cluster as a compute node (or, with --client, as a submit host:
+    /// sackd and the key, no slurmd): check the controller's release against the version
+    /// rule with this install's own sackd and scontrol, then print (with --apply: carry out)
+    /// the key install and the daemon's command.
     Join(JoinArgs),
     /// slurmd (or sackd) as a macOS LaunchDaemon: print the plist, install, uninstall, status.
     Service(ServiceArgs),
@@ -33,7 +34,8 @@ enum Command {
     /// Remove what `install` installed (by its manifest); slurm.conf and slurm.key stay.
     Uninstall(UninstallArgs),
     /// Report everything that stops this machine from being a Slurm node, each with its fix
-    /// (key, files root runs, SACK directory, slurmd's port, node name, sleep, controller);
+    /// (key, files root runs, SACK directory, slurmd's port, node name, sleep, controller,
+    /// what the cluster's plugin choices become on this Mac);
     /// fails if any check fails.
     Doctor(DoctorArgs),
 }
