@@ -70,7 +70,7 @@ fn advice(p: &Problem, where_: &str, node: &Version, key: &Path) -> (String, Str
                 node.text
             ),
             format!(
-                "run `scontrol --version` on the controller: if it is older than {}, install its line on this node ({}), since a slurmd must never be newer than slurmctld; otherwise copy its key (/etc/slurm/slurm.key there, or the slurm.key beside its slurm.conf) and pass it with --key",
+                "run `scontrol --version` on the controller: if it is older than {}, install its line on this node ({}), since neither slurmd nor the client commands may be newer than slurmctld; otherwise copy its key (/etc/slurm/slurm.key there, or the slurm.key beside its slurm.conf) and pass it with --key",
                 node.line,
                 lines::list(&older)
             ),
@@ -80,7 +80,7 @@ fn advice(p: &Problem, where_: &str, node: &Version, key: &Path) -> (String, Str
             "add SlurmctldParameters=enable_configless to the controller's slurm.conf and restart slurmctld, or pass a copy of its slurm.conf with --conf FILE".into(),
         ),
         Problem::Protocol { .. } => (
-            format!("it does not speak this build's protocol (Slurm {}): the controller runs an older release, and a slurmd must never be newer than slurmctld", node.text),
+            format!("it does not speak this build's protocol (Slurm {}): the controller runs an older release, and neither slurmd nor the client commands may be newer than slurmctld", node.text),
             format!("install the controller's release line on this node (older than {}: {}; `scontrol --version` on the controller names it), or upgrade the controller first", node.line, lines::list(&older)),
         ),
         Problem::PluginDir { .. } => (
@@ -138,7 +138,7 @@ pub fn check(prefix: &Path, source: &Source, key: &Path, timeout: Duration) -> R
             node: node.text.clone(),
             controller: controller.text.clone(),
             why: format!(
-                "this build is {ahead} release(s) newer than the controller, and a slurmd must never be newer than slurmctld"
+                "this build is {ahead} release(s) newer than the controller, and neither slurmd nor the client commands may be newer than slurmctld"
             ),
             install: lines::list(&install),
         }),
