@@ -199,11 +199,7 @@ fn fetch_download(sh: &Shell, root: &Path, version: &str) -> Result<SourceTree> 
         eprintln!("fetch: using verified download {}", cached.display());
         return install_tarball(&layout, pin, &cached, top_dir);
     }
-    if urls.is_empty() {
-        return Err(Error::Unsupported(format!(
-            "pin `{version}` has no download URL; use --from debian or --source TARBALL"
-        )));
-    }
+    pin.require_download(&pins.path)?;
     require_tool(
         sh,
         "curl",
