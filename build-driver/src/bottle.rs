@@ -297,12 +297,8 @@ pub fn source_of(pin: &driver_common::pins::Pin) -> Result<formula::Source> {
 /// Upstream's tag of a release `X.Y.Z`: `slurm-X-Y-Z-1`; `None` for anything else (a
 /// snapshot).
 fn release_tag(version: &str) -> Option<String> {
-    let parts: Vec<&str> = version.split('.').collect();
-    let numeric = parts.len() == 3
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    numeric.then(|| format!("slurm-{}-1", parts.join("-")))
+    driver_common::pins::release_numbers(version)
+        .map(|_| format!("slurm-{}-1", version.replace('.', "-")))
 }
 
 /// `SOURCE_DATE_EPOCH`, or [`DEFAULT_EPOCH`].

@@ -1,6 +1,8 @@
 //! The command line (binding names: see DESIGN.md, "The build driver").
 
+use clap::builder::ArgPredicate;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use driver_common::lines::{CI_VERSION, DEFAULT_VERSION};
 use driver_common::personality::Personality;
 pub use slurm_lab::cli::*;
 pub use slurm_mac::cli::*;
@@ -20,7 +22,9 @@ pub struct Cli {
 pub enum Command {
     /// Regenerate shim/include/slurm_shim.h from the shim's sources and export table.
     Codegen(CodegenArgs),
-    /// Download (or take a local) Slurm source, verify it against its pin, unpack it under slurm-src/.
+    /// Download (or take a local) Slurm source, verify it against its pin, unpack it under
+    /// slurm-src/. With internet access `--version V` alone is enough: the pin has the
+    /// release tarball's URL and sha256, or the repository and commit of the release tag.
     Fetch(FetchArgs),
     /// Copy the pristine source, apply patches/<line>/, regenerate autotools files, build the
     /// shim, configure, make and install Slurm.
@@ -68,8 +72,9 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct BottleArgs {
-    /// A pinned Slurm version (slurm-src/pins.toml), e.g. 24.11.5.
-    #[arg(long)]
+    /// A pinned Slurm version (slurm-src/pins.toml), fetched first (`cargo xtask fetch`); the
+    /// default is the newest verified release.
+    #[arg(long, default_value = DEFAULT_VERSION)]
     pub version: String,
     /// aarch64-apple-darwin (tag arm64_sonoma, /opt/homebrew) or x86_64-apple-darwin
     /// (tag sonoma, /usr/local).
@@ -162,9 +167,14 @@ pub struct CodegenArgs {
 /// Where a Slurm source comes from.
 #[derive(Debug, Args, Clone)]
 pub struct SourceArgs {
-    /// A pinned version (see slurm-src/pins.toml), e.g. 24.11.5 or 26.11-snapshot. With
-    /// --source it names the pin the local source is checked against.
-    #[arg(long)]
+    /// A pinned version (see slurm-src/pins.toml), e.g. 24.11.5 or 26.11-snapshot; the
+    /// default is the newest verified release. With --source there is no default: it names
+    /// the pin the local source is checked against.
+    #[arg(
+        long,
+        default_value = DEFAULT_VERSION,
+        default_value_if("source", ArgPredicate::IsPresent, None)
+    )]
     pub version: Option<String>,
     /// A local source, instead of downloading. A .tar.gz: checked against --version's pin, or
     /// else against the pin with the same sha256 (no such pin: error). A git directory (bare
@@ -182,6 +192,11 @@ pub enum Origin {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Without --source and --from, `fetch --version V` needs nothing but the pin and internet access: \
+curl downloads the pinned tarball and checks its sha256, or git fetches the pinned commit of a git pin \
+(no local mirror, clone or tarball). Offline, pass a local copy with --source."
+)]
 pub struct FetchArgs {
     #[command(flatten)]
     pub src: SourceArgs,
@@ -233,8 +248,9 @@ pub struct BuildArgs {
 
 #[derive(Debug, Args)]
 pub struct CiArgs {
-    /// Pinned version to build (default: 24.11.5).
-    #[arg(long, default_value = "24.11.5")]
+    /// Pinned version to build: CI's, the one release a package registry serves to CI's
+    /// machines (Debian's slurm-wlm), not the users' default.
+    #[arg(long, default_value = CI_VERSION)]
     pub version: String,
     /// A local Slurm source instead of the pinned version.
     #[arg(long)]

@@ -199,11 +199,7 @@ fn fetch_download(sh: &Shell, root: &Path, version: &str) -> Result<SourceTree> 
         eprintln!("fetch: using verified download {}", cached.display());
         return install_tarball(&layout, pin, &cached, top_dir);
     }
-    if urls.is_empty() {
-        return Err(Error::Unsupported(format!(
-            "pin `{version}` has no download URL; use --from debian or --source TARBALL"
-        )));
-    }
+    pin.require_download(&pins.path)?;
     require_tool(
         sh,
         "curl",
@@ -243,12 +239,12 @@ fn fetch_download(sh: &Shell, root: &Path, version: &str) -> Result<SourceTree> 
 fn fetch_debian(sh: &Shell, root: &Path, version: &str) -> Result<SourceTree> {
     let pins = Pins::load(root)?;
     let pin = pins.get(version)?;
-    let (sha, top_dir, _) = tarball_parts(pin, &pins)?;
     let deb = pin.debian.as_ref().ok_or_else(|| {
         Error::Unsupported(format!(
             "pin `{version}` names no Debian source package; drop --from debian"
         ))
     })?;
+    let (sha, top_dir, _) = tarball_parts(pin, &pins)?;
     let layout = Layout::new(root);
     if let Some(t) = already(&layout, pin) {
         return Ok(t);
@@ -606,6 +602,17 @@ mod tests {
         assert!(matches!(e, Error::UnverifiedPin { .. }), "{e}");
         let e = fetch_download(&sh, p.path(), "26.11.0").unwrap_err();
         assert!(matches!(e, Error::UnverifiedPin { .. }), "{e}");
+    }
+
+    /// `fetch --from debian` of the default version (a git pin): the fix is to drop
+    /// --from debian, before anything is downloaded.
+    #[test]
+    fn fetch_debian__pin_without_debian_package_says_drop_from_debian() {
+        let p = project("");
+        let sh = Shell::new().unwrap();
+        let v = driver_common::lines::DEFAULT_VERSION;
+        let e = fetch_debian(&sh, p.path(), v).unwrap_err().to_string();
+        crate::testing::assert_mentions(&e, &[v, "no Debian source package", "drop --from debian"]);
     }
 
     #[test]

@@ -228,6 +228,41 @@ fn workflow__slurm_job_runs_the_lane_in_order() {
     assert!(crate::project_root().join(file).is_file(), "{file} missing");
 }
 
+/// Every step that fetches or builds Slurm names its version: `$SLURM_VERSION`, which is
+/// CI's version (not the users' default: the lane's expectation files are that line's, and
+/// the bottle job fetches from Debian, which serves only CI's version).
+#[test]
+fn workflow__every_versioned_step_names_ci_version() {
+    use crate::defaults::{needs_explicit_version, version_arg};
+    let (_, doc) = load();
+    assert_eq!(
+        doc["env"]["SLURM_VERSION"].as_str(),
+        Some(driver_common::lines::CI_VERSION),
+        "{WORKFLOW}: env SLURM_VERSION"
+    );
+    let mut versioned = 0;
+    for (name, job) in doc["jobs"].as_hash().unwrap() {
+        for line in steps(job) {
+            if brew_step(&line) {
+                continue;
+            }
+            let Some(args) = xtask_args(&line) else {
+                continue;
+            };
+            if needs_explicit_version(&args) {
+                assert_eq!(
+                    version_arg(&args),
+                    Some("$SLURM_VERSION"),
+                    "{WORKFLOW}: job {name:?}: `{line}` must pass --version \"$SLURM_VERSION\""
+                );
+                versioned += 1;
+            }
+        }
+    }
+    // fetch and build-slurm on the Mac; fetch and two bottles on Linux.
+    assert_eq!(versioned, 5);
+}
+
 #[test]
 fn words__quotes_and_spaces() {
     assert_eq!(

@@ -12,6 +12,8 @@ mod ci;
 mod cli;
 mod codegen;
 mod cross;
+#[cfg(test)]
+mod defaults;
 mod deps;
 mod fetch;
 #[cfg(test)]

@@ -94,6 +94,19 @@ pub const LINES: &[Facts] = &[
     },
 ];
 
+/// The Slurm version every user-facing command builds when none is named (`fetch`,
+/// `build-slurm`, `bottle`) and the one the docs' user commands name: the newest release
+/// with a verified pin in `slurm-src/pins.toml` (a release tarball with its sha256, or a
+/// release tag's commit checked against upstream's tag). 26.11.0 takes its place once its
+/// source is verified (`pins::tests::default_version__is_the_newest_verified_release`).
+pub const DEFAULT_VERSION: &str = "26.05.3";
+
+/// The Slurm version CI builds (`cargo xtask ci`'s default, named in `.ci/run` and
+/// `ci/macos-arm64.yml`): the one release whose source a package registry serves to this
+/// project's machines (Debian's `slurm-wlm` orig tarball, `fetch --from debian`), so a fresh
+/// CI machine without general internet access can fetch it. Not the users' default.
+pub const CI_VERSION: &str = "24.11.5";
+
 /// How many protocol versions before its own a Slurm daemon still accepts.
 pub const PROTOCOL_VERSIONS_BACK: u16 = 3;
 

@@ -90,6 +90,18 @@ pub fn is_hex(s: &str, len: usize) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+/// The numbers of a release version `MAJOR.MINOR.MICRO` (`26.05.3` -> `[26, 5, 3]`), in
+/// release order when compared; `None` for anything else (`26.11-snapshot`).
+pub fn release_numbers(version: &str) -> Option<[u32; 3]> {
+    let mut parts = version.split('.').map(|p| {
+        (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| p.parse().ok())
+            .flatten()
+    });
+    let numbers = [parts.next()??, parts.next()??, parts.next()??];
+    parts.next().is_none().then_some(numbers)
+}
+
 /// The text of the pins file `rel` below `root` (`slurm-src/pins.toml`, `slurm-src/deps.toml`).
 pub fn read_file(root: &Path, rel: &str) -> Result<(PathBuf, String)> {
     let path = root.join(rel);
@@ -176,6 +188,7 @@ fn git_source(version: &str, r: &RawPin, bad: Bad) -> Result<PinSource> {
     let repo = r
         .repo
         .clone()
+        .filter(|r| !r.is_empty())
         .ok_or_else(|| bad(format!("pin `{version}`: a git pin needs repo")))?;
     let commit = r
         .commit
@@ -247,6 +260,17 @@ impl Pins {
             .find(|p| p.verified_sha256() == Some(sha256))
     }
 
+    /// The newest release (`MAJOR.MINOR.MICRO`) whose source is verified: a tarball with
+    /// its sha256, or a git commit. [`crate::lines::DEFAULT_VERSION`] must name it (tested).
+    pub fn newest_verified_release(&self) -> Option<&Pin> {
+        self.pins
+            .values()
+            .filter(|p| p.is_verified())
+            .filter_map(|p| Some((release_numbers(&p.version)?, p)))
+            .max_by_key(|(n, _)| *n)
+            .map(|(_, p)| p)
+    }
+
     /// All git pins, in version-name order.
     pub fn git_pins(&self) -> impl Iterator<Item = &Pin> {
         self.pins
@@ -264,6 +288,31 @@ impl Pin {
             } => Some(h),
             _ => None,
         }
+    }
+
+    /// Whether the pin verifies what it gets: a git commit, or a tarball's filled-in sha256.
+    pub fn is_verified(&self) -> bool {
+        matches!(self.source, PinSource::Git { .. }) || self.verified_sha256().is_some()
+    }
+
+    /// That `fetch --version V` can get this pin over the internet with nothing local (no
+    /// mirror, clone or tarball): a git pin (its repository and commit), or a verified
+    /// tarball pin with at least one URL. The error names what the pin lacks and the fix.
+    pub fn require_download(&self, pins_path: &Path) -> Result<()> {
+        let PinSource::Tarball { urls, .. } = &self.source else {
+            return Ok(());
+        };
+        self.require_sha256(pins_path)?;
+        if urls.is_empty() {
+            return Err(Error::Pins {
+                path: pins_path.to_path_buf(),
+                detail: format!(
+                    "pin `{}` has no download URL: add `urls`, or fetch it with --from debian or --source TARBALL",
+                    self.version
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// The sha256 a tarball pin requires; `UnverifiedPin` if it is still a placeholder, and an
@@ -370,6 +419,75 @@ mod tests {
         assert!(pins.by_sha256(&"0".repeat(64)).is_none());
     }
 
+    /// Every line can be fetched from its pin alone over the internet: a git pin (repository
+    /// and commit) or a verified tarball with a URL; so can every verified release.
+    #[test]
+    fn require_download__every_line_has_a_pin_fetchable_from_the_internet() {
+        let pins = committed();
+        for f in crate::lines::LINES {
+            let fetchable: Vec<_> = pins
+                .pins
+                .values()
+                .filter(|p| p.line == f.name && p.require_download(&pins.path).is_ok())
+                .map(|p| p.version.as_str())
+                .collect();
+            assert!(
+                !fetchable.is_empty(),
+                "line {}: no pin `fetch --version` can download alone",
+                f.name
+            );
+        }
+        for p in pins.pins.values().filter(|p| p.is_verified()) {
+            if let Err(e) = p.require_download(&pins.path) {
+                panic!("{}: {e}", p.version);
+            }
+        }
+        // What the error says for a verified tarball without URLs.
+        let text = format!(
+            "[pin.\"1.2.3\"]\nline='1.2'\nkind='tarball'\nsha256='{}'\ntop_dir='x'\n",
+            "0".repeat(64)
+        );
+        let no_url = Pins::parse(Path::new("p.toml"), &text).unwrap();
+        let e = no_url.get("1.2.3").unwrap().require_download(&no_url.path);
+        crate::testing::assert_mentions(
+            &e.unwrap_err().to_string(),
+            &["p.toml", "`1.2.3`", "no download URL", "urls"],
+        );
+    }
+
+    /// The users' default is the newest verified release (26.11.0 replaces 26.05.3 once its
+    /// sha256 is filled in), and CI's version is the one with a Debian source package.
+    #[test]
+    fn default_version__is_the_newest_verified_release() {
+        use crate::lines::{CI_VERSION, DEFAULT_VERSION};
+        let pins = committed();
+        let newest = pins.newest_verified_release().unwrap();
+        assert_eq!(newest.version, DEFAULT_VERSION);
+        assert!(pins.get(CI_VERSION).unwrap().debian.is_some());
+        // An unverified newer release does not count; a verified one does.
+        let text = "[pin.\"9.05.1\"]\nline='9.05'\nkind='git'\nrepo='r'\ncommit='284c3b95f08a2dc2478499837b03355e1b9c5c75'\n\
+                    [pin.\"10.05.0\"]\nline='10.05'\nkind='tarball'\nsha256=''\ntop_dir='x'\n\
+                    [pin.\"11.05-snapshot\"]\nline='11.05'\nkind='git'\nrepo='r'\ncommit='284c3b95f08a2dc2478499837b03355e1b9c5c75'\n";
+        let p = Pins::parse(Path::new("p.toml"), text).unwrap();
+        assert_eq!(p.newest_verified_release().unwrap().version, "9.05.1");
+    }
+
+    #[test]
+    fn release_numbers__only_major_minor_micro() {
+        assert_eq!(release_numbers("26.05.3"), Some([26, 5, 3]));
+        assert!(release_numbers("9.05.1") < release_numbers("10.05.0"));
+        for v in [
+            "26.11-snapshot",
+            "26.05",
+            "26.05.3.1",
+            "26..3",
+            "26.05.3-1",
+            "",
+        ] {
+            assert_eq!(release_numbers(v), None, "{v}");
+        }
+    }
+
     #[test]
     fn parse__rejects_bad_hash_commit_and_kind() {
         let p = Path::new("pins.toml");
@@ -379,6 +497,7 @@ mod tests {
             "[pin.\"1\"]\nline='1'\nkind='tarball'\nsha256=''\n",
             "[pin.\"1\"]\nline='1'\nkind='git'\nrepo='r'\ncommit='abc'\n",
             "[pin.\"1\"]\nline='1'\nkind='svn'\n",
+            "[pin.\"1\"]\nline='1'\nkind='git'\nrepo=''\ncommit='284c3b95f08a2dc2478499837b03355e1b9c5c75'\n",
             "[pin.\"1\"]\nline='1'\nkind='git'\nrepo='r'\ncommit='284c3b95f08a2dc2478499837b03355e1b9c5c75'\nsha256=''\n",
             "[pin.\"../x\"]\nline='1'\nkind='tarball'\nsha256=''\ntop_dir='x'\n",
             "[pin.\"1\"]\nline='1'\nkind='tarball'\nsha256=''\ntop_dir='x'\nmirror='y'\n",

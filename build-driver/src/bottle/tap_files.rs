@@ -3,7 +3,7 @@
 
 use super::tap::Bottled;
 use driver_common::error::Result;
-use driver_common::pins::{Pin, Pins};
+use driver_common::pins::{Pin, Pins, release_numbers};
 use std::path::Path;
 use xshell::Shell;
 
@@ -18,16 +18,12 @@ pub fn other_lines(pins: &Pins, main_line: &str) -> Vec<Pin> {
         }
         let newer = best
             .get(&p.line)
-            .is_none_or(|b| numeric(&p.version) > numeric(&b.version));
+            .is_none_or(|b| release_numbers(&p.version) > release_numbers(&b.version));
         if newer {
             best.insert(p.line.clone(), p.clone());
         }
     }
     best.into_values().collect()
-}
-
-fn numeric(v: &str) -> Vec<u64> {
-    v.split('.').map(|p| p.parse().unwrap_or(0)).collect()
 }
 
 /// `README.md`: how to tap and install, and where the bottles go.
