@@ -129,7 +129,10 @@ fn readme__names_every_patch_a_line_lacks_and_no_other() {
     let said: BTreeSet<(String, String)> = flat
         .match_indices(" is not in ")
         .filter_map(|(i, m)| {
-            let n = flat[..i].rsplit(' ').next()?.trim_matches(|c: char| !c.is_ascii_digit());
+            let n = flat[..i]
+                .rsplit(' ')
+                .next()?
+                .trim_matches(|c: char| !c.is_ascii_digit());
             let l = flat[i + m.len()..].split([' ', ',', ')', ';']).next()?;
             (n.len() == 4).then(|| (n.to_string(), l.to_string()))
         })
