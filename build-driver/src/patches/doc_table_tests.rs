@@ -128,18 +128,37 @@ fn readme__names_every_patch_a_line_lacks_and_no_other() {
     let flat = section.split_whitespace().collect::<Vec<_>>().join(" ");
     let said: BTreeSet<(String, String)> = flat
         .match_indices(" is not in ")
-        .filter_map(|(i, m)| {
+        .flat_map(|(i, m)| {
             let n = flat[..i]
                 .rsplit(' ')
-                .next()?
-                .trim_matches(|c: char| !c.is_ascii_digit());
-            let l = flat[i + m.len()..].split([' ', ',', ')', ';']).next()?;
-            (n.len() == 4).then(|| (n.to_string(), l.to_string()))
+                .next()
+                .unwrap_or("")
+                .trim_matches(|c: char| !c.is_ascii_digit())
+                .to_string();
+            // "NNNN is not in 24.11, 25.05 or 25.11": every line of the list
+            let mut found = Vec::new();
+            for word in flat[i + m.len()..].split(' ') {
+                let line = word.trim_end_matches([',', ';', ')', ':', '.']);
+                if matches!(line, "or" | "and") {
+                    continue;
+                }
+                let is_line = line.len() == 5
+                    && line.as_bytes()[2] == b'.'
+                    && line.bytes().filter(u8::is_ascii_digit).count() == 4;
+                if !is_line || n.len() != 4 {
+                    break;
+                }
+                found.push((n.clone(), line.to_string()));
+                if word.len() != line.len() && !word.ends_with(',') {
+                    break;
+                }
+            }
+            found
         })
         .collect();
     let real = absences(&root);
     assert_eq!(
         said, real,
-        "README's Patches section must name each (patch, line) the series lack, as \"NNNN is not in LINE\""
+        "README's Patches section must name each (patch, line) the series lack, as \"NNNN is not in LINE[, LINE or LINE]\""
     );
 }

@@ -144,6 +144,18 @@ fn parse_env0(bytes: &[u8]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The batch step's id as its script sees it (POC D15, patch 0067): absent (24.11 to 25.11
+/// skip a negative id) or slurm.conf(5)'s 4294967291, never the signed -5.
+fn batch_step_id_problems(env: &[(String, String)]) -> Vec<String> {
+    env.iter()
+        .filter(|(k, _)| k == "SLURM_STEP_ID" || k == "SLURM_STEPID")
+        .filter(|(_, v)| v != "4294967291")
+        .map(|(k, v)| {
+            format!("{k}={v:?} in the batch script (slurm.conf(5): the batch step is 4294967291)")
+        })
+        .collect()
+}
+
 /// Where the job's environment differs from what was submitted.
 fn env_mismatches(env: &[(String, String)], vars: &[(&str, Option<String>)]) -> Vec<String> {
     let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
@@ -208,6 +220,7 @@ pub fn values(ctx: &mut Ctx<'_>) -> Result<String> {
             bad.push(format!("{path}: {m}"));
         }
     }
+    bad.extend(batch_step_id_problems(&parse_env0(&batch)));
     let mut leaked = Vec::new();
     for d in ctx.cluster.daemons() {
         if matches!(d, Daemon::MariaDb) {
@@ -224,13 +237,23 @@ pub fn values(ctx: &mut Ctx<'_>) -> Result<String> {
     }
     no_faults(&bad, "")?;
     Ok(format!(
-        "batch job {id} and an srun step saw XT_EMPTY empty, XT_UNSET unset, an 8192-byte value, UTF-8, spaces, LANG and PATH as submitted; no SLURM_RLIMIT_*; the secret is in no daemon log"
+        "batch job {id} and an srun step saw XT_EMPTY empty, the batch step's id absent or 4294967291, XT_UNSET unset, an 8192-byte value, UTF-8, spaces, LANG and PATH as submitted; no SLURM_RLIMIT_*; the secret is in no daemon log"
     ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batch_step_id__absent_or_unsigned_never_negative() {
+        assert!(batch_step_id_problems(&parse_env0(b"A=1\0")).is_empty());
+        let good = parse_env0(b"SLURM_STEP_ID=4294967291\0SLURM_STEPID=4294967291\0");
+        assert!(batch_step_id_problems(&good).is_empty());
+        let bad = batch_step_id_problems(&parse_env0(b"SLURM_STEP_ID=-5\0SLURM_STEPID=-5\0"));
+        assert_eq!(bad.len(), 2, "{bad:?}");
+        assert!(bad[0].starts_with("SLURM_STEP_ID=\"-5\""), "{bad:?}");
+    }
 
     #[test]
     fn env_mismatches__empty_unset_and_long_values() {
