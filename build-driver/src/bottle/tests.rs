@@ -141,10 +141,14 @@ fn package__homebrew_layout_fixed_names_valid_signatures_placeholders_and_formul
         "{n:?}"
     );
     assert_eq!(n.rpaths, ["@loader_path/../lib/slurm"]);
-    // The node tool is in bin/, executable, signed, and links only the system.
+    // The node tool is in bin/, executable, signed by the bottle's signer (not zig's linker),
+    // and links only the system.
     let node = get(node_tool::KEG_PATH);
-    assert_eq!(node, fs::read(&tool).unwrap());
-    codesign::verify(&node).unwrap();
+    let v = codesign::verify(&node).unwrap();
+    assert_eq!(
+        v.flags & (codesign::consts::CS_ADHOC | codesign::consts::CS_LINKER_SIGNED),
+        codesign::consts::CS_ADHOC
+    );
     assert_eq!(
         linkage::names(&node).unwrap().dylibs,
         ["/usr/lib/libSystem.B.dylib"]
@@ -355,6 +359,26 @@ fn check__fails_when_the_node_tool_is_missing_of_another_cpu_or_no_program() {
     // A Linux build, or anything else that is no Mach-O file.
     let e = check_with(Some(b"\x7fELF\x02\x01\x01\0"));
     crate::testing::assert_mentions(&e, &["bin/slurm-mac: not a program of the bottle's CPU"]);
+}
+
+/// zig signs arm64 images only: an x86_64 node tool comes unsigned and leaves the keg signed.
+#[test]
+fn assemble__signs_a_node_tool_the_linker_did_not_sign() {
+    let d = tempfile::tempdir().unwrap();
+    let (Some(stage), Some(intel)) = (staged(d.path()), node_tool(d.path(), "x86_64-apple-darwin"))
+    else {
+        return;
+    };
+    let unsigned = codesign::verify(&fs::read(&intel).unwrap()).unwrap_err();
+    assert!(unsigned.contains("not signed"), "{unsigned}");
+    let keg = d.path().join("keg");
+    keg::assemble(&layout(), &stage, &intel, &keg, "").unwrap();
+    let installed = keg.join(node_tool::KEG_PATH);
+    codesign::verify(&fs::read(&installed).unwrap()).unwrap();
+    assert_eq!(
+        fs::metadata(&installed).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
 }
 
 #[test]
