@@ -108,12 +108,11 @@ mod tests {
 
     /// The real cross build (minutes from cold) in its own target directory,
     /// `<target>/tmp/node-tool` (cargo's lock on the outer one is held while tests run; kept,
-    /// so a second run measures a warm build): a thin arm64 executable that links only the
-    /// system's libraries, with a valid signature and no directory of this machine in it.
-    /// `cargo test -p build-driver node_tool -- --ignored --nocapture` prints time and size.
-    #[test]
-    #[ignore = "cross-builds slurm-mac in release mode (about a minute of CPU from cold)"]
-    fn build__arm64_executable_linking_only_the_system() {
+    /// so a second run measures a warm build): a thin executable of the target's CPU that links
+    /// only the system's libraries, that the bottle's signer signs and verifies, and that names
+    /// no directory of this machine. Prints time and size (`--nocapture`).
+    fn cross_build_ok(target: &Target) {
+        use super::super::{codesign, linkage, scan};
         if crate::testing::zig_or_skip().is_none() {
             return;
         }
@@ -123,30 +122,42 @@ mod tests {
         let dir = cargo_target_dir(&root, std::env::var("CARGO_TARGET_DIR").ok())
             .join("tmp")
             .join("node-tool");
-        let bin = build_in(&sh, &root, rows::mac_arm(), &dir).unwrap();
+        let bin = build_in(&sh, &root, target, &dir).unwrap();
         let size = std::fs::metadata(&bin).unwrap().len();
         eprintln!(
-            "slurm-mac for aarch64-apple-darwin: {size} bytes in {:.1}s",
+            "slurm-mac for {}: {size} bytes in {:.1}s",
+            target.rust,
             t.elapsed().as_secs_f64()
         );
-        let cpu = crate::macho::cpu_type(rows::mac_arm()).unwrap();
+        let cpu = crate::macho::cpu_type(target).unwrap();
         assert_eq!(
             cross::macho::check_file(&bin, cross::macho::Expect::Program, cpu),
             None
         );
-        let data = std::fs::read(&bin).unwrap();
+        let mut data = std::fs::read(&bin).unwrap();
         // The system's C library and libiconv (std links `-liconv`), nothing else.
-        let mut dylibs = super::super::linkage::names(&data).unwrap().dylibs;
+        let mut dylibs = linkage::names(&data).unwrap().dylibs;
         dylibs.sort();
         assert_eq!(
             dylibs,
             ["/usr/lib/libSystem.B.dylib", "/usr/lib/libiconv.2.dylib"]
         );
-        let needles = super::super::scan::needles(&crate::build_slurm::link::host_dirs(&root));
-        assert_eq!(
-            super::super::scan::hits(&data, &needles),
-            Vec::<String>::new()
-        );
-        super::super::codesign::verify(&data).unwrap();
+        let needles = scan::needles(&crate::build_slurm::link::host_dirs(&root));
+        assert_eq!(scan::hits(&data, &needles), Vec::<String>::new());
+        codesign::sign(&mut data, "slurm-mac").unwrap();
+        codesign::verify(&data).unwrap();
+    }
+
+    /// `cargo test -p build-driver node_tool -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "cross-builds slurm-mac in release mode (about a minute of CPU from cold)"]
+    fn build__arm64_executable_linking_only_the_system() {
+        cross_build_ok(rows::mac_arm());
+    }
+
+    #[test]
+    #[ignore = "cross-builds slurm-mac in release mode (about a minute of CPU from cold)"]
+    fn build__x86_64_executable_linking_only_the_system() {
+        cross_build_ok(rows::mac_x86());
     }
 }
