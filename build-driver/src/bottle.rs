@@ -7,11 +7,13 @@
 //!    `--prefix <cellar>/slurm-wlm/<v> --sysconfdir <hb>/etc/slurm --localstatedir <hb>/var`
 //!    and staged with DESTDIR under `target/bottle/stage/<triple>` ([`build_args`]; `cargo xtask
 //!    ci` builds exactly this, so the bottle step reuses its build).
-//! 3. The keg ([`keg`]): names fixed for Homebrew and re-signed, text placeholders, the plist,
-//!    the receipt and `.brew/slurm-wlm.rb`.
-//! 4. The check ([`check`]): every Mach-O file's ad-hoc signature verified page by page, every
-//!    install name allowed, no build-machine directory in any file.
-//! 5. `slurm-wlm--<v>.<tag>.bottle.tar.gz` ([`archive`]: reproducible), its `.bottle.json`,
+//! 3. The node tool `slurm-mac` cross-built by cargo for the target ([`node_tool`]).
+//! 4. The keg ([`keg`]): the node tool in `bin/`, names fixed for Homebrew and re-signed,
+//!    text placeholders, the plist, the receipt and `.brew/slurm-wlm.rb`.
+//! 5. The check ([`check`]): every Mach-O file's ad-hoc signature verified page by page, every
+//!    install name allowed, no build-machine directory in any file, the named programs and the
+//!    node tool executables of the target's CPU.
+//! 6. `slurm-wlm--<v>.<tag>.bottle.tar.gz` ([`archive`]: reproducible), its `.bottle.json`,
 //!    the formula with the `bottle do` block, and the versioned formula of the line.
 //!
 //! Layout facts and their sources: docs/PACKAGING.md.
@@ -23,6 +25,7 @@ pub mod formula;
 pub mod formula_body;
 pub mod keg;
 pub mod linkage;
+pub mod node_tool;
 pub mod receipt;
 pub mod relocate;
 pub mod scan;
@@ -209,6 +212,13 @@ pub fn run(sh: &Shell, root: &Path, args: BottleArgs) -> Result<Made> {
     )?;
     let built =
         crate::build_slurm::build(sh, root, &build_args(root, &layout, &deps.dir, args.jobs))?;
+    let t = Instant::now();
+    let node_tool = node_tool::build(sh, root, layout.target)?;
+    println!(
+        "node tool: {} in {:.1}s",
+        node_tool.display(),
+        t.elapsed().as_secs_f64()
+    );
     let out = match &args.out {
         Some(o) => std::path::absolute(o).map_err(|e| Error::io(o, e))?,
         None => {
@@ -217,7 +227,7 @@ pub fn run(sh: &Shell, root: &Path, args: BottleArgs) -> Result<Made> {
         }
     };
     let t = Instant::now();
-    let made = package(root, &layout, &pin, &built.prefix, &out)?;
+    let made = package(root, &layout, &pin, &built.prefix, &node_tool, &out)?;
     println!(
         "bottle: {} ({} bytes, sha256 {}) in {:.1}s",
         made.bottle.display(),
@@ -231,13 +241,15 @@ pub fn run(sh: &Shell, root: &Path, args: BottleArgs) -> Result<Made> {
     Ok(made)
 }
 
-/// Keg, check, tarball and its JSON from a staged build, into `out` (`cargo xtask tap`
-/// writes the formulae from the JSON files).
+/// Keg, check, tarball and its JSON from a staged build and the node tool's binary
+/// ([`node_tool::build`]), into `out` (`cargo xtask tap` writes the formulae from the JSON
+/// files).
 pub fn package(
     root: &Path,
     layout: &Layout,
     pin: &driver_common::pins::Pin,
     staged: &Path,
+    node_tool: &Path,
     out: &Path,
 ) -> Result<Made> {
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
@@ -249,7 +261,7 @@ pub fn package(
     // a URL for the third-party tarballs (no --debian-mirror) it lists none.
     let resources = tap::dep_resources(root, layout.mirror.as_deref()).unwrap_or_default();
     let brew_copy = formula::render(&project.spec(layout, &source, &[], &resources));
-    let assembled = keg::assemble(layout, staged, &keg, &brew_copy)?;
+    let assembled = keg::assemble(layout, staged, node_tool, &keg, &brew_copy)?;
     let epoch = epoch();
     receipt::write_receipt(layout, &keg, &assembled.changed_files, epoch)?;
     let report = check::check(root, layout, &keg)?;

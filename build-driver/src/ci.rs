@@ -380,15 +380,17 @@ fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<BuildOutput> {
     match &bottle {
         Some((pin, layout)) => {
             report.step_after(
-                "bottle --target aarch64-apple-darwin (keg, signatures, scan)",
+                "bottle --target aarch64-apple-darwin (node tool, keg, signatures, scan)",
                 &macho,
                 |b| {
+                    let node_tool = crate::bottle::node_tool::build(sh, root, layout.target)?;
                     let out = crate::build_slurm::link::cargo_target_dir(
                         root,
                         std::env::var("CARGO_TARGET_DIR").ok(),
                     )
                     .join("bottle");
-                    let made = crate::bottle::package(root, layout, pin, &b.prefix, &out)?;
+                    let made =
+                        crate::bottle::package(root, layout, pin, &b.prefix, &node_tool, &out)?;
                     let size = std::fs::metadata(&made.bottle)
                         .map(|m| m.len())
                         .unwrap_or(0);

@@ -41,6 +41,7 @@
 //! (`MACOSX_DEPLOYMENT_TARGET`), so the shim and Slurm agree.
 
 pub mod macho;
+pub mod rust_linker;
 #[cfg(test)]
 mod sdk_layout;
 pub mod zig;

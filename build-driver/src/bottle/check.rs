@@ -2,9 +2,11 @@
 //! signature (page hashes and CodeDirectory, [`super::codesign::verify`]) and only install
 //! names a poured keg may carry ([`super::linkage::violations`]); no file names a directory of
 //! the build machine ([`super::scan`]); no text file keeps a literal Cellar or prefix path
-//! (they must be placeholders); the files the formula names exist.
+//! (they must be placeholders); the programs the formula and the service name, and the node
+//! tool, exist and are executables of the bottle's CPU ([`crate::cross::macho::check_file`]).
 
 use super::{Layout, codesign, linkage, relocate, scan};
+use crate::cross::macho::{Expect, check_file};
 use driver_common::error::{Error, Result};
 use std::fs;
 use std::path::Path;
@@ -32,13 +34,14 @@ impl Report {
     }
 }
 
-/// The files the formula and the service name, relative to the keg.
+/// The programs the formula and the service name, and the node tool, relative to the keg.
 pub const NAMED: &[&str] = &[
     "sbin/slurmd",
     "sbin/slurmstepd",
     "bin/sinfo",
     "bin/srun",
     "bin/sbatch",
+    super::node_tool::KEG_PATH,
 ];
 
 pub fn check(root: &Path, layout: &Layout, keg: &Path) -> Result<Report> {
@@ -82,14 +85,19 @@ pub fn check(root: &Path, layout: &Layout, keg: &Path) -> Result<Report> {
             ));
         }
     }
+    let cpu = crate::macho::cpu_type(layout.target)?;
+    for n in NAMED {
+        let p = keg.join(n);
+        if !p.is_file() {
+            problems.push(format!("{n} is missing"));
+        } else if let Some(bad) = check_file(&p, Expect::Program, cpu) {
+            problems.push(format!("{n}: not a program of the bottle's CPU: {bad}"));
+        }
+    }
     let plist = keg.join(slurm_mac::service::plist::file_name(
         slurm_mac::service::plist::Daemon::Slurmd,
     ));
-    for n in NAMED
-        .iter()
-        .map(|n| keg.join(n))
-        .chain([plist, keg.join("INSTALL_RECEIPT.json")])
-    {
+    for n in [plist, keg.join("INSTALL_RECEIPT.json")] {
         if !n.is_file() {
             problems.push(format!("{} is missing", n.display()));
         }

@@ -1,11 +1,14 @@
 //! The keg: the staged install turned into what Homebrew's Cellar holds,
 //! `<formula>/<version>/` with `INSTALL_RECEIPT.json`, `.brew/<formula>.rb` and the
 //! LaunchDaemon plist (`<label>.plist`, where `service do name macos:` finds it), libtool's
+//! the node tool ([`super::node_tool`], cross-built by cargo) added as `bin/slurm-mac` and
+//! signed, libtool's
 //! `.la` files and the plugins' static archives removed (Homebrew's cleaner removes `.la`
 //! files too), every Mach-O file's names fixed and re-signed ([`super::linkage`]), and text
 //! files relocated to placeholders ([`super::relocate`]).
 
-use super::{Layout, linkage, relocate};
+use super::node_tool::KEG_PATH;
+use super::{Layout, codesign, linkage, relocate};
 use driver_common::error::{Error, Result};
 use slurm_mac::service::plist::{Daemon, Service, file_name};
 use std::fs;
@@ -24,10 +27,11 @@ fn is_macho(data: &[u8]) -> bool {
     crate::macho::inspect(data).is_ok()
 }
 
-/// Copies `staged` to `keg` and makes it a keg.
+/// Copies `staged` to `keg`, adds the node tool (`node_tool`, the binary) and makes it a keg.
 pub fn assemble(
     layout: &Layout,
     staged: &Path,
+    node_tool: &Path,
     keg: &Path,
     formula_text: &str,
 ) -> Result<Assembled> {
@@ -35,6 +39,17 @@ pub fn assemble(
         fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     }
     driver_common::util::fs::copy_tree(staged, keg)?;
+    // Before the walk: its names are checked and fixed like every other Mach-O file's. Signed
+    // here by the bottle's signer whatever the linker did: zig signs arm64 images only, and
+    // the check wants every Mach-O file of either bottle signed.
+    let mut tool = fs::read(node_tool).map_err(|e| Error::io(node_tool, e))?;
+    codesign::sign(&mut tool, "slurm-mac")
+        .map_err(|e| Error::file(node_tool, format!("signing the node tool: {e}")))?;
+    let to = keg.join(KEG_PATH);
+    if let Some(bin) = to.parent() {
+        fs::create_dir_all(bin).map_err(|e| Error::io(bin, e))?;
+    }
+    driver_common::util::fs::write_atomic(&to, &tool, 0o755)?;
     let mut out = Assembled::default();
     let k = layout.keg();
     for rel in driver_common::util::fs::walk(keg)? {

@@ -71,6 +71,18 @@ fn staged(dir: &Path) -> Option<PathBuf> {
     Some(s)
 }
 
+/// A stand-in for the cross-built node tool: a small executable of `triple` that links only
+/// libSystem (the real one: `node_tool`'s ignored test).
+fn node_tool(dir: &Path, triple: &str) -> Option<PathBuf> {
+    crate::testing::zig_macho(
+        dir,
+        triple,
+        &format!("slurm-mac-{triple}"),
+        "int main(void){return 0;}\n",
+        None,
+    )
+}
+
 fn entries(bottle: &Path) -> Vec<(String, Vec<u8>)> {
     let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(
         fs::File::open(bottle).unwrap(),
@@ -88,16 +100,27 @@ fn entries(bottle: &Path) -> Vec<(String, Vec<u8>)> {
 #[test]
 fn package__homebrew_layout_fixed_names_valid_signatures_placeholders_and_formulae() {
     let d = tempfile::tempdir().unwrap();
-    let Some(stage) = staged(d.path()) else {
+    let (Some(stage), Some(tool)) = (
+        staged(d.path()),
+        node_tool(d.path(), "aarch64-apple-darwin"),
+    ) else {
         return;
     };
     let out = d.path().join("out");
-    let made = package(&crate::project_root(), &layout(), &pin(), &stage, &out).unwrap();
+    let made = package(
+        &crate::project_root(),
+        &layout(),
+        &pin(),
+        &stage,
+        &tool,
+        &out,
+    )
+    .unwrap();
     assert_eq!(
         made.bottle,
         out.join("slurm-wlm--24.11.5.arm64_sonoma.bottle.tar.gz")
     );
-    assert_eq!(made.report.macho_files, 7);
+    assert_eq!(made.report.macho_files, 8);
     let files = entries(&made.bottle);
     let get = |n: &str| {
         files
@@ -118,6 +141,28 @@ fn package__homebrew_layout_fixed_names_valid_signatures_placeholders_and_formul
         "{n:?}"
     );
     assert_eq!(n.rpaths, ["@loader_path/../lib/slurm"]);
+    // The node tool is in bin/, executable, signed by the bottle's signer (not zig's linker),
+    // and links only the system.
+    let node = get(node_tool::KEG_PATH);
+    let v = codesign::verify(&node).unwrap();
+    assert_eq!(
+        v.flags & (codesign::consts::CS_ADHOC | codesign::consts::CS_LINKER_SIGNED),
+        codesign::consts::CS_ADHOC
+    );
+    assert_eq!(
+        linkage::names(&node).unwrap().dylibs,
+        ["/usr/lib/libSystem.B.dylib"]
+    );
+    let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(
+        fs::File::open(&made.bottle).unwrap(),
+    ));
+    let mode = ar
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap())
+        .find(|e| e.path().unwrap().ends_with(node_tool::KEG_PATH))
+        .map(|e| e.header().mode().unwrap());
+    assert_eq!(mode, Some(0o755));
     let plugin = get("lib/slurm/auth_x.so");
     codesign::verify(&plugin).unwrap();
     assert_eq!(
@@ -195,6 +240,7 @@ fn package__homebrew_layout_fixed_names_valid_signatures_placeholders_and_formul
         &layout(),
         &pin(),
         &stage,
+        &tool,
         &d.path().join("out2"),
     )
     .unwrap();
@@ -208,7 +254,10 @@ fn package__homebrew_layout_fixed_names_valid_signatures_placeholders_and_formul
 #[test]
 fn check__fails_on_a_build_machine_path_a_bad_signature_and_a_cellar_name() {
     let d = tempfile::tempdir().unwrap();
-    let Some(stage) = staged(d.path()) else {
+    let (Some(stage), Some(tool)) = (
+        staged(d.path()),
+        node_tool(d.path(), "aarch64-apple-darwin"),
+    ) else {
         return;
     };
     let root = crate::project_root();
@@ -217,9 +266,16 @@ fn check__fails_on_a_build_machine_path_a_bad_signature_and_a_cellar_name() {
         &stage.join("share/doc/note.txt"),
         &format!("built in {}/target\n", root.display()),
     );
-    let e = package(&root, &layout(), &pin(), &stage, &d.path().join("o1"))
-        .unwrap_err()
-        .to_string();
+    let e = package(
+        &root,
+        &layout(),
+        &pin(),
+        &stage,
+        &tool,
+        &d.path().join("o1"),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("share/doc/note.txt: build-machine path"), "{e}");
     assert!(
         !d.path()
@@ -230,7 +286,7 @@ fn check__fails_on_a_build_machine_path_a_bad_signature_and_a_cellar_name() {
     fs::remove_file(stage.join("share/doc/note.txt")).unwrap();
     let l = codesign::Layout::parse(&fs::read(stage.join("bin/sinfo")).unwrap()).unwrap();
     let keg = d.path().join("keg");
-    keg::assemble(&layout(), &stage, &keg, "").unwrap();
+    keg::assemble(&layout(), &stage, &tool, &keg, "").unwrap();
     // A flipped code byte after assembly: the signature no longer holds.
     let mut k = fs::read(keg.join("bin/sinfo")).unwrap();
     k[l.first_section + 4] ^= 0x0f;
@@ -257,6 +313,71 @@ fn check__fails_on_a_build_machine_path_a_bad_signature_and_a_cellar_name() {
     assert!(
         e.contains("bin/sinfo: install name Dylib /opt/homebrew/Cellar/"),
         "{e}"
+    );
+}
+
+#[test]
+fn check__fails_when_the_node_tool_is_missing_of_another_cpu_or_no_program() {
+    let d = tempfile::tempdir().unwrap();
+    let (Some(stage), Some(tool), Some(intel)) = (
+        staged(d.path()),
+        node_tool(d.path(), "aarch64-apple-darwin"),
+        node_tool(d.path(), "x86_64-apple-darwin"),
+    ) else {
+        return;
+    };
+    let root = crate::project_root();
+    let keg = d.path().join("keg");
+    keg::assemble(&layout(), &stage, &tool, &keg, "").unwrap();
+    receipt::write_receipt(&layout(), &keg, &[], 0).unwrap();
+    check::check(&root, &layout(), &keg).unwrap();
+    let installed = keg.join(node_tool::KEG_PATH);
+    let check_with = |data: Option<&[u8]>| {
+        let _ = fs::remove_file(&installed);
+        if let Some(data) = data {
+            fs::write(&installed, data).unwrap();
+        }
+        check::check(&root, &layout(), &keg)
+            .unwrap_err()
+            .to_string()
+    };
+    let e = check_with(None);
+    assert!(e.contains("bin/slurm-mac is missing"), "{e}");
+    // An Intel build in an arm64 bottle, signed (zig signs arm64 images only), so that only
+    // its CPU is wrong.
+    let mut x86 = fs::read(&intel).unwrap();
+    codesign::sign(&mut x86, "slurm-mac").unwrap();
+    let e = check_with(Some(&x86));
+    assert!(!e.contains("signature"), "{e}");
+    crate::testing::assert_mentions(
+        &e,
+        &[
+            "bin/slurm-mac: not a program of the bottle's CPU",
+            "CPU x86_64 (want arm64)",
+        ],
+    );
+    // A Linux build, or anything else that is no Mach-O file.
+    let e = check_with(Some(b"\x7fELF\x02\x01\x01\0"));
+    crate::testing::assert_mentions(&e, &["bin/slurm-mac: not a program of the bottle's CPU"]);
+}
+
+/// zig signs arm64 images only: an x86_64 node tool comes unsigned and leaves the keg signed.
+#[test]
+fn assemble__signs_a_node_tool_the_linker_did_not_sign() {
+    let d = tempfile::tempdir().unwrap();
+    let (Some(stage), Some(intel)) = (staged(d.path()), node_tool(d.path(), "x86_64-apple-darwin"))
+    else {
+        return;
+    };
+    let unsigned = codesign::verify(&fs::read(&intel).unwrap()).unwrap_err();
+    assert!(unsigned.contains("not signed"), "{unsigned}");
+    let keg = d.path().join("keg");
+    keg::assemble(&layout(), &stage, &intel, &keg, "").unwrap();
+    let installed = keg.join(node_tool::KEG_PATH);
+    codesign::verify(&fs::read(&installed).unwrap()).unwrap();
+    assert_eq!(
+        fs::metadata(&installed).unwrap().permissions().mode() & 0o777,
+        0o755
     );
 }
 

@@ -51,6 +51,20 @@ pub fn host_dirs(root: &Path) -> Vec<driver_common::util::host_paths::PathMap> {
     driver_common::util::host_paths::build_machine_dirs(root, &target)
 }
 
+/// `RUSTFLAGS` for Rust code that ships in a bottle (the shim, the node tool): the user's
+/// `RUSTFLAGS`, then this machine's directories remapped, so no panic location names them.
+/// The shim and the node tool get the same value, so cargo builds their shared crates once.
+pub fn shipped_rustflags(root: &Path) -> String {
+    let mut flags: Vec<String> = std::env::var("RUSTFLAGS")
+        .ok()
+        .map(|f| f.split_whitespace().map(String::from).collect())
+        .unwrap_or_default();
+    flags.extend(driver_common::util::host_paths::rust_flags(&host_dirs(
+        root,
+    )));
+    flags.join(" ")
+}
+
 /// `cargo rustc -p slurm-shim --release --target <triple> --crate-type staticlib -- --print
 /// native-static-libs`: builds the archive and reports std's native libraries in one step
 /// (cargo replays the note when the crate is fresh).
@@ -71,16 +85,8 @@ pub fn build_shim(
         if let Some(min) = macos_min {
             // The same minimum macOS as the C code (zig's -target, Apple's -mmacosx-version-min).
             c = c.env("MACOSX_DEPLOYMENT_TARGET", min);
-            // A shipped (macOS) shim names no directory of this machine in its panic
-            // locations: the user's RUSTFLAGS, then the remaps.
-            let mut flags: Vec<String> = std::env::var("RUSTFLAGS")
-                .ok()
-                .map(|f| f.split_whitespace().map(String::from).collect())
-                .unwrap_or_default();
-            flags.extend(driver_common::util::host_paths::rust_flags(&host_dirs(
-                root,
-            )));
-            c = c.env("RUSTFLAGS", flags.join(" "));
+            // A shipped (macOS) shim names no directory of this machine.
+            c = c.env("RUSTFLAGS", shipped_rustflags(root));
         }
         c.quiet().ignore_status().output()?
     };

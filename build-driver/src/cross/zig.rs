@@ -118,7 +118,7 @@ pub fn check_version(version: &str) -> Result<()> {
 }
 
 /// POSIX-shell single quoting.
-fn sh_quote(s: &str) -> String {
+pub(crate) fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
