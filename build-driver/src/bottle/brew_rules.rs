@@ -242,6 +242,27 @@ fn brew_rule__test_loads_a_plugin() {
     );
 }
 
+/// Issue 23 (not a Homebrew rule: the project's): a Mac that poured the bottle or built
+/// the formula needs no checkout and no Rust. The source build installs the node tool as
+/// the bottle has it, the caveats name `slurm-mac`, never `cargo xtask`, and the test runs
+/// the node tool against the keg.
+#[test]
+fn formula__node_tool_installed_and_caveats_need_no_checkout() {
+    let f = main_formula();
+    let install = method(&f, "install");
+    assert!(
+        install.contains("bin.install \"target/release/slurm-mac\""),
+        "{install}"
+    );
+    let caveats = method(&f, "caveats");
+    assert!(
+        !caveats.contains("cargo") && caveats.contains("#{opt_bin}/slurm-mac"),
+        "{caveats}"
+    );
+    let test = &f[f.find("  test do\n").unwrap()..];
+    assert!(test.contains("#{bin}/slurm-mac doctor"), "{test}");
+}
+
 /// [B] Library/Homebrew/ast_constants.rb `FORMULA_COMPONENT_PRECEDENCE_LIST` (checked by
 /// rubocops/components_order.rb): stanzas in Homebrew's order.
 #[test]

@@ -40,9 +40,12 @@ pub fn install(s: &Spec) -> String {
       system "cargo", "xtask", "build-slurm", "--version", version.to_s,
              "--deps-prefix", "target/deps/#{{triple}}/prefix",
              "--prefix", prefix, "--sysconfdir", etc/"slurm", "--localstatedir", var
+      # The node tool (join, service, doctor, gres-conf), as a bottle's keg has it.
+      system "cargo", "build", "--release", "--package", "slurm-mac", "--bin", "slurm-mac"
+      bin.install "target/release/slurm-mac"
       # The LaunchDaemon plist `service do name macos:` copies (a bottle's keg has it too).
       label = "{label}"
-      plist = Utils.safe_popen_read("cargo", "xtask", "service", "print",
+      plist = Utils.safe_popen_read(bin/"slurm-mac", "service", "print",
                                     "--prefix", opt_prefix, "--log-dir", var/"log/slurm")
       (prefix/"#{{label}}.plist").write plist.sub(">{base}<", ">#{{label}}<")
     end
@@ -70,14 +73,15 @@ pub fn post_install_and_caveats(l: &Layout) -> String {
       2. Either put the cluster's slurm.conf into #{{etc}}/slurm/, or run configless
          (the controller needs SlurmctldParameters=enable_configless): with no slurm.conf
          slurmd asks the controller a DNS SRV record _slurmctld._tcp names; to name it
-         yourself (slurmd --conf-server), from a checkout of slurm-on-mac instead of
-         brew services:
-           sudo cargo xtask service install --prefix #{{opt_prefix}} --conf-server <controller>
+         yourself (slurmd --conf-server), instead of brew services:
+           sudo #{{opt_bin}}/slurm-mac service install --prefix #{{opt_prefix}} --conf-server <controller>
       3. Client commands read #{{etc}}/slurm/slurm.conf, or the file SLURM_CONF names.
+      What stops this Mac from being a node (key, files root runs, name, port, plugins):
+           sudo #{{opt_bin}}/slurm-mac doctor --prefix #{{opt_prefix}} --controller <controller>
       Start slurmd as a LaunchDaemon:
            sudo brew services start {formula}
       Logs: #{{var}}/log/slurm/. Sleep: `caffeinate -s` (AC power only) keeps a Mac awake;
-      see `cargo xtask service print --caffeinate`.
+      see `#{{opt_bin}}/slurm-mac service print --caffeinate`.
     EOS
   end
 
@@ -123,6 +127,10 @@ pub const TEST: &str = r##"  test do
     (testpath/"gres.conf").write "NodeName=brewtest Name=gpu File=/dev/null\n"
     output = shell_output("SLURM_CONF=#{testpath}/slurm.conf #{sbin}/slurmd -G -N brewtest 2>&1")
     assert_match "Name=gpu", output
+
+    # The node tool reads the same slurm.conf: every plugin it names is in this keg.
+    output = shell_output("#{bin}/slurm-mac doctor --prefix #{opt_prefix} --conf #{testpath}/slurm.conf --no-ask --json 2>&1", 1)
+    assert_match(/"check":"plugins","detail":"[^"]*","status":"ok"/, output)
   end
 end
 "##;
