@@ -80,6 +80,9 @@ pub fn post_install_and_caveats(l: &Layout) -> String {
            sudo #{{opt_bin}}/slurm-mac doctor --prefix #{{opt_prefix}} --controller <controller>
       Start slurmd as a LaunchDaemon:
            sudo brew services start {formula}
+      Note: this keg belongs to your user, and slurmd runs as root: any process of your
+      uid could replace it and become root. slurm-mac service install and join --apply
+      refuse such a prefix (they name the fix); a root-owned copy is not automated yet.
       Logs: #{{var}}/log/slurm/. Sleep: `caffeinate -s` (AC power only) keeps a Mac awake;
       see `#{{opt_bin}}/slurm-mac service print --caffeinate`.
     EOS
