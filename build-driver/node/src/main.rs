@@ -3,7 +3,9 @@
 
 use clap::{Parser, Subcommand};
 use driver_common::error::{Error, Result};
-use slurm_mac::cli::{DoctorArgs, GresConfArgs, InstallArgs, JoinArgs, ServiceArgs, UninstallArgs};
+use slurm_mac::cli::{
+    DoctorArgs, GresConfArgs, InstallArgs, JoinArgs, PowerArgs, ServiceArgs, UninstallArgs,
+};
 use std::process::ExitCode;
 use xshell::Shell;
 
@@ -36,10 +38,13 @@ enum Command {
     /// (key, files root runs, SACK directory, slurmd's port, node name, sleep, controller);
     /// fails if any check fails.
     Doctor(DoctorArgs),
+    /// On the controller host, as slurm.conf's ResumeProgram/SuspendProgram: wake Macs with a
+    /// wake-on-LAN packet, or run each one's suspend command (from a node map, --map).
+    Power(PowerArgs),
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    match run(Cli::parse().command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("slurm-mac: error: {e}");
@@ -48,10 +53,11 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<()> {
+/// The command's own error type, boxed: `power` has its own (`PowerError`).
+fn run(command: Command) -> std::result::Result<(), Box<dyn std::error::Error>> {
     let sh = Shell::new().map_err(Error::Shell)?;
     let here = std::env::current_dir().map_err(|e| Error::io(".", e))?;
-    match cli.command {
+    let done: Result<()> = match command {
         Command::Join(args) => slurm_mac::join::run(args),
         Command::Service(args) => slurm_mac::service::run(&sh, &here, args),
         Command::GresConf(args) => slurm_mac::gres_conf::run(args),
@@ -63,5 +69,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Install(args) => slurm_mac::install::run(&sh, &here, args),
         Command::Uninstall(args) => slurm_mac::install::uninstall(&args),
         Command::Doctor(args) => slurm_mac::doctor::run(args),
-    }
+        Command::Power(args) => return slurm_mac::power::run(&args).map_err(Into::into),
+    };
+    done.map_err(Into::into)
 }
