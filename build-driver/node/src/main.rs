@@ -44,7 +44,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse().command) {
+    match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("slurm-mac: error: {e}");
@@ -53,11 +53,10 @@ fn main() -> ExitCode {
     }
 }
 
-/// The command's own error type, boxed: `power` has its own (`PowerError`).
-fn run(command: Command) -> std::result::Result<(), Box<dyn std::error::Error>> {
+fn run(cli: Cli) -> Result<()> {
     let sh = Shell::new().map_err(Error::Shell)?;
     let here = std::env::current_dir().map_err(|e| Error::io(".", e))?;
-    let done: Result<()> = match command {
+    match cli.command {
         Command::Join(args) => slurm_mac::join::run(args),
         Command::Service(args) => slurm_mac::service::run(&sh, &here, args),
         Command::GresConf(args) => slurm_mac::gres_conf::run(args),
@@ -69,7 +68,6 @@ fn run(command: Command) -> std::result::Result<(), Box<dyn std::error::Error>> 
         Command::Install(args) => slurm_mac::install::run(&sh, &here, args),
         Command::Uninstall(args) => slurm_mac::install::uninstall(&args),
         Command::Doctor(args) => slurm_mac::doctor::run(args),
-        Command::Power(args) => return slurm_mac::power::run(&args).map_err(Into::into),
-    };
-    done.map_err(Into::into)
+        Command::Power(args) => slurm_mac::power::run(&args).map_err(Error::from),
+    }
 }

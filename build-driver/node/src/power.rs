@@ -91,7 +91,7 @@ pub enum PowerError {
     )]
     NoNodes(String),
     #[error(
-        "power: cannot expand the hostlist `{expr}` with `{scontrol} show hostnames`: {detail}\nfix: pass --scontrol with the path of this cluster's scontrol"
+        "power: cannot expand the hostlist `{expr}` with `{scontrol} show hostnames`: {detail}\nfix: scontrol must find the cluster's slurm.conf (SLURM_CONF, as slurmctld's programs have it); pass --scontrol with the path of this cluster's scontrol"
     )]
     Hostlist {
         expr: String,
@@ -111,6 +111,12 @@ pub enum PowerError {
         command: String,
         detail: String,
     },
+}
+
+impl From<PowerError> for driver_common::error::Error {
+    fn from(e: PowerError) -> Self {
+        driver_common::error::Error::Node(Box::new(e))
+    }
 }
 
 /// Carries out `args`: every node of the hostlist looked up first, then woken or suspended in
