@@ -41,6 +41,7 @@ mod node_metrics;
 mod node_view;
 mod nodes;
 mod pmi2;
+mod power;
 mod proc_access;
 mod processes;
 mod pty;
@@ -300,6 +301,8 @@ pub const ALL: &[Scenario] = &[
     node1("smd-405-backup-controller", failover::backup_takes_over),
     node1("smd-406-ipv6-loopback", ipv6::loopback_end_to_end),
     node1("smd-408-dynamic-node", dynamic::register_delete_register),
+    one("smd-409-power-save", power::suspend_then_resume)
+        .local("about a minute: SuspendTime, slurmctld's power-save passes, a 20 s wake"),
     one("bad-daemon-dies", bad_states::daemon_dies),
     one("bad-port-taken", bad_states::port_taken),
     one("bad-mariadb", bad_states::mariadb_fails),
