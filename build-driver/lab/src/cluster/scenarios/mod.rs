@@ -21,6 +21,7 @@ mod churn;
 pub(super) mod client;
 mod conf;
 mod configless;
+mod container;
 mod diskfull;
 mod dynamic;
 mod environment;
@@ -296,6 +297,11 @@ pub const ALL: &[Scenario] = &[
     node1("smd-305-cpu-freq", unsupported::cpu_freq),
     with("smd-401-pmi2-kvs", Needs::Nodes(2), pmi2::across_nodes),
     with("smd-402-pmi2-mixed-builds", Needs::Mix, pmi2::across_builds),
+    with(
+        "smd-403-container-refused",
+        Needs::DarwinNode,
+        container::refused,
+    ),
     node1("smd-404-configless", configless::fetches_config),
     with("site-plugins-mapped", Needs::Site, site::plugins_mapped),
     node1("smd-405-backup-controller", failover::backup_takes_over),
