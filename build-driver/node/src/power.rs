@@ -4,8 +4,9 @@
 //!
 //! * `resume` wakes each Mac with a wake-on-LAN magic packet (6 bytes 0xFF, then the MAC
 //!   address 16 times) sent by UDP to the map's broadcast address (the Mac needs "Wake for
-//!   network access", `pmset womp 1`). slurmd then starts as the LaunchDaemon it is and
-//!   registers; slurmctld waits up to `ResumeTimeout` for that.
+//!   network access", `pmset womp 1`). Slurm 24.11's slurmctld then waits for the node to
+//!   have *booted* after the resume request, which a woken Mac has not: see docs/JOIN.md
+//!   (power saving) and the `smd-409-power-save` scenario's GAP.
 //! * `suspend` runs each node's own `suspend` command from the map (e.g. `ssh mac1 sudo
 //!   pmset sleepnow`): how a controller may reach a Mac is the site's choice, so the tool
 //!   does not guess one.

@@ -6,11 +6,14 @@
 //! file, and a broadcast address that is this scenario's UDP socket on 127.0.0.1. The
 //! scenario plays the Mac: when the suspend command has run it stops the node's slurmd (the
 //! Mac asleep); when the magic packet of the node's MAC arrives it starts slurmd again (the
-//! Mac awake, its LaunchDaemon starting slurmd). It checks that the idle node is suspended
-//! (called with its name, `POWERED_DOWN` in scontrol, `~` in sinfo), that a job for the node
-//! has it resumed (called with its name, the packet's 102 bytes), and that the job runs once
-//! slurmd has registered again. What a real Mac does between (sleep, wake on LAN, slurmd
-//! going on from where it was frozen) is not modelled: a restart stands in for it.
+//! Mac awake: slurmd starts again, the boot time unchanged). It checks that the idle node is suspended
+//! (called with its name, `POWERED_DOWN` in scontrol, `~` in sinfo) and that a job for the
+//! node has it resumed (called with its name, the packet's 102 bytes). Then the job should
+//! run once slurmd registers; in 24.11 slurmctld ignores the registration ("Still waiting
+//! for boot of node ...": `waiting_for_node_boot()` wants a boot after the resume request,
+//! and a Mac woken from sleep keeps its `kern.boottime`), which the scenario reports as a
+//! GAP, cancelling the job. Either way it ends by checking that, with power saving off
+//! again, the node is idle and runs a step.
 
 use super::super::daemon::Daemon;
 use super::client::{Ctx, LogMark, file_lines};
@@ -184,7 +187,11 @@ fn body(
                  ignored its registration (\"{waiting}\"): 24.11's power saving waits for a boot \
                  after the resume (node_mgr.c waiting_for_node_boot(): boot time before the \
                  resume request), and a Mac's kern.boottime does not change on wake ({})",
-                e.to_string().lines().next().unwrap_or_default()
+                e.to_string()
+                    .lines()
+                    .next()
+                    .and_then(|l| l.split("; last lines").next())
+                    .unwrap_or_default()
             ));
             Ok(format!("{head}; job {id} cancelled"))
         }
