@@ -68,6 +68,9 @@ pub enum Command {
     /// Report everything that stops this machine from being a Slurm node, each with its fix;
     /// fails if any check fails (docs/JOIN.md, "Doctor").
     Doctor(DoctorArgs),
+    /// On the controller host, as slurm.conf's ResumeProgram/SuspendProgram: wake Macs with a
+    /// wake-on-LAN packet, or run each one's suspend command (docs/JOIN.md, "Power saving").
+    Power(PowerArgs),
 }
 
 #[derive(Debug, Args)]

@@ -64,5 +64,6 @@ fn run(cli: cli::Cli) -> Result<()> {
         cli::Command::Uninstall(args) => slurm_mac::install::uninstall(&args),
         cli::Command::Join(args) => slurm_mac::join::run(args),
         cli::Command::Doctor(args) => slurm_mac::doctor::run(args),
+        cli::Command::Power(args) => slurm_mac::power::run(&args).map_err(Error::from),
     }
 }

@@ -270,6 +270,9 @@ pub enum Error {
         "doctor: {failed} problem(s) stop this machine from being a Slurm node; each FAIL above names its fix"
     )]
     DoctorFailed { failed: usize },
+    /// A node tool command's own typed error (`slurm-mac power`'s `PowerError`), shown as is.
+    #[error(transparent)]
+    Node(Box<dyn std::error::Error + Send + Sync>),
     #[error("zig toolchain for the macOS cross build: {0}")]
     Zig(String),
     #[error(

@@ -1,6 +1,7 @@
 //! The node tool: what an admin does on a Mac that runs slurmd or the client commands.
 //! `slurm-mac` (this crate's binary) ships in the bottle; `cargo xtask install|uninstall|
-//! service|join|gres-conf|doctor` are thin calls into the same code.
+//! service|join|gres-conf|doctor` are thin calls into the same code; `power` (the
+//! controller's ResumeProgram/SuspendProgram for Macs) is the tool's own.
 
 // Test names read `subject__behaviour` across the driver's crates.
 #![cfg_attr(test, allow(non_snake_case))]
@@ -12,4 +13,5 @@ pub mod install;
 pub mod join;
 pub mod launchd;
 pub mod names;
+pub mod power;
 pub mod service;

@@ -3,7 +3,9 @@
 
 use clap::{Parser, Subcommand};
 use driver_common::error::{Error, Result};
-use slurm_mac::cli::{DoctorArgs, GresConfArgs, InstallArgs, JoinArgs, ServiceArgs, UninstallArgs};
+use slurm_mac::cli::{
+    DoctorArgs, GresConfArgs, InstallArgs, JoinArgs, PowerArgs, ServiceArgs, UninstallArgs,
+};
 use std::process::ExitCode;
 use xshell::Shell;
 
@@ -38,6 +40,9 @@ enum Command {
     /// what the cluster's plugin choices become on this Mac);
     /// fails if any check fails.
     Doctor(DoctorArgs),
+    /// On the controller host, as slurm.conf's ResumeProgram/SuspendProgram: wake Macs with a
+    /// wake-on-LAN packet, or run each one's suspend command (from a node map, --map).
+    Power(PowerArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,5 +70,6 @@ fn run(cli: Cli) -> Result<()> {
         Command::Install(args) => slurm_mac::install::run(&sh, &here, args),
         Command::Uninstall(args) => slurm_mac::install::uninstall(&args),
         Command::Doctor(args) => slurm_mac::doctor::run(args),
+        Command::Power(args) => slurm_mac::power::run(&args).map_err(Error::from),
     }
 }

@@ -21,6 +21,7 @@ mod churn;
 pub(super) mod client;
 mod conf;
 mod configless;
+mod container;
 mod diskfull;
 mod dynamic;
 mod environment;
@@ -41,6 +42,7 @@ mod node_metrics;
 mod node_view;
 mod nodes;
 mod pmi2;
+mod power;
 mod proc_access;
 mod processes;
 mod pty;
@@ -295,11 +297,18 @@ pub const ALL: &[Scenario] = &[
     node1("smd-305-cpu-freq", unsupported::cpu_freq),
     with("smd-401-pmi2-kvs", Needs::Nodes(2), pmi2::across_nodes),
     with("smd-402-pmi2-mixed-builds", Needs::Mix, pmi2::across_builds),
+    with(
+        "smd-403-container-refused",
+        Needs::DarwinNode,
+        container::refused,
+    ),
     node1("smd-404-configless", configless::fetches_config),
     with("site-plugins-mapped", Needs::Site, site::plugins_mapped),
     node1("smd-405-backup-controller", failover::backup_takes_over),
     node1("smd-406-ipv6-loopback", ipv6::loopback_end_to_end),
     node1("smd-408-dynamic-node", dynamic::register_delete_register),
+    one("smd-409-power-save", power::suspend_then_resume)
+        .local("about a minute: SuspendTime, slurmctld's power-save passes, a 20 s wake"),
     one("bad-daemon-dies", bad_states::daemon_dies),
     one("bad-port-taken", bad_states::port_taken),
     one("bad-mariadb", bad_states::mariadb_fails),
