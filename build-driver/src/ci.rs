@@ -1,6 +1,7 @@
 //! `cargo xtask ci`: everything CI runs, in order, each step timed, then a summary table.
 //!
-//! 1. Shim lane: `cargo test --workspace`, `codegen --check`, a type-check of the driver for
+//! 1. Shim lane: `cargo test --workspace`, the bottle tests again with the `apple-codesign`
+//!    feature (the second signature verifier), `codegen --check`, a type-check of the driver for
 //!    aarch64-apple-darwin (it runs on the Mac of `ci/macos-arm64.yml`), release builds of the
 //!    shim for aarch64-apple-darwin and x86_64-apple-darwin. `--shim-only` stops here.
 //! 2. Linux non-regression: Slurm built natively without and with `patches/<line>/`,
@@ -23,7 +24,9 @@
 //!    libraries, the installed programs, libslurmfull and plugins checked to be arm64 Mach-O.
 //!    The build is the bottle's keg (`--prefix /opt/homebrew/Cellar/slurm-wlm/<v>`, staged
 //!    with DESTDIR), then packed as the Homebrew bottle (`cargo xtask bottle`'s packaging:
-//!    names fixed and re-signed, every signature verified, no build-machine path).
+//!    names fixed and re-signed, every signature verified, by ours and, when the driver is
+//!    built with the `apple-codesign` feature as `.ci/run` builds it, by that crate too; no
+//!    build-machine path).
 //! 5. Plugin-linkage audit (`cargo xtask audit`) of the Mach-O, the native and the darwin install, each
 //!    compared exactly with `ci/expectations/audit-<line>-<lane>.toml` (new and fixed
 //!    findings both fail).
@@ -68,6 +71,19 @@ fn shim_lane(sh: &Shell, root: &Path, report: &mut Report) {
         run_inherit_bounded(cmd!(sh, "cargo test --workspace"), "ci", CARGO_TEST_TIMEOUT)?;
         Ok("passed".to_string())
     });
+    report.step(
+        "cargo test -p build-driver --features apple-codesign -- bottle::",
+        || {
+            // The second signature verifier is behind a feature `cargo test --workspace`
+            // leaves off: its tests (and the bottle tests with both verifiers) run here.
+            let test = cmd!(
+                sh,
+                "cargo test -p build-driver --features apple-codesign -- bottle::"
+            );
+            run_inherit_bounded(test, "ci", CARGO_TEST_TIMEOUT)?;
+            Ok("passed".to_string())
+        },
+    );
     report.step("cargo xtask codegen --check", || {
         crate::codegen::check(root)?;
         Ok("slurm_shim.h up to date".to_string())
@@ -396,9 +412,14 @@ fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<BuildOutput> {
                         .unwrap_or(0);
                     println!("{}", made.report.summary());
                     Ok(format!(
-                        "{} ({size} bytes, {} Mach-O verified)",
+                        "{} ({size} bytes, {} Mach-O verified by {})",
                         made.bottle.display(),
-                        made.report.macho_files
+                        made.report.macho_files,
+                        if crate::bottle::codesign::SECOND_VERIFIER {
+                            "ours and apple-codesign"
+                        } else {
+                            "ours only: the driver was built without the apple-codesign feature"
+                        }
                     ))
                 },
             );

@@ -105,7 +105,14 @@ fn ci_run__names_ci_version_on_every_versioned_command() {
     let text = std::fs::read_to_string(&path).unwrap();
     let mut seen = Vec::new();
     for line in text.lines().map(str::trim) {
-        let Some(rest) = line.strip_prefix("cargo xtask ") else {
+        // `cargo xtask X` or the same alias spelt out with features
+        // (`cargo run ... --package build-driver --features F -- X`)
+        let rest = line.strip_prefix("cargo xtask ").or_else(|| {
+            (line.starts_with("cargo run ") && line.contains("--package build-driver"))
+                .then(|| line.split_once(" -- ").map(|(_, r)| r))
+                .flatten()
+        });
+        let Some(rest) = rest else {
             continue;
         };
         let args: Vec<String> = rest.split_whitespace().map(str::to_string).collect();

@@ -1,5 +1,6 @@
 //! The bottle's check, on the assembled keg: every Mach-O file carries a valid ad-hoc
-//! signature (page hashes and CodeDirectory, [`super::codesign::verify`]) and only install
+//! signature (page hashes and CodeDirectory), accepted by our verifier and, with the
+//! `apple-codesign` feature, by that crate too ([`super::codesign::bottle_verdict`]), and only install
 //! names a poured keg may carry ([`super::linkage::violations`]); no file names a directory of
 //! the build machine ([`super::scan`]); no text file keeps a literal Cellar or prefix path
 //! (they must be placeholders); the programs the formula and the service name, and the node
@@ -24,9 +25,14 @@ pub struct Report {
 impl Report {
     pub fn summary(&self) -> String {
         format!(
-            "bottle check passed: {} Mach-O files signed ad hoc and verified ({} pages, {:.2}s), \
-             install names allowed; {} files free of build-machine paths",
+            "bottle check passed: {} Mach-O files signed ad hoc and verified by {} ({} pages, \
+             {:.2}s), install names allowed; {} files free of build-machine paths",
             self.macho_files,
+            if codesign::SECOND_VERIFIER {
+                "ours and apple-codesign"
+            } else {
+                "ours (apple-codesign: the `apple-codesign` feature is off)"
+            },
             self.pages,
             self.signature_time.as_secs_f64(),
             self.files
@@ -64,9 +70,9 @@ pub fn check(root: &Path, layout: &Layout, keg: &Path) -> Result<Report> {
         if crate::macho::inspect(&data).is_ok() {
             report.macho_files += 1;
             let t = Instant::now();
-            match codesign::verify(&data) {
+            match codesign::bottle_verdict(&data) {
                 Ok(v) => report.pages += v.pages,
-                Err(e) => problems.push(format!("{name}: signature: {e}")),
+                Err(e) => problems.push(format!("{name}: {e}")),
             }
             report.signature_time += t.elapsed();
             match linkage::violations(&k, &data) {

@@ -6,24 +6,39 @@
 //! requirements set (`0xfade0c01`) and an empty CMS wrapper (`0xfade0b01`), as `codesign -s -`
 //! writes for an ad-hoc signature (flags `CS_ADHOC`, no certificate).
 //!
-//! Why our own and not the `apple-codesign` crate: an ad-hoc signature needs SHA-256 (the
-//! `sha2` crate the driver has) and three blobs; `apple-codesign` brings a few hundred
-//! crates (X.509, CMS, notarization clients) into a driver that CI compiles from nothing on
-//! every fresh machine. The verifier is written apart from the signer (it shares only the
-//! load-command reader), checks every page hash against the file's bytes and the
-//! CodeDirectory's own consistency, and accepts the signatures zig's linker writes
-//! (`CS_LINKER_SIGNED`), which this signer did not make.
+//! Why our own signer and not the `apple-codesign` crate's: an ad-hoc signature needs SHA-256
+//! (the `sha2` crate the driver has) and three blobs; `apple-codesign` adds about 300 crates
+//! to a driver that CI compiles from nothing, and its `ring` cannot be built for macOS on the
+//! Linux CI host (docs/PACKAGING.md has the figures). The verifier is written apart from the
+//! signer (it shares only the load-command reader), checks every page hash against the file's
+//! bytes and the CodeDirectory's own consistency, and accepts the signatures zig's linker
+//! writes (`CS_LINKER_SIGNED`), which this signer did not make. With the `apple-codesign`
+//! feature, that crate verifies every file too (`codesign/apple.rs`, [`bottle_verdict`]).
 //!
 //! Arm64 macOS refuses to run code without a valid signature; a file changed after linking
 //! (an install name rewritten) must be signed again, which is what [`sign`] is for.
 
+#[cfg(feature = "apple-codesign")]
+pub mod apple;
 pub mod layout;
 mod sign;
 mod verify;
 
 pub use layout::Layout;
 pub use sign::sign;
-pub use verify::verify;
+pub use verify::{Verified, verify};
+
+/// Whether the bottle check asks `apple-codesign` too (the cargo feature of that name).
+pub const SECOND_VERIFIER: bool = cfg!(feature = "apple-codesign");
+
+/// The bottle check's verdict on one Mach-O file: our verifier's, and with the
+/// `apple-codesign` feature that crate's too (both must accept, [`apple::verify_both`]).
+pub fn bottle_verdict(data: &[u8]) -> Result<Verified, String> {
+    #[cfg(feature = "apple-codesign")]
+    return apple::verify_both(data).map_err(|e| e.to_string());
+    #[cfg(not(feature = "apple-codesign"))]
+    return verify(data).map_err(|e| format!("signature: {e}"));
+}
 
 /// Magic numbers and slots from xnu `osfmk/kern/cs_blobs.h`.
 pub mod consts {

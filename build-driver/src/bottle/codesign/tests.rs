@@ -3,7 +3,7 @@ use crate::testing::zig_macho;
 
 const PROGRAM: &str = "#include <stdio.h>\nint main(void){puts(\"hello\");return 0;}\n";
 
-fn text_byte(data: &[u8]) -> usize {
+pub(super) fn text_byte(data: &[u8]) -> usize {
     // A byte of __TEXT past the load commands: the code.
     let l = Layout::parse(data).unwrap();
     l.first_section + 8
@@ -11,7 +11,7 @@ fn text_byte(data: &[u8]) -> usize {
 
 /// The bytes of `hello` (PROGRAM) linked by zig for `target`; `None` without zig (the
 /// reason printed: the test is skipped).
-fn hello_program(target: &str) -> Option<Vec<u8>> {
+pub(super) fn hello_program(target: &str) -> Option<Vec<u8>> {
     let d = tempfile::tempdir().unwrap();
     let exe = zig_macho(d.path(), target, "hello", PROGRAM, None)?;
     Some(std::fs::read(exe).unwrap())
