@@ -164,6 +164,7 @@ const REGISTRATION_ANSWERED: &str = "_handle_node_reg_resp: slurmctld sent back"
 /// shows the answer and no "Unable to register ... No space left on device" after it.
 pub fn registration_log_full(ctx: &mut Ctx<'_>) -> Result<String> {
     let log = ctx.cluster.log(Daemon::Slurmd(0));
+    let real_log = LogMark::take(&log);
     let out = LogMark::take(&ctx.cluster.output(Daemon::Slurmd(0)));
     let mounts = [NodeMount::Bind {
         source: PathBuf::from(FULL_DEVICE),
@@ -178,6 +179,12 @@ pub fn registration_log_full(ctx: &mut Ctx<'_>) -> Result<String> {
         )?;
         // The failed verdict is printed right after the answer, in the same thread.
         std::thread::sleep(Duration::from_secs(2));
+        // The precondition: the answer's line reached stderr but not the log file.
+        if real_log.added().contains(REGISTRATION_ANSWERED) {
+            return Err(Error::Scenario(format!(
+                "slurmd's log file got the answer's line: it was not on {FULL_DEVICE}"
+            )));
+        }
         let text = out.added();
         if let Some(line) = text.lines().find(|l| l.contains(REGISTRATION_FAILED)) {
             return Err(Error::Scenario(format!(
