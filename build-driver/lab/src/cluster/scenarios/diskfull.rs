@@ -5,14 +5,18 @@
 //!   (src/slurmd/slurmstepd/mgr.c `_make_batch_script`), slurmctld drains the node with a
 //!   reason and requeues the job; once space is freed and the node resumed, a job runs;
 //! - the log directory full: slurmd cannot write its log and keeps running; jobs run; once
-//!   space is freed its lines appear again.
+//!   space is freed its lines appear again;
+//! - the log full from slurmd's start (its log file is `/dev/full`): the first registration
+//!   counts as done. Its reply path writes a debug line, whose failed write leaves `errno`
+//!   at `ENOSPC` after a successful RPC; Slurm's `send_registration_msg` read `errno` as the
+//!   result and registered again (patch 0066).
 //!
 //! The tmpfs is seen from outside through `/proc/<slurmd pid>/root` (it exists only in
 //! slurmd's namespace).
 
 use super::super::daemon::Daemon;
 use super::super::handle::NodeMount;
-use super::client::{Ctx, JOB_TIMEOUT, POLL};
+use super::client::{Ctx, JOB_TIMEOUT, LogMark, POLL};
 use super::node_view::with_node_mounts;
 use driver_common::error::{Error, Result};
 use driver_common::util::process::bounded::poll;
@@ -142,6 +146,55 @@ pub fn log_full(ctx: &mut Ctx<'_>) -> Result<String> {
         Ok(format!(
             "log tmpfs of {LOG_KB} kB filled ({filled} bytes; log {size_full} -> {size_after} bytes while full): slurmd kept running, node IDLE, job {a} COMPLETED (its lines lost: {lost_a}), srun ran; space freed: job {b} logged again ({} bytes)",
             text.len()
+        ))
+    })
+}
+
+/// A file whose every write fails with `ENOSPC` (Linux's full(4)): a log on a full disk.
+const FULL_DEVICE: &str = "/dev/full";
+/// What slurmd prints when it took its registration for failed.
+const REGISTRATION_FAILED: &str = "Unable to register with slurm controller";
+/// What slurmd prints once the controller's reply to its first registration is handled.
+const REGISTRATION_ANSWERED: &str = "_handle_node_reg_resp: slurmctld sent back";
+
+/// Issue 22: slurmd starts with its log file on `/dev/full` (every write `ENOSPC`, as on a
+/// full disk from the first line). The controller answers its first registration, and the
+/// debug line about that answer fails to be written, leaving `errno` set. slurmd must take
+/// the registration for done: its stderr (the cluster's `.out` file, on a disk with space)
+/// shows the answer and no "Unable to register ... No space left on device" after it.
+pub fn registration_log_full(ctx: &mut Ctx<'_>) -> Result<String> {
+    let log = ctx.cluster.log(Daemon::Slurmd(0));
+    let real_log = LogMark::take(&log);
+    let out = LogMark::take(&ctx.cluster.output(Daemon::Slurmd(0)));
+    let mounts = [NodeMount::Bind {
+        source: PathBuf::from(FULL_DEVICE),
+        target: log,
+    }];
+    with_node_mounts(ctx, &mounts, |ctx| {
+        poll(
+            "slurmd's stderr to show the controller's answer to its registration",
+            Duration::from_secs(30),
+            POLL,
+            || Ok(out.added().contains(REGISTRATION_ANSWERED).then_some(())),
+        )?;
+        // The failed verdict is printed right after the answer, in the same thread.
+        std::thread::sleep(Duration::from_secs(2));
+        // The precondition: the answer's line reached stderr but not the log file.
+        if real_log.added().contains(REGISTRATION_ANSWERED) {
+            return Err(Error::Scenario(format!(
+                "slurmd's log file got the answer's line: it was not on {FULL_DEVICE}"
+            )));
+        }
+        let text = out.added();
+        if let Some(line) = text.lines().find(|l| l.contains(REGISTRATION_FAILED)) {
+            return Err(Error::Scenario(format!(
+                "slurmd took its answered registration for failed (log on {FULL_DEVICE}): {line:?}"
+            )));
+        }
+        ctx.wait_node_idle(Duration::from_secs(30))
+            .map_err(|e| e.context(format!("with its log on {FULL_DEVICE}")))?;
+        Ok(format!(
+            "log on {FULL_DEVICE}: the controller answered the first registration and slurmd took it for done (no {REGISTRATION_FAILED:?} on its stderr), node IDLE"
         ))
     })
 }

@@ -254,6 +254,7 @@ pub const ALL: &[Scenario] = &[
     one("smd-112-memory-pressure", memory::pressure),
     one("smd-113-spool-full", diskfull::spool_full),
     one("smd-113-log-full", diskfull::log_full),
+    one("registration-log-full", diskfull::registration_log_full),
     one("smd-121-prolog-timeout", hooks::prolog_timeout)
         .local("waits out PrologEpilogTimeout and the drain, about 15 s"),
     one("smd-122-epilog-timeout", hooks::epilog_timeout)
