@@ -35,7 +35,7 @@
 //! with the reason printed. The command fails if any step failed.
 
 mod disk;
-mod report;
+pub(crate) mod report;
 
 use crate::audit::expect as audit_expectations;
 use crate::build_slurm::{self, BuildOutput};
@@ -57,12 +57,37 @@ pub fn run(sh: &Shell, root: &Path, args: CiArgs) -> Result<()> {
     if args.shim_only {
         println!("\n(--shim-only: Slurm lanes not run)");
     } else {
-        slurm_lanes(sh, root, &args, &mut report);
+        slurm_lanes(sh, root, &args, Scope::Ci, &mut report);
     }
     println!("\n{}", report.table());
     println!("{}", report.counts());
     println!("ci: {}", disk::free_line(root));
+    if !args.shim_only && args.source.is_none() {
+        // The line's row (docs/lines/<line>.toml and RELEASE-LINES.md's table): this run's
+        // steps, whatever they gave. A row that cannot be written is said, not fatal.
+        let command = format!("cargo xtask ci --version {}", args.version);
+        if let Err(e) = crate::lines::record(root, &args.version, Scope::Ci, &command, &report) {
+            eprintln!("ci: the line's row was not written: {e}");
+        }
+    }
     report.result()
+}
+
+/// How much of the Slurm lanes runs: CI's set, or CI's set and every local scenario a
+/// one-node darwin cluster runs (`cargo xtask lines verify`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Ci,
+    Full,
+}
+
+impl Scope {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Ci => "ci",
+            Scope::Full => "full",
+        }
+    }
 }
 
 fn shim_lane(sh: &Shell, root: &Path, report: &mut Report) {
@@ -147,7 +172,13 @@ impl Builds<'_> {
     }
 }
 
-fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
+pub(crate) fn slurm_lanes(
+    sh: &Shell,
+    root: &Path,
+    args: &CiArgs,
+    scope: Scope,
+    report: &mut Report,
+) {
     let builds = Builds {
         sh,
         root,
@@ -159,7 +190,7 @@ fn slurm_lanes(sh: &Shell, root: &Path, args: &CiArgs, report: &mut Report) {
     };
     let (patched, r_patched) = non_regression_lane(&builds, report);
     let darwin = darwin_lane(&builds, report, &r_patched);
-    cluster_lanes(&builds, report, &patched, &darwin);
+    cluster_lanes(&builds, report, &patched, &darwin, scope);
     let macho = cross_lane(&builds, report);
     // The Mach-O install's remaining findings (upstream link bugs, one slurmd-only function in
     // a /proc plugin) are recorded with their reasons in
@@ -267,6 +298,7 @@ fn cluster_lanes(
     report: &mut Report,
     patched: &Option<BuildOutput>,
     darwin: &Option<BuildOutput>,
+    scope: Scope,
 ) {
     let (sh, root) = (builds.sh, builds.root);
     report.step_after("cluster smoke: native install", patched, |b| {
@@ -286,6 +318,22 @@ fn cluster_lanes(
             })
         },
     );
+    if scope == Scope::Full {
+        use slurm_lab::cluster::profile::Profile;
+        for profile in [Profile::Default, Profile::MacosNative] {
+            report.step_after(
+                &format!(
+                    "cluster local scenarios: darwin install, profile {}",
+                    profile.name()
+                ),
+                darwin,
+                |b| {
+                    slurm_lab::cluster::local_scenarios(sh, &b.prefix, profile)
+                        .map(|()| "every local scenario passed or is a listed gap".to_string())
+                },
+            );
+        }
+    }
     report.step_after(
         "cluster scenarios: darwin install, profile site (a cgroup site's config)",
         darwin,

@@ -31,6 +31,9 @@ pub enum Command {
     BuildSlurm(BuildArgs),
     /// Everything CI runs: shim tests, codegen --check, Linux non-regression, darwin personality.
     Ci(CiArgs),
+    /// One release line through the whole suite (`lines verify --version V`): CI's Slurm lanes
+    /// and every local scenario, then the line's row in docs/RELEASE-LINES.md.
+    Lines(LinesArgs),
     /// A local Slurm cluster on loopback from an installed prefix.
     Cluster(ClusterArgs),
     /// Check that every plugin's undefined symbols resolve in every program that loads it.
@@ -263,6 +266,37 @@ pub struct CiArgs {
     pub shim_only: bool,
     /// Keep the pristine (unpatched) native build after its `make check` results are
     /// recorded; by default it is removed to halve the lanes' peak disk use (about 1.5 GiB).
+    #[arg(long)]
+    pub keep_builds: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LinesArgs {
+    #[command(subcommand)]
+    pub command: LinesCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LinesCommand {
+    /// Fetched source of a pinned version -> native builds with and without the series and
+    /// `make check` in both, lint, darwin personality and its `make check`, every scenario
+    /// (CI's and the local ones) under `default` and `macos-native`, `site`, multi-node and
+    /// mix, soak, peer subset, Mach-O build, bottle (tarball pins), audits; then writes
+    /// docs/lines/<line>.toml and RELEASE-LINES.md's table, whatever the steps gave. Hours on
+    /// two cores. Fails if any step failed.
+    Verify(LinesVerifyArgs),
+    /// Regenerate RELEASE-LINES.md's table from the rows in docs/lines/ (after a merge of
+    /// rows, say); fails on a row older than its series.
+    Table,
+}
+
+#[derive(Debug, Args)]
+pub struct LinesVerifyArgs {
+    /// A pinned version (slurm-src/pins.toml), already fetched (`cargo xtask fetch --version
+    /// V`), e.g. 25.05.8, 25.11.7, 26.05.3, 26.11-snapshot.
+    #[arg(long)]
+    pub version: String,
+    /// Keep the pristine (unpatched) native build after its `make check`.
     #[arg(long)]
     pub keep_builds: bool,
 }

@@ -333,6 +333,21 @@ pub fn macos_native_scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
     test(sh, &opts)
 }
 
+/// The scenarios CI leaves out (marked local: minutes of waiting each) that a cluster of one
+/// darwin node runs, under `profile` (`default` or `macos-native`), in the same named cluster
+/// as [`scenarios`]: what `cargo xtask lines verify` adds to CI's lanes. Ok without running
+/// anything when the profile has none.
+pub fn local_scenarios(sh: &Shell, prefix: &Path, profile: profile::Profile) -> Result<()> {
+    let only = scenarios::local_for(profile);
+    if only.is_empty() {
+        println!("no local scenario under profile `{}`", profile.name());
+        return Ok(());
+    }
+    let mut opts = ci_options(prefix, &only)?;
+    opts.up.profile = profile;
+    test(sh, &opts)
+}
+
 /// The scenarios CI runs under profile `site` (a cgroup site's slurm.conf and cgroup.conf,
 /// as configless hands them to a Mac; patch 0064): slurmd starts and says what it runs
 /// instead, batch, srun, cancel, sstat, accounting, and a configless node.

@@ -84,6 +84,19 @@ impl Report {
         });
     }
 
+    /// Every step so far as (name, result, detail, duration): result is `ok`, `FAILED` or
+    /// `skipped`, as the table prints it (`lines verify` records them in a line's row).
+    pub fn records(&self) -> impl Iterator<Item = (&str, &'static str, &str, Duration)> {
+        self.steps.iter().map(|s| {
+            let (result, detail) = match &s.status {
+                Status::Passed(d) => ("ok", d.as_str()),
+                Status::Failed(d) => ("FAILED", d.as_str()),
+                Status::Skipped(d) => ("skipped", d.as_str()),
+            };
+            (s.name.as_str(), result, detail, s.duration)
+        })
+    }
+
     pub fn table(&self) -> String {
         let width = self
             .steps

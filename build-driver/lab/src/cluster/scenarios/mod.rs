@@ -345,6 +345,24 @@ pub fn macos_native_local() -> impl Iterator<Item = (&'static str, &'static str)
         .filter_map(|s| s.local.map(|why| (s.name, why)))
 }
 
+/// The local scenarios (marked [`Scenario::local`]) a one-node darwin cluster under
+/// `profile` runs: those written for one node (or its first), by process group or of a darwin
+/// node under `default`, the profile's own under `macos-native`; none under the others.
+pub fn local_for(profile: Profile) -> Vec<&'static str> {
+    ALL.iter()
+        .filter(|s| s.local.is_some())
+        .filter(|s| match profile {
+            Profile::MacosNative => s.needs == Needs::MacosNative,
+            Profile::Default => matches!(
+                s.needs,
+                Needs::OneNode | Needs::Nodes(1) | Needs::PgidTracking | Needs::DarwinNode
+            ),
+            Profile::Site | Profile::Poc | Profile::Cpu => false,
+        })
+        .map(|s| s.name)
+        .collect()
+}
+
 /// One scenario's result.
 #[derive(Debug, Clone)]
 pub struct Outcome {

@@ -1,0 +1,91 @@
+//! `cargo xtask lines verify --version V`: one release line through the whole suite, and its
+//! row in docs/RELEASE-LINES.md.
+//!
+//! The suite is CI's Slurm lanes ([`crate::ci::slurm_lanes`]: native builds without and with
+//! the series and `make check` in both, the lint, the darwin personality and its `make check`,
+//! every CI scenario under `default`, `macos-native` and `site`, multi-node and mix, the short
+//! soak, the peer subset, the Mach-O build, the bottle where the pin is a tarball, the three
+//! audits) plus every local scenario a one-node darwin cluster runs under `default` and
+//! `macos-native`. Whatever the steps give, the run ends by writing the line's row:
+//! `docs/lines/<line>.toml` (the data: each step's result, detail and time, the date, the
+//! commit, the series' hash) and the generated table of RELEASE-LINES.md, both replaced
+//! whole (never half-written). `cargo xtask ci` writes its line's row the same way, marked
+//! `suite = "ci"`. A row whose series hash is not the series' hash today fails a test
+//! ([`row::stale`]): its line was changed after it was verified.
+
+pub mod row;
+pub mod table;
+#[cfg(test)]
+mod tests;
+
+use crate::ci::report::Report;
+use crate::ci::{self, Scope};
+use crate::cli::{CiArgs, LinesArgs, LinesCommand, LinesVerifyArgs};
+use driver_common::error::Result;
+use std::path::Path;
+use xshell::Shell;
+
+pub fn run(sh: &Shell, root: &Path, args: LinesArgs) -> Result<()> {
+    match args.command {
+        LinesCommand::Verify(a) => verify(sh, root, a),
+        LinesCommand::Table => {
+            let stale = row::stale(root, &row::load_all(root)?)?;
+            if !stale.is_empty() {
+                return Err(driver_common::error::Error::Usage(stale.join("\n")));
+            }
+            table::regenerate(root)?;
+            println!("{} regenerated from {}/", table::DOC, row::DIR);
+            Ok(())
+        }
+    }
+}
+
+fn verify(sh: &Shell, root: &Path, args: LinesVerifyArgs) -> Result<()> {
+    // Every check that needs no build first: an unknown version, a line without a series,
+    // a source not fetched yet (named with the command that fetches it).
+    precheck(root, &args.version)?;
+    let mut report = Report::default();
+    let ci_args = CiArgs {
+        version: args.version.clone(),
+        source: None,
+        shim_only: false,
+        keep_builds: args.keep_builds,
+    };
+    ci::slurm_lanes(sh, root, &ci_args, Scope::Full, &mut report);
+    println!("\n{}", report.table());
+    println!("{}", report.counts());
+    let command = format!("cargo xtask lines verify --version {}", args.version);
+    let written = record(root, &args.version, Scope::Full, &command, &report)?;
+    println!("lines verify: row written: {}", written.display());
+    report.result()
+}
+
+/// Refuses, before anything runs: a version that is not pinned, a line with no series, a
+/// source that `cargo xtask fetch` has not unpacked.
+pub fn precheck(root: &Path, version: &str) -> Result<()> {
+    let pins = driver_common::pins::Pins::load(root)?;
+    let pin = pins.get(version)?;
+    crate::patches::series(root, &pin.line)?;
+    let src = crate::cli::SourceArgs {
+        version: Some(version.to_string()),
+        source: None,
+    };
+    crate::fetch::resolve(&Shell::new()?, root, &src).map(|_| ())
+}
+
+/// Writes the row of `version`'s line from `report` and regenerates the table; returns the
+/// row's path.
+pub fn record(
+    root: &Path,
+    version: &str,
+    scope: Scope,
+    command: &str,
+    report: &Report,
+) -> Result<std::path::PathBuf> {
+    let pins = driver_common::pins::Pins::load(root)?;
+    let line = pins.get(version)?.line.clone();
+    let r = row::Row::from_report(root, &line, version, scope, command, report)?;
+    let path = row::write(root, &r)?;
+    table::regenerate(root)?;
+    Ok(path)
+}

@@ -1,0 +1,222 @@
+//! A line's row: what the last `lines verify` (or `ci`) of that line gave, as data
+//! (`docs/lines/<line>.toml`), with the hash of the series it ran with.
+
+use crate::ci::Scope;
+use crate::ci::report::Report;
+use driver_common::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// Where the rows live, relative to the checkout.
+pub const DIR: &str = "docs/lines";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Row {
+    pub line: String,
+    pub version: String,
+    /// `full` (`lines verify`) or `ci` (`cargo xtask ci`: CI's scenario set).
+    pub suite: String,
+    /// The command that wrote the row.
+    pub command: String,
+    /// UTC, `YYYY-MM-DDTHH:MM:SSZ`.
+    pub date: String,
+    /// The checkout's commit (`git rev-parse HEAD`), `unknown` outside a git checkout.
+    pub commit: String,
+    /// Uncommitted changes to tracked files when the run ended.
+    pub dirty: bool,
+    /// [`series_sha256`] of the line when the run ended.
+    pub series_sha256: String,
+    /// `passed` when every step passed, else `failed`.
+    pub result: String,
+    /// Sum of the steps' times.
+    pub seconds: u64,
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    pub name: String,
+    /// `ok`, `FAILED` or `skipped`.
+    pub result: String,
+    pub seconds: u64,
+    pub detail: String,
+}
+
+impl Row {
+    pub fn from_report(
+        root: &Path,
+        line: &str,
+        version: &str,
+        scope: Scope,
+        command: &str,
+        report: &Report,
+    ) -> Result<Row> {
+        let steps: Vec<Step> = report
+            .records()
+            .map(|(name, result, detail, d)| Step {
+                name: name.to_string(),
+                result: result.to_string(),
+                seconds: d.as_secs(),
+                detail: detail.to_string(),
+            })
+            .collect();
+        if steps.is_empty() {
+            return Err(Error::Usage(format!(
+                "{version}: no step ran, so there is no row to write"
+            )));
+        }
+        let (commit, dirty) = checkout_state(root);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        Ok(Row {
+            line: line.to_string(),
+            version: version.to_string(),
+            suite: scope.name().to_string(),
+            command: command.to_string(),
+            date: crate::bottle::receipt::rfc3339(now),
+            commit,
+            dirty,
+            series_sha256: series_sha256(root, line)?,
+            result: if steps.iter().all(|s| s.result == "ok") {
+                "passed"
+            } else {
+                "failed"
+            }
+            .to_string(),
+            seconds: steps.iter().map(|s| s.seconds).sum(),
+            steps,
+        })
+    }
+
+    pub fn failed_steps(&self) -> impl Iterator<Item = &Step> {
+        self.steps.iter().filter(|s| s.result != "ok")
+    }
+}
+
+/// sha256 over `patches/<line>/series` and, in its order, each patch it lists (name, then
+/// bytes): a row records the series it ran with, so an edited patch or series makes it stale.
+pub fn series_sha256(root: &Path, line: &str) -> Result<String> {
+    let series_file = root.join("patches").join(line).join("series");
+    let mut h = Sha256::new();
+    h.update(read(&series_file)?);
+    for patch in crate::patches::series(root, line)? {
+        h.update(patch.file_name().unwrap_or_default().as_encoded_bytes());
+        h.update(b"\0");
+        h.update(read(&patch)?);
+    }
+    Ok(hex(&h.finalize()))
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The commit and whether tracked files differ from it; `unknown` outside a git checkout.
+fn checkout_state(root: &Path) -> (String, bool) {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    match git(&["rev-parse", "HEAD"]) {
+        Some(commit) => {
+            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+                .is_some_and(|s| !s.is_empty());
+            (commit, dirty)
+        }
+        None => ("unknown".to_string(), false),
+    }
+}
+
+pub fn path(root: &Path, line: &str) -> PathBuf {
+    root.join(DIR).join(format!("{line}.toml"))
+}
+
+/// Writes the row (whole: a temporary file renamed over the old row).
+pub fn write(root: &Path, row: &Row) -> Result<PathBuf> {
+    let path = path(root, &row.line);
+    let dir = root.join(DIR);
+    std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
+        path: dir.clone(),
+        source,
+    })?;
+    let text = format!(
+        "# Written by `{}`; do not edit (docs/RELEASE-LINES.md's table is generated from it).\n{}",
+        row.command,
+        toml::to_string(row).map_err(|e| Error::File {
+            path: path.clone(),
+            problem: format!("cannot serialise the row: {e}"),
+        })?
+    );
+    driver_common::util::fs::write_atomic(&path, text.as_bytes(), 0o644)?;
+    Ok(path)
+}
+
+/// Every committed row, by line name.
+pub fn load_all(root: &Path) -> Result<Vec<Row>> {
+    let dir = root.join(DIR);
+    let mut rows = Vec::new();
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(rows),
+        Err(source) => return Err(Error::Io { path: dir, source }),
+    };
+    for entry in entries {
+        let p = entry
+            .map_err(|source| Error::Io {
+                path: dir.clone(),
+                source,
+            })?
+            .path();
+        if p.extension().is_some_and(|e| e == "toml") {
+            let text = String::from_utf8(read(&p)?).map_err(|e| Error::File {
+                path: p.clone(),
+                problem: format!("not UTF-8: {e}"),
+            })?;
+            let row: Row = toml::from_str(&text).map_err(|e| Error::File {
+                path: p.clone(),
+                problem: format!("not a line's row: {e}"),
+            })?;
+            if p.file_stem().is_some_and(|s| s != row.line.as_str()) {
+                return Err(Error::File {
+                    path: p,
+                    problem: format!("holds the row of line {}", row.line),
+                });
+            }
+            rows.push(row);
+        }
+    }
+    rows.sort_by(|a, b| a.line.cmp(&b.line));
+    Ok(rows)
+}
+
+/// Rows older than their series: each with the command that makes it current.
+pub fn stale(root: &Path, rows: &[Row]) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for r in rows {
+        if series_sha256(root, &r.line)? != r.series_sha256 {
+            out.push(format!(
+                "{}: its row ({}, {}) is older than patches/{}/series: run `cargo xtask lines verify --version {}` and commit the row",
+                r.line, r.version, r.date, r.line, r.version
+            ));
+        }
+    }
+    Ok(out)
+}
