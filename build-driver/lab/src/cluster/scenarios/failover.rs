@@ -21,7 +21,7 @@
 
 use super::super::daemon::Daemon;
 use super::super::procs::{self, Isolation, NodeMount, ProcRecord};
-use super::client::{Ctx, JOB_TIMEOUT, POLL, hold_until};
+use super::client::{Ctx, JOB_TIMEOUT, LogMark, POLL, hold_until};
 use super::reconf::{self, Change};
 use driver_common::error::{Error, Result};
 use driver_common::util::process::bounded::{poll, run_bounded};
@@ -203,6 +203,117 @@ fn takeover(ctx: &mut Ctx<'_>) -> Result<String> {
         under.batch,
         acct.state,
         acct.alloc_tres
+    ))
+}
+
+/// `scontrol takeover` with both controllers up (the PoC's SMD-405 saw the old primary abort
+/// on its shutdown, D27, on Ubuntu): the backup takes control, and the old primary, which does
+/// not resume backup mode (24.11.5 `src/slurmctld/controller.c`: "primary controller doesn't
+/// resume backup mode"), must exit with status 0; a job then runs under the backup. The
+/// primary is restarted after, and takes control back.
+pub fn requested_takeover(ctx: &mut Ctx<'_>) -> Result<String> {
+    let change = Change {
+        lines: vec![
+            format!("SlurmctldHost={BACKUP_HOST}({BACKUP_ADDR})"),
+            "CommunicationParameters=NoCtldInAddrAny".into(),
+            format!("SlurmctldTimeout={SLURMCTLD_TIMEOUT}"),
+        ],
+        restart: Change::controller_and_nodes(ctx),
+        ..Change::default()
+    };
+    name_the_controllers(ctx)?;
+    let result = reconf::with_change(ctx, &change, |ctx| {
+        let result = takeover_on_request(ctx);
+        if !ctx.cluster.is_running(Daemon::Slurmctld) {
+            match ctx.cluster.start(ctx.sh, Daemon::Slurmctld) {
+                Ok(()) => {
+                    if let Err(e) = wait_ping(ctx, (true, true), "the backup to give control back")
+                    {
+                        println!("  takeover: failing back: {e}");
+                    }
+                }
+                Err(e) => println!("  takeover: restarting the primary: {e}"),
+            }
+        }
+        let stop = ctx
+            .cluster
+            .state
+            .daemon(BACKUP)
+            .cloned()
+            .map(|rec| rec.stop(super::super::handle::STOP_GRACE))
+            .transpose()
+            .and_then(|_| ctx.cluster.forget(BACKUP));
+        let detail = result?;
+        stop?;
+        Ok(detail)
+    });
+    ctx.cluster.set_head_mounts(&[])?;
+    result
+}
+
+fn takeover_on_request(ctx: &mut Ctx<'_>) -> Result<String> {
+    start_backup(ctx)?;
+    wait_ping(ctx, (true, true), "the backup slurmctld to stand by")?;
+    let pid = ctx
+        .cluster
+        .record(Daemon::Slurmctld)
+        .map(|r| r.pid)
+        .ok_or_else(|| Error::Scenario("the primary slurmctld is not recorded".into()))?;
+    let output = LogMark::take(&ctx.cluster.output(Daemon::Slurmctld));
+    let log = LogMark::take(&ctx.cluster.log(Daemon::Slurmctld));
+    let asked = std::time::Instant::now();
+    let out = ctx.run("scontrol", &["takeover"])?;
+    if !out.status.success() {
+        return Err(Error::Scenario(format!(
+            "scontrol takeover: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    poll(
+        "the old primary to exit",
+        Duration::from_secs(60),
+        POLL,
+        || Ok((!ctx.cluster.is_running(Daemon::Slurmctld)).then_some(())),
+    )?;
+    let exited = asked.elapsed();
+    let ended = procs::how_it_ended(pid)
+        .unwrap_or_else(|| "an unknown status (not a child of this harness)".to_string());
+    if ended != "exit status 0" {
+        let tail: Vec<String> = log
+            .added()
+            .lines()
+            .rev()
+            .take(8)
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        return Err(Error::Scenario(format!(
+            "after `scontrol takeover` the old primary ended with {ended} in {:.1} s (PoC D27); its stderr: {:?}; its log's last lines:\n{}",
+            exited.as_secs_f64(),
+            output.added().trim(),
+            tail.join("\n")
+        )));
+    }
+    wait_ping(
+        ctx,
+        (false, true),
+        "the backup in control, the primary down",
+    )?;
+    let step = ctx.srun_stdout(
+        "srun under the backup",
+        &["-N1", "/bin/sh", "-c", "echo ok"],
+    )?;
+    if step.trim() != "ok" {
+        return Err(Error::Scenario(format!(
+            "srun under the backup printed {step:?}"
+        )));
+    }
+    Ok(format!(
+        "scontrol takeover: the old primary exited with {ended} {:.1} s after the request; srun ran under the backup",
+        exited.as_secs_f64()
     ))
 }
 

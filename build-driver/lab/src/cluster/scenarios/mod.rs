@@ -25,6 +25,7 @@ mod container;
 mod diskfull;
 mod dynamic;
 mod environment;
+mod extern_adopt;
 mod failover;
 mod fixtures;
 mod gpu_node;
@@ -282,6 +283,8 @@ pub const ALL: &[Scenario] = &[
     native("double-fork-escape", macos_native::double_fork_escape),
     native("background-class", macos_native::background_class),
     native("binding-not-enforced", macos_native::binding_not_enforced),
+    native("extern-adopted-orphan", extern_adopt::adopted_orphan)
+        .local("not yet run in CI: PrologFlags=contain and an adopted process (PoC D17, 0028)"),
     // The proof of concept's test plan (../shared/docs/POC-DEFECTS.md section C), by its
     // SMD ID; docs/PARITY.md maps every ID.
     node1("smd-204-gres-beside-gpu", gpu_node::beside_gpu_job),
@@ -306,6 +309,8 @@ pub const ALL: &[Scenario] = &[
     node1("smd-404-configless", configless::fetches_config),
     with("site-plugins-mapped", Needs::Site, site::plugins_mapped),
     node1("smd-405-backup-controller", failover::backup_takes_over),
+    node1("smd-405-takeover-requested", failover::requested_takeover)
+        .local("a backup controller and a requested takeover, about a minute; PoC D27"),
     node1("smd-406-ipv6-loopback", ipv6::loopback_end_to_end),
     node1("smd-408-dynamic-node", dynamic::register_delete_register),
     one("smd-409-power-save", power::suspend_then_resume)
