@@ -1,0 +1,145 @@
+//! A task whose launch fails after slurmstepd forked it (issue 24, SMD-301; patch 0069): the
+//! failure must reach the user, the job must end and the node must stay up, in about the
+//! time the launch takes, not after `UnkillableStepTimeout`.
+//!
+//! The failure used is task/affinity refusing the task's binding: the node's `NodeName=` line
+//! claims twice the host's sockets (`SlurmdParameters=config_overrides` keeps slurmd from
+//! reporting the real count), so a CPU of the second half is in the job's allocation, passes
+//! slurmd's `--cpu-bind=map_cpu` check, and then `sched_setaffinity()` refuses it (`EINVAL`:
+//! the host lacks that CPU). That happens in slurmstepd's `_fork_all_tasks()`
+//! (`task_g_pre_launch_priv()`), after the fork and before the task may exec; without 0069
+//! the forked child is never reaped, its zombie keeps the step's process group alive, and
+//! proctrack/pgid's `proctrack_g_wait()` spins on `killpg(pgid, 0)` until
+//! `UnkillableStepTimeout`, when the step terminate monitor drains the node "Kill task
+//! failed".
+//!
+//! Only a Linux node of a native build applies bindings with task/affinity (a darwin node runs
+//! it as task/darwin, which says "not enforced" and runs the step: `smd-301-cpu-bind`).
+
+use super::client::{Ctx, JOB_TIMEOUT, is_terminal};
+use super::reconf::{self, Change};
+use driver_common::error::{Error, Result};
+use driver_common::util::process::bounded::poll;
+use std::time::{Duration, Instant};
+
+/// `UnkillableStepTimeout` while the scenario runs (Slurm's default is 60 s).
+const UNKILLABLE: u64 = 20;
+/// How long the refused launch may take, end to end (srun's answer, the job's end, the node
+/// idle): well under [`UNKILLABLE`].
+const BOUND: Duration = Duration::from_secs(8);
+/// The job's name, to find its id (srun prints none when the launch fails).
+const NAME: &str = "launch-refused";
+
+/// `srun --exclusive --cpu-bind=map_cpu:<a CPU the host lacks>`: refused, reported, ended,
+/// node not drained, all within [`BOUND`].
+pub fn no_drain(ctx: &mut Ctx<'_>) -> Result<String> {
+    let node = ctx.first_node();
+    let hw = ctx.cluster.nodes()[0].hw.clone();
+    let missing_cpu = 2 * hw.cpus - 1;
+    let change = Change {
+        lines: vec![
+            "TaskPlugin=task/affinity".into(),
+            "SlurmdParameters=config_overrides".into(),
+            format!("UnkillableStepTimeout={UNKILLABLE}"),
+        ],
+        node_params: vec![
+            (node.clone(), format!("CPUs={}", 2 * hw.cpus)),
+            (
+                node.clone(),
+                format!("SocketsPerBoard={}", 2 * hw.sockets_per_board),
+            ),
+        ],
+        restart: Change::controller_and_nodes(ctx),
+        ..Change::default()
+    };
+    reconf::with_change(ctx, &change, |ctx| {
+        let t = Instant::now();
+        let bind = format!("--cpu-bind=map_cpu:{missing_cpu}");
+        let out = ctx.srun(&[
+            "-n1",
+            "--exclusive",
+            "-w",
+            &node,
+            "-J",
+            NAME,
+            &bind,
+            "/bin/true",
+        ])?;
+        let srun_took = t.elapsed();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        let said = stderr
+            .lines()
+            .map(str::trim)
+            .find(|l| {
+                let low = l.to_ascii_lowercase();
+                low.contains("affinity") || low.contains("launch failed")
+            })
+            .map(str::to_string);
+        let id = job_id(ctx)?;
+        let state = poll(
+            &format!("job {id} to end"),
+            JOB_TIMEOUT,
+            Duration::from_millis(200),
+            || Ok(Some(ctx.job_state(id)?).filter(|s| is_terminal(s))),
+        )?;
+        let idle = ctx.wait_node_idle(BOUND.saturating_sub(t.elapsed()));
+        let took = t.elapsed();
+        let acct = ctx.acct_final(id, JOB_TIMEOUT)?;
+        let drained = ctx.resume_if_drained(&node)?;
+        let mut faults = Vec::new();
+        if out.status.success() {
+            faults.push(format!(
+                "srun {bind} succeeded: the binding was applied or not tried (stderr {:?})",
+                stderr.trim()
+            ));
+        }
+        if said.is_none() {
+            faults.push(format!(
+                "srun's stderr names no refused binding or failed launch: {:?}",
+                stderr.trim()
+            ));
+        }
+        if let Some(r) = &drained {
+            faults.push(format!("the node was drained ({r}; resumed)"));
+        }
+        if let Err(e) = &idle {
+            faults.push(format!("the node was not idle within {BOUND:?}: {e}"));
+        }
+        if took > BOUND {
+            faults.push(format!(
+                "srun answered after {:.1} s, the node was idle after {:.1} s: over {BOUND:?} (UnkillableStepTimeout is {UNKILLABLE} s)",
+                srun_took.as_secs_f64(),
+                took.as_secs_f64()
+            ));
+        }
+        if !faults.is_empty() {
+            return Err(Error::Scenario(faults.join("; ")));
+        }
+        ctx.srun_expect(
+            &["-n1", "-w", &node, "/bin/echo", "still-usable"],
+            "still-usable",
+        )?;
+        Ok(format!(
+            "{bind} (the host has {} CPUs): srun exit {:?} in {:.1} s, {:?}; job {id} {state} (sacct {} {}), node idle after {:.1} s, not drained; next srun ran",
+            hw.cpus,
+            out.status.code(),
+            srun_took.as_secs_f64(),
+            said.unwrap_or_default(),
+            acct.state,
+            acct.exit_code,
+            took.as_secs_f64()
+        ))
+    })
+}
+
+/// The id of the job named [`NAME`] (the newest, still known to slurmctld).
+fn job_id(ctx: &Ctx<'_>) -> Result<u32> {
+    let out = ctx.read(
+        "squeue",
+        &["-h", "--states=all", "--name", NAME, "-o", "%i"],
+    )?;
+    out.lines()
+        .filter_map(|l| l.trim().parse::<u32>().ok())
+        .max()
+        .ok_or_else(|| Error::Scenario(format!("squeue knows no job named {NAME}: {out:?}")))
+}
