@@ -2,12 +2,12 @@
 //! failure must reach the user, the job must end and the node must stay up, in about the
 //! time the launch takes, not after `UnkillableStepTimeout`.
 //!
-//! The failure used is task/affinity refusing the task's binding: the node's `NodeName=` line
-//! claims twice the host's sockets (`SlurmdParameters=config_overrides` keeps slurmd from
-//! reporting the real count), so a CPU of the second half is in the job's allocation, passes
-//! slurmd's `--cpu-bind=map_cpu` check, and then `sched_setaffinity()` refuses it (`EINVAL`:
-//! the host lacks that CPU). That happens in slurmstepd's `_fork_all_tasks()`
-//! (`task_g_pre_launch_priv()`), after the fork and before the task may exec; without 0069
+//! The failure used is task/affinity's binding refused by the kernel: slurmd is moved into a
+//! cpuset cgroup of the first CPU only (after its start, so it still reports and allocates
+//! every CPU), and a one-task step of every CPU asks `--cpu-bind=map_cpu:<the last CPU>`.
+//! slurmd accepts the binding (the CPU is in the step's allocation); slurmstepd, in slurmd's cgroup, forks the
+//! task, and `task_g_pre_launch_priv()` gets `EINVAL` from `sched_setaffinity()` (a mask
+//! outside the task's cpuset), in `_fork_all_tasks()` before the task may exec. Without 0069
 //! the forked child is never reaped, its zombie keeps the step's process group alive, and
 //! proctrack/pgid's `proctrack_g_wait()` spins on `killpg(pgid, 0)` until
 //! `UnkillableStepTimeout`, when the step terminate monitor drains the node "Kill task
@@ -16,6 +16,9 @@
 //! Only a Linux node of a native build applies bindings with task/affinity (a darwin node runs
 //! it as task/darwin, which says "not enforced" and runs the step: `smd-301-cpu-bind`).
 
+mod cpuset;
+
+use super::super::daemon::Daemon;
 use super::client::{Ctx, JOB_TIMEOUT, is_terminal};
 use super::reconf::{self, Change};
 use driver_common::error::{Error, Result};
@@ -30,34 +33,39 @@ const BOUND: Duration = Duration::from_secs(8);
 /// The job's name, to find its id (srun prints none when the launch fails).
 const NAME: &str = "launch-refused";
 
-/// `srun --exclusive --cpu-bind=map_cpu:<a CPU the host lacks>`: refused, reported, ended,
-/// node not drained, all within [`BOUND`].
+/// `srun --exclusive --cpu-bind=map_cpu:<a CPU outside slurmd's cpuset>`: refused,
+/// reported, ended, node not drained, all within [`BOUND`].
 pub fn no_drain(ctx: &mut Ctx<'_>) -> Result<String> {
     let node = ctx.first_node();
-    let hw = ctx.cluster.nodes()[0].hw.clone();
-    let missing_cpu = 2 * hw.cpus - 1;
+    let cpus = ctx.cluster.nodes()[0].hw.cpus;
+    if cpus < 2 {
+        return ctx.not_run("the node has one CPU: none is left outside a one-CPU cpuset");
+    }
     let change = Change {
         lines: vec![
             "TaskPlugin=task/affinity".into(),
-            "SlurmdParameters=config_overrides".into(),
             format!("UnkillableStepTimeout={UNKILLABLE}"),
-        ],
-        node_params: vec![
-            (node.clone(), format!("CPUs={}", 2 * hw.cpus)),
-            (
-                node.clone(),
-                format!("SocketsPerBoard={}", 2 * hw.sockets_per_board),
-            ),
         ],
         restart: Change::controller_and_nodes(ctx),
         ..Change::default()
     };
-    reconf::with_change(ctx, &change, |ctx| {
+    let dir = format!("slurm-lab-{}-{NAME}", ctx.cluster.name());
+    let result = reconf::with_change(ctx, &change, |ctx| {
+        let slurmd = ctx
+            .cluster
+            .record(Daemon::Slurmd(0))
+            .map(|r| r.pid)
+            .ok_or_else(|| Error::Scenario("no recorded slurmd".into()))?;
+        let cpuset = cpuset::confine(&dir, slurmd)?;
         let t = Instant::now();
-        let bind = format!("--cpu-bind=map_cpu:{missing_cpu}");
+        let bind = format!("--cpu-bind=verbose,map_cpu:{}", cpus - 1);
+        // The step's allocation must hold the CPU (slurmd checks map_cpu against it).
+        let per_task = format!("--cpus-per-task={cpus}");
         let out = ctx.srun(&[
             "-n1",
+            &per_task,
             "--exclusive",
+            "--mem=0",
             "-w",
             &node,
             "-J",
@@ -120,8 +128,7 @@ pub fn no_drain(ctx: &mut Ctx<'_>) -> Result<String> {
             "still-usable",
         )?;
         Ok(format!(
-            "{bind} (the host has {} CPUs): srun exit {:?} in {:.1} s, {:?}; job {id} {state} (sacct {} {}), node idle after {:.1} s, not drained; next srun ran",
-            hw.cpus,
+            "{bind} (slurmd in cpuset {cpuset}): srun exit {:?} in {:.1} s, {:?}; job {id} {state} (sacct {} {}), node idle after {:.1} s, not drained; next srun ran",
             out.status.code(),
             srun_took.as_secs_f64(),
             said.unwrap_or_default(),
@@ -129,7 +136,10 @@ pub fn no_drain(ctx: &mut Ctx<'_>) -> Result<String> {
             acct.exit_code,
             took.as_secs_f64()
         ))
-    })
+    });
+    // slurmd was restarted outside the cgroup, and the step's processes are gone.
+    cpuset::remove(&dir);
+    result
 }
 
 /// The id of the job named [`NAME`] (the newest, still known to slurmctld).
