@@ -34,6 +34,7 @@ mod health;
 mod hooks;
 mod identities;
 mod ipv6;
+mod launch_refused;
 mod limits;
 mod logrotate;
 mod macos_native;
@@ -91,6 +92,9 @@ pub enum Needs {
     DarwinNode,
     /// One node under profile `site` (a cgroup site's plugins, patch 0064).
     Site,
+    /// One node of a native build on Linux: task/affinity applies CPU bindings there (a
+    /// darwin node runs it as task/darwin, which does not bind).
+    NativeLinux,
 }
 
 impl Needs {
@@ -138,6 +142,19 @@ impl Needs {
                 }) =>
             {
                 Some("needs a node of a darwin-personality build (a native build has no shim and logs nothing)".to_string())
+            }
+            Needs::NativeLinux if n != 1 => Some(format!(
+                "written for one node, the cluster has {n} (run it with --nodes 1)"
+            )),
+            Needs::NativeLinux
+                if !cfg!(target_os = "linux")
+                    || !cluster.nodes().iter().all(|x| {
+                        driver_common::staging::Manifest::read(&x.prefix).is_ok_and(|m| {
+                            m.personality == driver_common::personality::Personality::Native
+                        })
+                    }) =>
+            {
+                Some("needs a native build on Linux: elsewhere task/affinity runs as task/darwin, which does not bind (smd-301-cpu-bind shows it)".to_string())
             }
             Needs::UpgradeTo if cluster.state.upgrade_to.is_none() => Some(
                 "needs a newer build to upgrade to (run it with --prefix P1 --upgrade-to P2, P2 at most three major releases after P1)".to_string(),
@@ -220,6 +237,11 @@ pub const ALL: &[Scenario] = &[
         processes::setsid_escape,
     ),
     one("launch-failures", steps::launch_failures),
+    with(
+        "launch-refused-no-drain",
+        Needs::NativeLinux,
+        launch_refused::no_drain,
+    ),
     one("memory-allocation", memory::allocation).macos_ci(),
     one("time-limit", processes::time_limit).macos_ci(),
     one("gres-serialise", gres::serialise),

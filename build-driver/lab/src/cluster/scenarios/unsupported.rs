@@ -157,8 +157,8 @@ pub fn cpu_bind(ctx: &mut Ctx<'_>) -> Result<String> {
 
 /// A refused step that failed only after UnkillableStepTimeout, and drained the node
 /// ("Kill task failed"): the task's child exits before exec, and proctrack/pgid waits for
-/// its process group, which the unreaped child keeps alive. Reported as GAP; the node
-/// is resumed.
+/// its process group, which the unreaped child keeps alive (a build without patch 0069;
+/// `launch-refused-no-drain` is its scenario). Reported as GAP; the node is resumed.
 fn stalled(ctx: &mut Ctx<'_>, v: &Verdict, took: u64, node: &str) -> Result<()> {
     if took >= UNKILLABLE / 2 {
         // slurmctld drains the node when the step's completion reaches it.
