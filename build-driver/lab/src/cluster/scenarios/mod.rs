@@ -305,8 +305,7 @@ pub const ALL: &[Scenario] = &[
     native("double-fork-escape", macos_native::double_fork_escape),
     native("background-class", macos_native::background_class),
     native("binding-not-enforced", macos_native::binding_not_enforced),
-    native("extern-adopted-orphan", extern_adopt::adopted_orphan)
-        .local("not yet run in CI: PrologFlags=contain and an adopted process (PoC D17, 0028)"),
+    native("extern-adopted-orphan", extern_adopt::adopted_orphan),
     // The proof of concept's test plan (../shared/docs/POC-DEFECTS.md section C), by its
     // SMD ID; docs/PARITY.md maps every ID.
     node1("smd-204-gres-beside-gpu", gpu_node::beside_gpu_job),
