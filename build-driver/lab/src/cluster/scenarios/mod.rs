@@ -261,6 +261,7 @@ pub const ALL: &[Scenario] = &[
     one("smd-010-controller-pause", recovery::controller_pause)
         .local("two 60 s controller outages, about 3 minutes"),
     one("smd-012-reconfigure", reconfigure::log_file_change),
+    one("smd-012-reconfigure-repeated", reconfigure::repeated),
     one("smd-012-sack-replace", sack::replacement_keeps_socket),
     one("smd-013-stale-spool", recovery::stale_spool),
     one("smd-101-two-users", identities::two_users),

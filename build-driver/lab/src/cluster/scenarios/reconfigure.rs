@@ -5,7 +5,7 @@
 //! which on macOS it finds with `proc_pidpath()`, patches/*/0014), so its PID stays and its
 //! log is reopened wherever `SlurmdLogFile` now says. On the PoC's Mac this path stalled for
 //! 187 s in `closeall()` (POC-DEFECTS D13, patches/*/0027) and logged `EBADF` on conmgr's
-//! interrupt pipe just before the exec (D14, not fixed).
+//! interrupt pipe just before the exec (D14: [`repeated`], patches/26.11/0070).
 
 use super::super::daemon::Daemon;
 use super::client::{Ctx, JOB_TIMEOUT, LogMark};
@@ -99,6 +99,81 @@ pub fn log_file_change(ctx: &mut Ctx<'_>) -> Result<String> {
     ))
 }
 
+/// How many times [`repeated`] reconfigures.
+const REPEATS: usize = 5;
+
+/// The lines of `text` that tell of a descriptor used after it was closed; not 26.11's
+/// debug line `fd_resolve_path: fcntl(N, F_GETPATH) failed: Bad file descriptor`, which a
+/// slurmd logs at every start (a name lookup for its log, before any reconfigure).
+pub fn bad_descriptor_lines(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| l.contains("Bad file descriptor") && !l.contains("fd_resolve_path:"))
+        .collect()
+}
+
+/// POC D14: `scontrol reconfigure` five times in a row, then a job. slurmd (`-D`, not under
+/// systemd, so it does not fork) re-executes itself in place each time: it keeps its PID,
+/// starts five times, registers each time, runs the job, and neither its log nor its
+/// standard error says `Bad file descriptor`. On the PoC's Mac (26.11) each reconfigure
+/// logged `_handle_poll_event->_interrupt: [POLL] write(5) failed: Bad file descriptor`:
+/// `closeall_except()` ran while conmgr's poll() thread, which 26.11's quiesce leaves
+/// running, still watched and signalled the descriptors it closed.
+pub fn repeated(ctx: &mut Ctx<'_>) -> Result<String> {
+    let log = ctx.cluster.log(Daemon::Slurmd(0));
+    let output = ctx.cluster.output(Daemon::Slurmd(0));
+    let (mark_log, mark_out) = (LogMark::take(&log), LogMark::take(&output));
+    let pid = ctx.cluster.record(Daemon::Slurmd(0)).map(|d| d.pid);
+    let mut took = Vec::new();
+    for _ in 0..REPEATS {
+        took.push(super::conf::reconfigure(ctx.cluster)?);
+    }
+    let job = ctx.sbatch("after-reconfigures", &["-n1"], "echo ok\n")?;
+    ctx.wait_state(job, &["COMPLETED"], JOB_TIMEOUT)?;
+    let pid_after = ctx.cluster.record(Daemon::Slurmd(0)).map(|d| d.pid);
+    let alive = ctx.cluster.is_running(Daemon::Slurmd(0));
+    let (logged, printed) = (mark_log.added(), mark_out.added());
+    let starts = logged.matches("slurmd started on").count();
+    // slurmd -D writes its log lines to standard error too: one event, a line in each
+    let (bad_log, bad_out) = (
+        bad_descriptor_lines(&logged),
+        bad_descriptor_lines(&printed),
+    );
+    let checks = [
+        (
+            pid.is_some() && pid == pid_after && alive,
+            format!("slurmd PID {pid:?} -> {pid_after:?} (running: {alive})"),
+        ),
+        (
+            starts == REPEATS,
+            format!("slurmd started {starts} times for {REPEATS} reconfigures"),
+        ),
+        (
+            bad_log.is_empty() && bad_out.is_empty(),
+            format!(
+                "Bad file descriptor in slurmd's log {} time(s), in its standard error {} time(s): {}",
+                bad_log.len(),
+                bad_out.len(),
+                bad_log
+                    .iter()
+                    .chain(&bad_out)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            ),
+        ),
+    ];
+    super::client::all_hold("after five reconfigures", &checks)?;
+    let secs: Vec<String> = took
+        .iter()
+        .map(|d| format!("{:.1}", d.as_secs_f64()))
+        .collect();
+    Ok(format!(
+        "{REPEATS} reconfigures (registered again after {} s); slurmd kept PID {} and started {starts} times; job {job} ran; no Bad file descriptor",
+        secs.join(", "),
+        pid.unwrap_or(0)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +189,20 @@ mod tests {
         assert!(!mentions_job("[123.batch] done", 12));
         assert!(!mentions_job("job 123 ended", 12));
         assert!(!mentions_job("[2026-12-01T10:00:00.123] started", 2026));
+    }
+
+    #[test]
+    fn bad_descriptor_lines__the_poc_line_and_nothing_else() {
+        let log = "[2026-09-09T20:47:55.735] all threads complete\n\
+                   [2026-09-09T20:47:55.773] error: _handle_poll_event->_interrupt: [POLL] write(5) failed: Bad file descriptor\n\
+                   [2026-09-09T20:47:55.804] slurmd started on Wed, 09 Sep 2026\n";
+        let bad = bad_descriptor_lines(log);
+        assert_eq!(bad.len(), 1);
+        assert!(bad[0].contains("write(5) failed"));
+        assert!(bad_descriptor_lines("slurmd started on x\n").is_empty());
+        let start = "debug:  fd_resolve_path: fcntl(10, F_GETPATH) failed: Bad file descriptor";
+        assert!(bad_descriptor_lines(start).is_empty());
+        let lane3 = "fatal: this should never happen read(4)=Bad file descriptor";
+        assert_eq!(bad_descriptor_lines(lane3), vec![lane3]);
     }
 }
