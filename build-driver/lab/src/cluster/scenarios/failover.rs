@@ -139,6 +139,16 @@ fn backup_log(ctx: &Ctx<'_>) -> String {
 }
 
 pub fn backup_takes_over(ctx: &mut Ctx<'_>) -> Result<String> {
+    with_backup_controller(ctx, takeover)
+}
+
+/// `body` with a backup controller configured (the change of the module doc, the names in
+/// `/etc/hosts`); whatever it gave, the primary is back (control given back), the backup
+/// stopped and forgotten, and the head's later starts see the system's `/etc/hosts`.
+fn with_backup_controller(
+    ctx: &mut Ctx<'_>,
+    body: fn(&mut Ctx<'_>) -> Result<String>,
+) -> Result<String> {
     let change = Change {
         lines: vec![
             format!("SlurmctldHost={BACKUP_HOST}({BACKUP_ADDR})"),
@@ -150,11 +160,16 @@ pub fn backup_takes_over(ctx: &mut Ctx<'_>) -> Result<String> {
     };
     name_the_controllers(ctx)?;
     let result = reconf::with_change(ctx, &change, |ctx| {
-        let result = takeover(ctx);
-        // Whatever happened: the primary back, the backup stopped and forgotten.
+        let result = body(ctx);
         if !ctx.cluster.is_running(Daemon::Slurmctld) {
-            if let Err(e) = ctx.cluster.start(ctx.sh, Daemon::Slurmctld) {
-                println!("  failover: restarting the primary: {e}");
+            match ctx.cluster.start(ctx.sh, Daemon::Slurmctld) {
+                Ok(()) => {
+                    if let Err(e) = wait_ping(ctx, (true, true), "the backup to give control back")
+                    {
+                        println!("  failover: failing back: {e}");
+                    }
+                }
+                Err(e) => println!("  failover: restarting the primary: {e}"),
             }
         }
         let stop = ctx
@@ -212,43 +227,7 @@ fn takeover(ctx: &mut Ctx<'_>) -> Result<String> {
 /// resume backup mode"), must exit with status 0; a job then runs under the backup. The
 /// primary is restarted after, and takes control back.
 pub fn requested_takeover(ctx: &mut Ctx<'_>) -> Result<String> {
-    let change = Change {
-        lines: vec![
-            format!("SlurmctldHost={BACKUP_HOST}({BACKUP_ADDR})"),
-            "CommunicationParameters=NoCtldInAddrAny".into(),
-            format!("SlurmctldTimeout={SLURMCTLD_TIMEOUT}"),
-        ],
-        restart: Change::controller_and_nodes(ctx),
-        ..Change::default()
-    };
-    name_the_controllers(ctx)?;
-    let result = reconf::with_change(ctx, &change, |ctx| {
-        let result = takeover_on_request(ctx);
-        if !ctx.cluster.is_running(Daemon::Slurmctld) {
-            match ctx.cluster.start(ctx.sh, Daemon::Slurmctld) {
-                Ok(()) => {
-                    if let Err(e) = wait_ping(ctx, (true, true), "the backup to give control back")
-                    {
-                        println!("  takeover: failing back: {e}");
-                    }
-                }
-                Err(e) => println!("  takeover: restarting the primary: {e}"),
-            }
-        }
-        let stop = ctx
-            .cluster
-            .state
-            .daemon(BACKUP)
-            .cloned()
-            .map(|rec| rec.stop(super::super::handle::STOP_GRACE))
-            .transpose()
-            .and_then(|_| ctx.cluster.forget(BACKUP));
-        let detail = result?;
-        stop?;
-        Ok(detail)
-    });
-    ctx.cluster.set_head_mounts(&[])?;
-    result
+    with_backup_controller(ctx, takeover_on_request)
 }
 
 fn takeover_on_request(ctx: &mut Ctx<'_>) -> Result<String> {
