@@ -324,4 +324,6 @@ pub fn epoch() -> u64 {
 #[cfg(test)]
 mod brew_rules;
 #[cfg(test)]
+mod copy_keg_tests;
+#[cfg(test)]
 mod tests;

@@ -1,11 +1,12 @@
 //! What the build driver (`cargo xtask`), the node tool (`slurm-mac`) and the laboratory
-//! share: the one error type, process running, the file system, the staging manifest, the
-//! source pins, the target table, the release lines and the expectations loader. It depends
-//! on none of them.
+//! share: the one error type, process running, the file system, Mach-O ad-hoc signatures,
+//! the staging manifest, the source pins, the target table, the release lines and the
+//! expectations loader. It depends on none of them.
 
 // Test names read `subject__behaviour` across the driver's crates.
 #![cfg_attr(test, allow(non_snake_case))]
 
+pub mod codesign;
 pub mod error;
 pub mod expectations;
 pub mod lines;

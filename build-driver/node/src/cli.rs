@@ -79,6 +79,24 @@ pub struct InstallArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct CopyKegArgs {
+    /// The Homebrew keg to copy: the formula's directory, `$(brew --prefix slurm-wlm)`.
+    #[arg(long, value_name = "DIR")]
+    pub keg: PathBuf,
+    /// The copy's root, owned by root, with as many bytes as the Homebrew prefix (default:
+    /// /opt/slurmmac for /opt/homebrew, /opt/slurm for /usr/local).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// The cluster's slurm.key (the controller's), copied to <root>/etc/slurm/slurm.key with
+    /// mode 0600, owned by root.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Print the copy's root and change nothing (no root needed).
+    #[arg(long)]
+    pub print_root: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct UninstallArgs {
     /// The prefix `install` installed into.
     #[arg(long)]

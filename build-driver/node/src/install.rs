@@ -22,7 +22,7 @@
 
 pub(crate) mod config;
 pub mod manifest;
-mod normalise;
+pub(crate) mod normalise;
 
 use crate::cli::{InstallArgs, UninstallArgs};
 use driver_common::error::{Error, Result};
@@ -47,13 +47,13 @@ fn rooted(destdir: Option<&Path>, path: &Path) -> PathBuf {
 
 /// The install's target directories.
 #[derive(Debug)]
-struct Target {
+pub(crate) struct Target {
     /// The prefix the programs are configured for.
-    prefix: PathBuf,
+    pub prefix: PathBuf,
     /// Where it is written (`<destdir>/<prefix>`).
-    dir: PathBuf,
+    pub dir: PathBuf,
     /// Where slurm.conf and slurm.key go (written below the destdir).
-    etc: PathBuf,
+    pub etc: PathBuf,
 }
 
 fn target(prefix: &Path, destdir: Option<&Path>, sysconfdir: Option<&Path>) -> Result<Target> {
@@ -70,7 +70,7 @@ fn target(prefix: &Path, destdir: Option<&Path>, sysconfdir: Option<&Path>) -> R
 }
 
 /// Refuses a prefix we did not install or another user owns.
-fn check_prefix(dir: &Path, owner: u32) -> Result<()> {
+pub(crate) fn check_prefix(dir: &Path, owner: u32) -> Result<()> {
     let meta = match fs::metadata(dir) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -194,7 +194,18 @@ fn install_tree(from: &Path, t: &Target, owner: u32) -> Result<bool> {
     let tree = staging.dir.join("tree");
     driver_common::util::fs::copy_tree(from, &tree)?;
     normalise::tree(&tree, &t.prefix, owner)?;
-    let new = Manifest::of_tree(&tree, &t.prefix)?;
+    place(&staging, &tree, t)
+}
+
+/// Puts the normalised `tree` (inside `staging`, beside `t.dir`) into place with its
+/// manifest: the old tree of ours is renamed aside and the admin's files in it carried over;
+/// false when the installed tree already is exactly this one.
+pub(crate) fn place(
+    staging: &driver_common::util::fs::Staging,
+    tree: &Path,
+    t: &Target,
+) -> Result<bool> {
+    let new = Manifest::of_tree(tree, &t.prefix)?;
     if let Ok(old) = Manifest::read(&t.dir.join(MANIFEST)) {
         if old.files == new.files && old.verify(&t.dir).is_ok() {
             return Ok(false);
@@ -220,7 +231,7 @@ fn install_tree(from: &Path, t: &Target, owner: u32) -> Result<bool> {
     if had_old {
         fs::rename(&t.dir, &aside).map_err(|e| Error::io(&t.dir, e))?;
     }
-    if let Err(e) = fs::rename(&tree, &t.dir) {
+    if let Err(e) = fs::rename(tree, &t.dir) {
         if had_old {
             // Put the old tree back: nothing half-installed.
             let _ = fs::rename(&aside, &t.dir);

@@ -11,6 +11,7 @@ pub mod doctor;
 pub mod gres_conf;
 pub mod install;
 pub mod join;
+pub mod keg;
 pub mod launchd;
 pub mod names;
 pub mod power;

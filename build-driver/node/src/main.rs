@@ -4,7 +4,8 @@
 use clap::{Parser, Subcommand};
 use driver_common::error::{Error, Result};
 use slurm_mac::cli::{
-    DoctorArgs, GresConfArgs, InstallArgs, JoinArgs, PowerArgs, ServiceArgs, UninstallArgs,
+    CopyKegArgs, DoctorArgs, GresConfArgs, InstallArgs, JoinArgs, PowerArgs, ServiceArgs,
+    UninstallArgs,
 };
 use std::process::ExitCode;
 use xshell::Shell;
@@ -33,6 +34,10 @@ enum Command {
     GresConf(GresConfArgs),
     /// Install a staged build (--from) into its prefix, with the cluster's slurm.key.
     Install(InstallArgs),
+    /// Copy a Homebrew keg to a root-owned root of the same length (the Homebrew prefix
+    /// rewritten inside its files, Mach-O files signed again), for the LaunchDaemon: launchd
+    /// must not run as root a slurmd the admin user's processes can change.
+    CopyKeg(CopyKegArgs),
     /// Remove what `install` installed (by its manifest); slurm.conf and slurm.key stay.
     Uninstall(UninstallArgs),
     /// Report everything that stops this machine from being a Slurm node, each with its fix
@@ -68,6 +73,7 @@ fn run(cli: Cli) -> Result<()> {
                 .into(),
         )),
         Command::Install(args) => slurm_mac::install::run(&sh, &here, args),
+        Command::CopyKeg(args) => slurm_mac::keg::run(args),
         Command::Uninstall(args) => slurm_mac::install::uninstall(&args),
         Command::Doctor(args) => slurm_mac::doctor::run(args),
         Command::Power(args) => slurm_mac::power::run(&args).map_err(Error::from),

@@ -70,3 +70,50 @@ fn install__attack_non_root_run_changes_nothing() {
     );
     assert!(err.contains("root"), "{err}");
 }
+
+/// Attack: `slurm-mac copy-keg` run by a user who is not root makes no copy and no directory
+/// of the root (the same refusal `install` gives), while `--print-root` needs no root.
+#[test]
+fn copy_keg__attack_non_root_run_changes_nothing() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: needs root to start copy-keg as uid {NOBODY}");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let keg = d.path().join("hb/Cellar/slurm-wlm/1.0");
+    put(&keg.join("sbin/slurmd"), "#!/bin/sh\n");
+    let root = d.path().join("rt");
+    let run = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_slurm-mac"))
+            .arg("copy-keg")
+            .arg("--keg")
+            .arg(&keg)
+            .arg("--root")
+            .arg(&root)
+            .args(extra)
+            .uid(NOBODY)
+            .gid(NOBODY)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a non-root copy succeeded: {err}");
+    assert!(err.contains("root"), "{err}");
+    assert!(
+        !root.exists(),
+        "a non-root copy-keg made {}",
+        root.display()
+    );
+    let out = run(&["--print-root"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        root.to_str().unwrap()
+    );
+}

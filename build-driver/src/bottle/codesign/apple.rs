@@ -11,7 +11,7 @@
 //! dropped when the crate's own reading of the CMS slot (`EmbeddedSignature::signed_data`)
 //! finds nothing and the CodeDirectory carries `CS_ADHOC`. Every other problem rejects.
 
-use super::verify::Verified;
+use super::Verified;
 use apple_codesign::{
     CodeSignatureFlags, MachOBinary, VerificationProblem, VerificationProblemType,
     verify_macho_data,

@@ -1,0 +1,304 @@
+//! `slurm-mac copy-keg --keg DIR [--root DIR] [--key FILE]`: a root-owned copy of a Homebrew
+//! keg, for the LaunchDaemon.
+//!
+//! A keg belongs to the user who poured it (Homebrew's prefix is the admin user's), and so do
+//! the Homebrew prefix's `etc/slurm` and `var`, which Slurm compiled into the programs. A
+//! LaunchDaemon that runs the keg's slurmd as root at every boot (what `sudo brew services
+//! start` sets up) lets any process of that user (a job, a tool it ran) replace slurmd, a
+//! plugin in `lib/slurm`, slurmstepd or slurm.conf and be root at the next start. So the
+//! daemon runs a copy that only root can change:
+//!
+//! - The copy's root `R` has as many bytes as the Homebrew prefix `P` (`/opt/homebrew` gives
+//!   `/opt/slurmmac`, `/usr/local` gives `/opt/slurm`; `--root` for another): every `P` inside
+//!   the keg's files becomes `R` in place ([`relocate`]), and Mach-O files are signed again.
+//! - `R/Cellar/<name>/<version>` is the keg, read without following any link ([`read`]),
+//!   modes normalised as `install` does (no setuid, setgid or group/world write), owned by
+//!   root, with an install manifest (so `slurm-mac uninstall --prefix` removes it), renamed
+//!   into place whole; `R/opt/<name>` links to it; `R/etc/slurm` gets the key (`--key`, 0600);
+//!   `R/var/spool/slurmd`, `R/var/log/slurm` and `R/var/run` exist.
+//! - `R` and everything above it must be root's (docs/PACKAGING.md, "What root trusts"),
+//!   checked before anything is written; a run by another user changes nothing.
+//!
+//! The one `sudo` that runs the keg's own slurm-mac to make the copy is the admin's act, as
+//! `sudo brew` is; what launchd runs afterwards, at every boot, is the copy.
+
+mod read;
+pub mod relocate;
+
+use crate::cli::CopyKegArgs;
+use crate::install::{self, Target};
+use driver_common::error::{Error, Result};
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// The copy's root for a Homebrew prefix: `/opt/slurm` and as much of `mac` as gives the same
+/// length (`/opt/homebrew`: `/opt/slurmmac`; `/usr/local`: `/opt/slurm`); `None` for a prefix
+/// of another length.
+pub fn default_root(homebrew_prefix: &str) -> Option<String> {
+    let (base, tail) = ("/opt/slurm", "mac");
+    let extra = homebrew_prefix.len().checked_sub(base.len())?;
+    (extra <= tail.len()).then(|| format!("{base}{}", &tail[..extra]))
+}
+
+/// A keg's place: `<prefix>/Cellar/<name>/<version>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keg {
+    pub dir: PathBuf,
+    pub prefix: String,
+    pub name: String,
+    pub version: String,
+}
+
+impl Keg {
+    /// The keg `dir` names (the opt link is followed once, here, by the admin's choice).
+    pub fn at(dir: &Path) -> Result<Keg> {
+        let real = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
+        let not_keg = || {
+            Error::file(
+                dir,
+                "is not a Homebrew keg (<prefix>/Cellar/<name>/<version>): pass the formula's \
+                 directory, `--keg \"$(brew --prefix slurm-wlm)\"`",
+            )
+        };
+        let text = |p: Option<&std::ffi::OsStr>| -> Result<String> {
+            p.and_then(|s| s.to_str())
+                .map(str::to_string)
+                .ok_or_else(not_keg)
+        };
+        let version = text(real.file_name())?;
+        let name_dir = real.parent().ok_or_else(not_keg)?;
+        let name = text(name_dir.file_name())?;
+        let cellar = name_dir.parent().ok_or_else(not_keg)?;
+        if cellar.file_name() != Some(std::ffi::OsStr::new("Cellar")) {
+            return Err(not_keg());
+        }
+        let prefix = cellar
+            .parent()
+            .and_then(|p| p.to_str())
+            .filter(|p| *p != "/")
+            .ok_or_else(not_keg)?
+            .to_string();
+        Ok(Keg {
+            dir: real,
+            prefix,
+            name,
+            version,
+        })
+    }
+}
+
+/// The copy's root: `--root` or [`default_root`], absolute, plain, of the prefix's length and
+/// apart from it.
+pub fn root_for(keg: &Keg, root: Option<&Path>) -> Result<String> {
+    let r = match root {
+        Some(r) => r
+            .to_str()
+            .map(str::to_string)
+            .ok_or_else(|| Error::Usage(format!("--root {}: not UTF-8", r.display())))?,
+        None => default_root(&keg.prefix).ok_or_else(|| {
+            Error::Usage(format!(
+                "no default root for the Homebrew prefix {} ({} bytes): pass --root with an \
+                 absolute path of exactly {} bytes that only root can change",
+                keg.prefix,
+                keg.prefix.len(),
+                keg.prefix.len()
+            ))
+        })?,
+    };
+    let plain = r.starts_with('/')
+        && r.len() > 1
+        && r[1..].split('/').all(|c| {
+            !c.is_empty() && c != "." && c != ".." && c.bytes().all(|b| b.is_ascii_graphic())
+        });
+    if !plain {
+        return Err(Error::Usage(format!(
+            "--root {r}: must be an absolute path without `.`, `..`, empty components, spaces \
+             or a trailing `/`"
+        )));
+    }
+    if r.len() != keg.prefix.len() {
+        return Err(Error::Usage(format!(
+            "--root {r} has {} bytes and the Homebrew prefix {} has {}: Slurm's programs keep \
+             the prefix inside their strings, which can only be overwritten in place; pass a \
+             root of exactly {} bytes",
+            r.len(),
+            keg.prefix,
+            keg.prefix.len(),
+            keg.prefix.len()
+        )));
+    }
+    let (rp, pp) = (Path::new(&r), Path::new(&keg.prefix));
+    if rp.starts_with(pp) || pp.starts_with(rp) {
+        return Err(Error::Usage(format!(
+            "--root {r}: must lie outside the Homebrew prefix {} (which its user can change)",
+            keg.prefix
+        )));
+    }
+    Ok(r)
+}
+
+pub fn run(args: CopyKegArgs) -> Result<()> {
+    let keg = Keg::at(&args.keg)?;
+    let root = root_for(&keg, args.root.as_deref())?;
+    if args.print_root {
+        println!("{root}");
+        return Ok(());
+    }
+    if !nix::unistd::geteuid().is_root() {
+        return Err(Error::NeedsRoot {
+            what: "copy-keg".into(),
+            why: "the copy must belong to root; nothing was changed (run it with sudo)".into(),
+        });
+    }
+    copy_as(&keg, &root, args.key.as_deref(), 0)
+}
+
+/// [`run`] for the copy's owner `owner` (root, or a test's own uid).
+pub(crate) fn copy_as(keg: &Keg, root: &str, key: Option<&Path>, owner: u32) -> Result<()> {
+    let key = key.map(install::config::read_key).transpose()?;
+    if let Some(w) = key.as_deref().and_then(install::config::key_warning) {
+        eprintln!("copy-keg: warning: {w}");
+    }
+    let r = Path::new(root);
+    driver_common::util::trust::trusted(r, owner)?;
+    let keg_dir = r.join("Cellar").join(&keg.name).join(&keg.version);
+    let t = Target {
+        prefix: keg_dir.clone(),
+        dir: keg_dir.clone(),
+        etc: r.join("etc/slurm"),
+    };
+    install::check_prefix(&t.dir, owner)?;
+    let opt = r.join("opt").join(&keg.name);
+    if let Ok(m) = fs::symlink_metadata(&opt) {
+        if !m.file_type().is_symlink() {
+            return Err(Error::file(
+                &opt,
+                "exists and is not a link: remove it (the copy links it to its keg)",
+            ));
+        }
+    }
+    // Every check passed: from here on, directories are made and the copy is staged.
+    let parent = keg_dir.parent().unwrap_or(r);
+    make_dirs(r, parent, owner)?;
+    let staging = driver_common::util::fs::Staging::new(parent, "copy-keg")?;
+    let tree = staging.dir.join("tree");
+    fs::create_dir(&tree).map_err(|e| Error::io(&tree, e))?;
+    let mut signed = 0usize;
+    let mut rewritten = 0usize;
+    read::keg(&keg.dir, &mut |rel, entry| {
+        let dst = tree.join(&rel);
+        match entry {
+            read::Entry::Dir { mode } => {
+                fs::create_dir(&dst).map_err(|e| Error::io(&dst, e))?;
+                set_mode(&dst, mode)
+            }
+            read::Entry::File { mode, data } => {
+                let is_macho = data.starts_with(&[0xcf, 0xfa, 0xed, 0xfe]);
+                let (data, changed) = relocate::file(&keg.dir.join(&rel), data, &keg.prefix, root)?;
+                rewritten += usize::from(changed);
+                signed += usize::from(changed && is_macho);
+                fs::write(&dst, data).map_err(|e| Error::io(&dst, e))?;
+                set_mode(&dst, mode)
+            }
+            read::Entry::Link { target } => {
+                let bytes = std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str());
+                let target = match relocate::rewrite(bytes, keg.prefix.as_bytes(), root.as_bytes())
+                {
+                    Some(b) => PathBuf::from(
+                        <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(b),
+                    ),
+                    None => target,
+                };
+                std::os::unix::fs::symlink(&target, &dst).map_err(|e| Error::io(&dst, e))
+            }
+        }
+    })?;
+    install::normalise::tree(&tree, &t.prefix, owner)?;
+    let changed = install::place(&staging, &tree, &t)?;
+    drop(staging);
+    link_opt(&opt, &keg.version)?;
+    println!(
+        "copy-keg: {} {} ({rewritten} files named {}, {signed} Mach-O files signed again)",
+        keg_dir.display(),
+        if changed {
+            "copied"
+        } else {
+            "unchanged (already this keg)"
+        },
+        keg.prefix
+    );
+    for line in install::config::install_config(&keg_dir, &t.etc, key.as_deref(), owner)? {
+        println!("copy-keg: {line}");
+    }
+    let conf = Path::new(&keg.prefix).join("etc/slurm");
+    if fs::read_dir(&conf).is_ok_and(|mut d| d.next().is_some()) {
+        println!(
+            "copy-keg: {} holds files the copy does not read: the copy's slurmd reads {} \
+             (put slurm.conf or gres.conf there, or run configless)",
+            conf.display(),
+            t.etc.display()
+        );
+    }
+    println!(
+        "copy-keg: next, as root: {}/bin/slurm-mac service install --prefix {} --log-dir {} \
+         --conf-server <controller>",
+        opt.display(),
+        opt.display(),
+        r.join("var/log/slurm").display()
+    );
+    Ok(())
+}
+
+fn set_mode(p: &Path, mode: u32) -> Result<()> {
+    fs::set_permissions(p, fs::Permissions::from_mode(mode)).map_err(|e| Error::io(p, e))
+}
+
+/// `root`, `keg_parent`, `root/opt`, `root/etc/slurm` and `root/var/{spool/slurmd,log/slurm,run}`,
+/// made with mode 0755 and owned by `owner` where missing.
+fn make_dirs(root: &Path, keg_parent: &Path, owner: u32) -> Result<()> {
+    let gid = if owner == 0 {
+        0
+    } else {
+        nix::unistd::getegid().as_raw()
+    };
+    for d in [
+        keg_parent.to_path_buf(),
+        root.join("opt"),
+        root.join("etc/slurm"),
+        root.join("var/spool/slurmd"),
+        root.join("var/log/slurm"),
+        root.join("var/run"),
+    ] {
+        let mut made = Vec::new();
+        let mut p = d.as_path();
+        while fs::symlink_metadata(p).is_err() {
+            made.push(p.to_path_buf());
+            p = p.parent().unwrap_or(Path::new("/"));
+        }
+        for m in made.iter().rev() {
+            fs::create_dir(m).map_err(|e| Error::io(m, e))?;
+            set_mode(m, 0o755)?;
+            std::os::unix::fs::chown(m, Some(owner), Some(gid)).map_err(|e| Error::io(m, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// `root/opt/<name>` → `../Cellar/<name>/<version>`, replaced atomically.
+fn link_opt(opt: &Path, version: &str) -> Result<()> {
+    let name = opt.file_name().unwrap_or_default().to_string_lossy();
+    let target = PathBuf::from("../Cellar").join(&*name).join(version);
+    if fs::read_link(opt).is_ok_and(|t| t == target) {
+        return Ok(());
+    }
+    let tmp = opt.with_file_name(format!(".{name}.link"));
+    let _ = fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(&target, &tmp).map_err(|e| Error::io(&tmp, e))?;
+    fs::rename(&tmp, opt).map_err(|e| Error::io(opt, e))
+}
+
+#[cfg(test)]
+mod attacks;
+#[cfg(test)]
+mod tests;
