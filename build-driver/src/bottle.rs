@@ -114,6 +114,16 @@ impl Layout {
     pub fn var(&self) -> String {
         format!("{}/var", self.homebrew_prefix)
     }
+    /// The root of the root-owned copy of the keg the LaunchDaemon runs (`slurm-mac
+    /// copy-keg`): `/opt/slurmmac` for `/opt/homebrew`, `/opt/slurm` for `/usr/local`.
+    pub fn copy_root(&self) -> String {
+        slurm_mac::keg::default_root(&self.homebrew_prefix)
+            .unwrap_or_else(|| self.homebrew_prefix.clone())
+    }
+    /// The copy's opt directory (`<copy root>/opt/<formula>`): the prefix the plist runs.
+    pub fn copy_opt(&self) -> String {
+        format!("{}/opt/{}", self.copy_root(), self.formula)
+    }
     pub fn keg(&self) -> linkage::Keg {
         linkage::Keg {
             cellar: self.keg_path(),

@@ -34,7 +34,12 @@ const BREW_COMMANDS: &[&str] = &[
     "uninstall",
 ];
 
-/// Whether `line` is an allowed `brew` step (optionally under sudo).
+/// The programs of the poured keg (or its root-owned copy) those jobs may run: the node tool
+/// the bottle ships, and slurmd itself.
+const SHIPPED_PROGRAMS: &[&str] = &["/bin/slurm-mac", "/sbin/slurmd"];
+
+/// Whether `line` is an allowed `brew` step, or runs a program the bottle ships (optionally
+/// under sudo): one command, no `&&` chains.
 fn brew_step(line: &str) -> bool {
     let w = words(line);
     let rest = if w.first().is_some_and(|x| x == "sudo") {
@@ -42,10 +47,14 @@ fn brew_step(line: &str) -> bool {
     } else {
         &w[..]
     };
-    rest.first().is_some_and(|x| x == "brew")
+    let brew = rest.first().is_some_and(|x| x == "brew")
         && rest
             .get(1)
-            .is_some_and(|c| BREW_COMMANDS.contains(&c.as_str()))
+            .is_some_and(|c| BREW_COMMANDS.contains(&c.as_str()));
+    let shipped = rest
+        .first()
+        .is_some_and(|x| SHIPPED_PROGRAMS.iter().any(|p| x.ends_with(p)));
+    (brew || shipped) && !w.iter().any(|x| matches!(x.as_str(), "&&" | "||" | ";"))
 }
 
 fn load() -> (String, Yaml) {
@@ -333,4 +342,6 @@ fn workflow__bottle_jobs_build_on_linux_then_tap_audit_install_test_and_serve_it
     // No local bottle file is installed (Homebrew 5+ refuses it without HOMEBREW_DEVELOPER).
     assert!(!mac.iter().any(|l| l.contains(".bottle.tar.gz")));
     assert!(!brew_step("brew uninstall-all") && brew_step("sudo brew services stop slurm-wlm"));
+    assert!(brew_step("sudo /opt/slurmmac/opt/slurm-wlm/sbin/slurmd -V"));
+    assert!(!brew_step("sudo /opt/x/bin/slurm-mac -V && rm -rf /"));
 }

@@ -39,11 +39,12 @@ pub struct ServiceOptions {
     /// Which daemon.
     #[arg(long, value_enum, default_value = "slurmd")]
     pub daemon: crate::launchd::Daemon,
-    /// The prefix holding sbin/slurmd.
-    #[arg(long, default_value = "/opt/homebrew/opt/slurm-wlm")]
+    /// The prefix holding sbin/slurmd (root's: the default is the root-owned copy
+    /// `slurm-mac copy-keg` makes of the Homebrew keg on Apple Silicon).
+    #[arg(long, default_value = "/opt/slurmmac/opt/slurm-wlm")]
     pub prefix: PathBuf,
     /// Where the daemon's stdout and stderr go.
-    #[arg(long, default_value = "/opt/homebrew/var/log/slurm")]
+    #[arg(long, default_value = "/opt/slurmmac/var/log/slurm")]
     pub log_dir: PathBuf,
     /// Configless: slurmd --conf-server HOST[:PORT] (the controller).
     #[arg(long, value_name = "HOST[:PORT]")]

@@ -263,6 +263,45 @@ fn formula__node_tool_installed_and_caveats_need_no_checkout() {
     assert!(test.contains("#{bin}/slurm-mac doctor"), "{test}");
 }
 
+/// Issue 23 (the project's rule: root never runs a file a non-root user can change): the
+/// plist `service do` copies (source build and bottle alike) runs the root-owned copy of the
+/// keg (`slurm-mac copy-keg`), never `opt_prefix`, whose files the admin user owns; the
+/// formula's `slurm_root` is the node tool's default root for both Homebrew prefixes, and the
+/// caveats make the copy before any service starts.
+#[test]
+fn formula__launchdaemon_runs_the_root_owned_copy_not_the_keg() {
+    let f = main_formula();
+    let root = method(&f, "slurm_root");
+    let (arm, intel) = (
+        slurm_mac::keg::default_root("/opt/homebrew").unwrap(),
+        slurm_mac::keg::default_root("/usr/local").unwrap(),
+    );
+    assert!(
+        root.contains(&format!(
+            "HOMEBREW_PREFIX.to_s == \"/usr/local\" ? \"{intel}\" : \"{arm}\""
+        )),
+        "{root}"
+    );
+    let install = method(&f, "install");
+    assert!(
+        install.contains("\"--prefix\", \"#{slurm_root}/opt/#{name}\"")
+            && !install.contains("opt_prefix"),
+        "{install}"
+    );
+    let caveats = method(&f, "caveats");
+    let copy = caveats
+        .find("copy-keg --keg #{opt_prefix}")
+        .expect("no copy-keg in caveats");
+    let start = caveats
+        .find("brew services start")
+        .expect("no brew services");
+    assert!(copy < start, "{caveats}");
+    assert!(
+        !caveats.contains("--prefix #{opt_prefix}"),
+        "a command of the caveats runs the keg as root: {caveats}"
+    );
+}
+
 /// [B] Library/Homebrew/ast_constants.rb `FORMULA_COMPONENT_PRECEDENCE_LIST` (checked by
 /// rubocops/components_order.rb): stanzas in Homebrew's order.
 #[test]

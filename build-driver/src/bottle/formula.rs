@@ -119,6 +119,7 @@ pub fn render(s: &Spec) -> String {
         bottle_block(s),
         depends(s.layout),
         resources(s),
+        super::formula_body::slurm_root(s.layout),
         super::formula_body::install(s),
         super::formula_body::post_install_and_caveats(s.layout),
         super::formula_body::service(s.layout),

@@ -17,6 +17,28 @@ pub fn label(l: &Layout) -> String {
     }
 }
 
+/// `def slurm_root`: the root of the root-owned copy of the keg (`slurm-mac copy-keg`), for
+/// each Homebrew prefix a bottle pours into; the node tool's [`slurm_mac::keg::default_root`]
+/// gives both, so the formula and the tool cannot disagree.
+pub fn slurm_root(l: &Layout) -> String {
+    let root = |triple| {
+        Layout::new(&l.formula, &l.version, &l.line, triple)
+            .map(|x| (x.homebrew_prefix.clone(), x.copy_root()))
+            .unwrap_or_else(|_| (l.homebrew_prefix.clone(), l.copy_root()))
+    };
+    let ((_, arm_root), (intel_prefix, intel_root)) =
+        (root("aarch64-apple-darwin"), root("x86_64-apple-darwin"));
+    format!(
+        r##"  # The root of the root-owned copy of this keg that slurmd runs from (`slurm-mac copy-keg`
+  # prints it: as many bytes as HOMEBREW_PREFIX, which its files name).
+  def slurm_root
+    HOMEBREW_PREFIX.to_s == "{intel_prefix}" ? "{intel_root}" : "{arm_root}"
+  end
+
+"##
+    )
+}
+
 /// `def install`: brew has fetched and sha256-checked every resource before it runs; the
 /// tarballs go where the driver's deps step looks first (it checks each sha256 again).
 pub fn install(s: &Spec) -> String {
@@ -44,9 +66,11 @@ pub fn install(s: &Spec) -> String {
       system "cargo", "build", "--release", "--package", "slurm-mac", "--bin", "slurm-mac"
       bin.install "target/release/slurm-mac"
       # The LaunchDaemon plist `service do name macos:` copies (a bottle's keg has it too).
+      # It runs the root-owned copy of this keg (`slurm-mac copy-keg`), never the keg itself.
       label = "{label}"
       plist = Utils.safe_popen_read(bin/"slurm-mac", "service", "print",
-                                    "--prefix", opt_prefix, "--log-dir", var/"log/slurm")
+                                    "--prefix", "#{{slurm_root}}/opt/#{{name}}",
+                                    "--log-dir", "#{{slurm_root}}/var/log/slurm")
       (prefix/"#{{label}}.plist").write plist.sub(">{base}<", ">#{{label}}<")
     end
   end
@@ -68,23 +92,22 @@ pub fn post_install_and_caveats(l: &Layout) -> String {
   def caveats
     <<~EOS
       This Mac joins an existing Slurm cluster as a compute node (auth/slurm).
-      1. Copy the controller's key (it must be the same key) and protect it:
-           sudo install -m 0600 -o root -g wheel slurm.key #{{etc}}/slurm/slurm.key
-      2. Either put the cluster's slurm.conf into #{{etc}}/slurm/, or run configless
-         (the controller needs SlurmctldParameters=enable_configless): with no slurm.conf
-         slurmd asks the controller a DNS SRV record _slurmctld._tcp names; to name it
-         yourself (slurmd --conf-server), instead of brew services:
-           sudo #{{opt_bin}}/slurm-mac service install --prefix #{{opt_prefix}} --conf-server <controller>
-      3. Client commands read #{{etc}}/slurm/slurm.conf, or the file SLURM_CONF names.
-      What stops this Mac from being a node (key, files root runs, name, port, plugins):
-           sudo #{{opt_bin}}/slurm-mac doctor --prefix #{{opt_prefix}} --controller <controller>
-      Start slurmd as a LaunchDaemon:
+      slurmd runs as root, and this keg belongs to your user (any process of your uid could
+      change it and become root), so slurmd runs from a root-owned copy of the keg:
+      1. With the controller's slurm.key on this Mac (it must be the same key):
+           sudo #{{opt_bin}}/slurm-mac copy-keg --keg #{{opt_prefix}} --key slurm.key
+         (the copy: #{{slurm_root}}; its key and config: #{{slurm_root}}/etc/slurm/;
+         run it again after every upgrade)
+      2. Configless (the controller needs SlurmctldParameters=enable_configless):
+           sudo #{{slurm_root}}/opt/#{{name}}/bin/slurm-mac service install --prefix #{{slurm_root}}/opt/#{{name}} --log-dir #{{slurm_root}}/var/log/slurm --conf-server <controller>
+         or, with the cluster's slurm.conf in #{{slurm_root}}/etc/slurm/ (or a DNS SRV record
+         _slurmctld._tcp naming the controller):
            sudo brew services start {formula}
-      Note: this keg belongs to your user, and slurmd runs as root: any process of your
-      uid could replace it and become root. slurm-mac service install and join --apply
-      refuse such a prefix (they name the fix); a root-owned copy is not automated yet.
-      Logs: #{{var}}/log/slurm/. Sleep: `caffeinate -s` (AC power only) keeps a Mac awake;
-      see `#{{opt_bin}}/slurm-mac service print --caffeinate`.
+      What stops this Mac from being a node (key, files root runs, name, port, plugins):
+           sudo #{{slurm_root}}/opt/#{{name}}/bin/slurm-mac doctor --prefix #{{slurm_root}}/opt/#{{name}} --controller <controller>
+      Client commands read #{{etc}}/slurm/slurm.conf, or the file SLURM_CONF names.
+      Logs: #{{slurm_root}}/var/log/slurm/. Sleep: `caffeinate -s` (AC power only) keeps a Mac
+      awake; see `slurm-mac service print --caffeinate`.
     EOS
   end
 

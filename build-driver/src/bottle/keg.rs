@@ -87,10 +87,15 @@ pub fn assemble(
         .service(Daemon::Slurmd)
         .xml()
         .map_err(|e| Error::parse("the LaunchDaemon plist", e))?;
-    let xml =
-        relocate::to_placeholders(&xml, &layout.cellar(), &layout.homebrew_prefix).unwrap_or(xml);
+    // It names the copy's root (`copy-keg`), not the Homebrew prefix: placeholders only
+    // where a path of the prefix is left.
+    let placeholders = relocate::to_placeholders(&xml, &layout.cellar(), &layout.homebrew_prefix);
+    let changed = placeholders.is_some();
+    let xml = placeholders.unwrap_or(xml);
     driver_common::util::fs::write_atomic(&keg.join(&plist_name), &xml, 0o644)?;
-    out.changed_files.push(plist_name);
+    if changed {
+        out.changed_files.push(plist_name);
+    }
     let brew = keg.join(".brew");
     fs::create_dir_all(&brew).map_err(|e| Error::io(&brew, e))?;
     driver_common::util::fs::write_atomic(
@@ -108,12 +113,13 @@ fn write_keeping_mode(path: &Path, data: &[u8], meta: &fs::Metadata) -> Result<(
 }
 
 impl Layout {
-    /// The slurmd (or sackd) service of a poured keg.
+    /// The slurmd (or sackd) service of a poured keg: it runs the keg's root-owned copy
+    /// (`slurm-mac copy-keg`), never the keg its user can change.
     pub fn service(&self, daemon: Daemon) -> Service {
         Service {
             daemon,
-            prefix: PathBuf::from(self.opt()),
-            log_dir: PathBuf::from(format!("{}/log/slurm", self.var())),
+            prefix: PathBuf::from(self.copy_opt()),
+            log_dir: PathBuf::from(format!("{}/var/log/slurm", self.copy_root())),
             conf_server: None,
             caffeinate: false,
         }

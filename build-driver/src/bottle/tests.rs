@@ -181,13 +181,15 @@ fn package__homebrew_layout_fixed_names_valid_signatures_placeholders_and_formul
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    assert_eq!(
-        changed,
-        ["lib/pkgconfig/slurm.pc", "org.slurm-on-mac.slurmd.plist"]
-    );
+    assert_eq!(changed, ["lib/pkgconfig/slurm.pc"]);
+    // The LaunchDaemon runs the root-owned copy of the keg (slurm-mac copy-keg), whose root
+    // has the Homebrew prefix's length; nothing of the prefix (which its user owns) is left.
     let plist = String::from_utf8(get("org.slurm-on-mac.slurmd.plist")).unwrap();
     assert!(
-        plist.contains("<string>@@HOMEBREW_PREFIX@@/opt/slurm-wlm/sbin/slurmd</string>"),
+        plist.contains("<string>/opt/slurmmac/opt/slurm-wlm/sbin/slurmd</string>")
+            && plist.contains("/opt/slurmmac/var/log/slurm/")
+            && !plist.contains("HOMEBREW")
+            && !plist.contains("/opt/homebrew"),
         "{plist}"
     );
     let brew = String::from_utf8(get(".brew/slurm-wlm.rb")).unwrap();
