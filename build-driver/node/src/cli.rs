@@ -133,7 +133,8 @@ pub struct JoinArgs {
     /// The node's name (slurmd -N; default: the short host name).
     #[arg(long)]
     pub name: Option<String>,
-    /// Where this build reads slurm.conf and slurm.key (default: <prefix>/etc).
+    /// Where this build reads slurm.conf and slurm.key (default: <prefix>/etc; for a
+    /// Homebrew keg or its copy, <root>/etc/slurm).
     #[arg(long, value_name = "DIR")]
     pub etc: Option<PathBuf>,
     /// Seconds to wait for the controller's answer (1 to 3600).
@@ -156,7 +157,8 @@ pub struct DoctorArgs {
     /// The installed Slurm prefix of this node (sbin/slurmd, sbin/sackd, lib/slurm, etc).
     #[arg(long)]
     pub prefix: PathBuf,
-    /// The auth/slurm key to check (default <prefix>/etc/slurm.key).
+    /// The auth/slurm key to check (default <prefix>/etc/slurm.key; for a Homebrew keg or
+    /// its copy, <root>/etc/slurm/slurm.key).
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
     /// A copy of the controller's slurm.key: the key must hold the same bytes.

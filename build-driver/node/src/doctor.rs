@@ -275,7 +275,7 @@ pub fn run(args: DoctorArgs) -> Result<()> {
         key: args
             .key
             .clone()
-            .unwrap_or_else(|| prefix.join("etc/slurm.key")),
+            .unwrap_or_else(|| crate::keg::sysconfdir(&prefix).join("slurm.key")),
         prefix: prefix.clone(),
         expect_key: args.expect_key.clone(),
         sack_dir: args.sack_dir.clone().unwrap_or_else(default_sack_dir),

@@ -201,7 +201,10 @@ pub(crate) fn short_hostname() -> String {
 
 pub fn run(args: JoinArgs) -> Result<()> {
     let prefix = std::path::absolute(&args.prefix).map_err(|e| Error::io(&args.prefix, e))?;
-    let etc = args.etc.clone().unwrap_or_else(|| prefix.join("etc"));
+    let etc = args
+        .etc
+        .clone()
+        .unwrap_or_else(|| crate::keg::sysconfdir(&prefix));
     let key = args.key.clone().unwrap_or_else(|| etc.join("slurm.key"));
     if args.client {
         return client::run(&args, &prefix, etc, &key);

@@ -88,6 +88,16 @@ impl Keg {
     }
 }
 
+/// The sysconfdir a prefix's programs read: `<root>/etc/slurm` for a keg or its copy (a
+/// prefix that resolves to `<root>/Cellar/<name>/<version>`: the bottle is configured with
+/// `--sysconfdir <Homebrew prefix>/etc/slurm`), else `<prefix>/etc` (`install`'s layout).
+pub fn sysconfdir(prefix: &Path) -> PathBuf {
+    match Keg::at(prefix) {
+        Ok(k) => Path::new(&k.prefix).join("etc/slurm"),
+        Err(_) => prefix.join("etc"),
+    }
+}
+
 /// The copy's root: `--root` or [`default_root`], absolute, plain, of the prefix's length and
 /// apart from it.
 pub fn root_for(keg: &Keg, root: Option<&Path>) -> Result<String> {
@@ -184,36 +194,7 @@ pub(crate) fn copy_as(keg: &Keg, root: &str, key: Option<&Path>, owner: u32) -> 
     let staging = driver_common::util::fs::Staging::new(parent, "copy-keg")?;
     let tree = staging.dir.join("tree");
     fs::create_dir(&tree).map_err(|e| Error::io(&tree, e))?;
-    let mut signed = 0usize;
-    let mut rewritten = 0usize;
-    read::keg(&keg.dir, &mut |rel, entry| {
-        let dst = tree.join(&rel);
-        match entry {
-            read::Entry::Dir { mode } => {
-                fs::create_dir(&dst).map_err(|e| Error::io(&dst, e))?;
-                set_mode(&dst, mode)
-            }
-            read::Entry::File { mode, data } => {
-                let is_macho = data.starts_with(&[0xcf, 0xfa, 0xed, 0xfe]);
-                let (data, changed) = relocate::file(&keg.dir.join(&rel), data, &keg.prefix, root)?;
-                rewritten += usize::from(changed);
-                signed += usize::from(changed && is_macho);
-                fs::write(&dst, data).map_err(|e| Error::io(&dst, e))?;
-                set_mode(&dst, mode)
-            }
-            read::Entry::Link { target } => {
-                let bytes = std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str());
-                let target = match relocate::rewrite(bytes, keg.prefix.as_bytes(), root.as_bytes())
-                {
-                    Some(b) => PathBuf::from(
-                        <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(b),
-                    ),
-                    None => target,
-                };
-                std::os::unix::fs::symlink(&target, &dst).map_err(|e| Error::io(&dst, e))
-            }
-        }
-    })?;
+    let (rewritten, signed) = stage(keg, root, &tree)?;
     install::normalise::tree(&tree, &t.prefix, owner)?;
     let changed = install::place(&staging, &tree, &t)?;
     drop(staging);
@@ -248,6 +229,42 @@ pub(crate) fn copy_as(keg: &Keg, root: &str, key: Option<&Path>, owner: u32) -> 
         r.join("var/log/slurm").display()
     );
     Ok(())
+}
+
+/// Reads the keg into `tree`, its prefix rewritten to `root`; returns how many files changed
+/// and how many of them were Mach-O files signed again.
+fn stage(keg: &Keg, root: &str, tree: &Path) -> Result<(usize, usize)> {
+    let mut signed = 0usize;
+    let mut rewritten = 0usize;
+    read::keg(&keg.dir, &mut |rel, entry| {
+        let dst = tree.join(&rel);
+        match entry {
+            read::Entry::Dir { mode } => {
+                fs::create_dir(&dst).map_err(|e| Error::io(&dst, e))?;
+                set_mode(&dst, mode)
+            }
+            read::Entry::File { mode, data } => {
+                let is_macho = data.starts_with(&[0xcf, 0xfa, 0xed, 0xfe]);
+                let (data, changed) = relocate::file(&keg.dir.join(&rel), data, &keg.prefix, root)?;
+                rewritten += usize::from(changed);
+                signed += usize::from(changed && is_macho);
+                fs::write(&dst, data).map_err(|e| Error::io(&dst, e))?;
+                set_mode(&dst, mode)
+            }
+            read::Entry::Link { target } => {
+                let bytes = std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str());
+                let target = match relocate::rewrite(bytes, keg.prefix.as_bytes(), root.as_bytes())
+                {
+                    Some(b) => PathBuf::from(
+                        <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(b),
+                    ),
+                    None => target,
+                };
+                std::os::unix::fs::symlink(&target, &dst).map_err(|e| Error::io(&dst, e))
+            }
+        }
+    })?;
+    Ok((rewritten, signed))
 }
 
 fn set_mode(p: &Path, mode: u32) -> Result<()> {

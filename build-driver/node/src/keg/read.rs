@@ -98,32 +98,7 @@ fn walk(
                 ));
             }
         };
-        let fd = openat(
-            &dir,
-            name,
-            flags | OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| Error::io(&path, e.into()))?;
-        let now = fstat(&fd).map_err(|e| Error::io(&path, e.into()))?;
-        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) || kind(&now) != k {
-            return Err(Error::file(
-                &path,
-                "changed while it was being copied: something is modifying the keg; stop it \
-                 and run this again",
-            ));
-        }
-        if now.st_uid != owner {
-            return Err(Error::file(
-                &path,
-                format!(
-                    "belongs to uid {}, not to the keg's owner (uid {owner}): a keg's files are \
-                     all its owner's, so this one was put there (a hard link?); remove it, or \
-                     reinstall the formula",
-                    now.st_uid
-                ),
-            ));
-        }
+        let (fd, now) = open_checked(&dir, name, &path, &st, flags, owner)?;
         if k == SFlag::S_IFDIR {
             sink(r.clone(), Entry::Dir { mode: mode(&now) })?;
             walk(top, &r, fd, owner, sink)?;
@@ -142,4 +117,44 @@ fn walk(
         }
     }
     Ok(())
+}
+
+/// `name` in `dir`, opened without following a link, and checked on its descriptor: the
+/// entry `st` described (same inode and type), owned by `owner`.
+fn open_checked(
+    dir: &OwnedFd,
+    name: &OsStr,
+    path: &Path,
+    st: &FileStat,
+    flags: OFlag,
+    owner: u32,
+) -> Result<(OwnedFd, FileStat)> {
+    let k = kind(st);
+    let fd = openat(
+        dir,
+        name,
+        flags | OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Error::io(path, e.into()))?;
+    let now = fstat(&fd).map_err(|e| Error::io(path, e.into()))?;
+    if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) || kind(&now) != k {
+        return Err(Error::file(
+            path,
+            "changed while it was being copied: something is modifying the keg; stop it \
+             and run this again",
+        ));
+    }
+    if now.st_uid != owner {
+        return Err(Error::file(
+            path,
+            format!(
+                "belongs to uid {}, not to the keg's owner (uid {owner}): a keg's files are \
+                 all its owner's, so this one was put there (a hard link?); remove it, or \
+                 reinstall the formula",
+                now.st_uid
+            ),
+        ));
+    }
+    Ok((fd, now))
 }

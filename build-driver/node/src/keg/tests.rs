@@ -141,3 +141,13 @@ fn copy__relocated_normalised_linked_keyed_and_a_second_run_changes_nothing() {
             .contains(&keg.prefix)
     );
 }
+
+#[test]
+fn sysconfdir__a_keg_or_its_copy_reads_its_roots_etc_slurm_an_install_its_etc() {
+    let (d, keg, root) = scratch_keg();
+    assert_eq!(sysconfdir(&keg.dir), d.path().join("hb/etc/slurm"));
+    copy_as(&keg, &root, None, me()).unwrap();
+    let opt = Path::new(&root).join("opt/slurm-wlm");
+    assert_eq!(sysconfdir(&opt), Path::new(&root).join("etc/slurm"));
+    assert_eq!(sysconfdir(&d.path().join("hb")), d.path().join("hb/etc"));
+}
