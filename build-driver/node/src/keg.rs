@@ -171,8 +171,12 @@ pub(crate) fn copy_as(keg: &Keg, root: &str, key: Option<&Path>, owner: u32) -> 
         eprintln!("copy-keg: warning: {w}");
     }
     let r = Path::new(root);
-    driver_common::util::trust::trusted(r, owner)?;
     let keg_dir = r.join("Cellar").join(&keg.name).join(&keg.version);
+    // The root and every directory the copy writes into, where they exist already (a root
+    // made by hand may hold a `Cellar` or `etc` another user owns).
+    for d in dirs(r, &keg_dir) {
+        driver_common::util::trust::trusted(&d, owner)?;
+    }
     let t = Target {
         prefix: keg_dir.clone(),
         dir: keg_dir.clone(),
@@ -271,22 +275,30 @@ fn set_mode(p: &Path, mode: u32) -> Result<()> {
     fs::set_permissions(p, fs::Permissions::from_mode(mode)).map_err(|e| Error::io(p, e))
 }
 
-/// `root`, `keg_parent`, `root/opt`, `root/etc/slurm` and `root/var/{spool/slurmd,log/slurm,run}`,
-/// made with mode 0755 and owned by `owner` where missing.
+/// The directories of the copy: the keg's, `root/opt`, `root/etc/slurm` and
+/// `root/var/{spool/slurmd,log/slurm,run}`.
+fn dirs(root: &Path, keg_dir: &Path) -> [PathBuf; 6] {
+    [
+        keg_dir.to_path_buf(),
+        root.join("opt"),
+        root.join("etc/slurm"),
+        root.join("var/spool/slurmd"),
+        root.join("var/log/slurm"),
+        root.join("var/run"),
+    ]
+}
+
+/// [`dirs`] (the keg's parent for the keg's own) made with mode 0755 and owned by `owner`
+/// where missing.
 fn make_dirs(root: &Path, keg_parent: &Path, owner: u32) -> Result<()> {
     let gid = if owner == 0 {
         0
     } else {
         nix::unistd::getegid().as_raw()
     };
-    for d in [
-        keg_parent.to_path_buf(),
-        root.join("opt"),
-        root.join("etc/slurm"),
-        root.join("var/spool/slurmd"),
-        root.join("var/log/slurm"),
-        root.join("var/run"),
-    ] {
+    let mut all = dirs(root, keg_parent);
+    all[0] = keg_parent.to_path_buf();
+    for d in all {
         let mut made = Vec::new();
         let mut p = d.as_path();
         while fs::symlink_metadata(p).is_err() {

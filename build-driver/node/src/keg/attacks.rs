@@ -79,3 +79,18 @@ fn copy__attack_an_opt_directory_in_place_of_the_link_is_refused() {
     assert_mentions(&e, &["opt/slurm-wlm", "not a link"]);
     nothing_copied(&root);
 }
+
+#[test]
+fn copy__attack_a_cellar_of_another_user_below_a_trusted_root_is_refused() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: only root can give a directory to another user");
+        return;
+    }
+    let (_d, keg, root) = scratch_keg();
+    let cellar = Path::new(&root).join("Cellar");
+    fs::create_dir_all(&cellar).unwrap();
+    std::os::unix::fs::chown(&cellar, Some(4242), Some(4242)).unwrap();
+    let e = copy_as(&keg, &root, None, me()).unwrap_err().to_string();
+    assert_mentions(&e, &["Cellar", "4242"]);
+    nothing_copied(&root);
+}
