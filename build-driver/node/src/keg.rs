@@ -98,6 +98,27 @@ pub fn sysconfdir(prefix: &Path) -> PathBuf {
     }
 }
 
+/// [`driver_common::util::trust::trusted`] for a program root runs (`<prefix>/sbin/<daemon>`):
+/// when the prefix is a Homebrew keg, the fix named is its root-owned copy, not a `chown`
+/// of the keg (which its user could still rename, and which breaks `brew upgrade`).
+pub fn trusted_program(program: &Path, owner: u32) -> Result<()> {
+    let prefix = program.parent().and_then(Path::parent).unwrap_or(program);
+    match driver_common::util::trust::trusted(program, owner) {
+        Err(Error::Untrusted { path, why, .. }) if Keg::at(prefix).is_ok() => {
+            Err(Error::Untrusted {
+                path,
+                why,
+                fix: format!(
+                    "this is a Homebrew keg: make its root-owned copy and use that prefix: \
+                     sudo {p}/bin/slurm-mac copy-keg --keg {p} (docs/JOIN.md)",
+                    p = prefix.display()
+                ),
+            })
+        }
+        other => other,
+    }
+}
+
 /// The copy's root: `--root` or [`default_root`], absolute, plain, of the prefix's length and
 /// apart from it.
 pub fn root_for(keg: &Keg, root: Option<&Path>) -> Result<String> {

@@ -113,12 +113,13 @@ pub(crate) fn check_options(o: &ServiceOptions, program: &Path) -> Result<()> {
         return Err(Error::file(
             program,
             "is not an executable daemon: pass the --prefix Slurm is installed in \
-             (Homebrew: /opt/homebrew/opt/slurm-wlm)",
+             (Homebrew: the keg's root-owned copy `slurm-mac copy-keg` makes, \
+             /opt/slurmmac/opt/slurm-wlm)",
         ));
     }
     // launchd runs it as root: no one else may be able to replace it (util::trust).
     let me = nix::unistd::geteuid().as_raw();
-    driver_common::util::trust::trusted(program, me)?;
+    crate::keg::trusted_program(program, me)?;
     driver_common::util::trust::trusted(&o.log_dir, me)?;
     driver_common::util::trust::trusted(&o.launchd_dir, me)
 }

@@ -1,6 +1,7 @@
 //! What root executes or reads under the prefix: `sbin/` (slurmd, sackd, slurmstepd),
 //! `lib/` (libslurm and the plugins of `lib/slurm`, recursively) and `etc/` (slurm.conf, the
-//! key). Each path is judged by driver_common's trust rule (`util::trust::trusted`, owner
+//! key; for a Homebrew keg or its copy, the root's `etc/slurm`, which its programs read).
+//! A keg another user owns is one finding whose fix is its root-owned copy (`copy-keg`). Each path is judged by driver_common's trust rule (`util::trust::trusted`, owner
 //! root: the path and every directory above it up to `/` belong to root and are not
 //! writable by group or others), the rule `join --apply` and `service install` enforce.
 //! A culprit is reported once, however many files lie below it (a world-writable plugin
@@ -12,9 +13,9 @@ use driver_common::util::trust::trusted;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// What must be there for a node: slurmd runs, sackd answers join's probe, the plugins load,
-/// the configuration lives in etc.
-const REQUIRED: &[&str] = &["sbin/slurmd", "sbin/sackd", "lib/slurm", "etc"];
+/// What must be there for a node: slurmd runs, sackd answers join's probe, the plugins load
+/// (the configuration's directory, [`crate::keg::sysconfdir`], is checked too).
+const REQUIRED: &[&str] = &["sbin/slurmd", "sbin/sackd", "lib/slurm"];
 
 /// Deeper than any install's `lib/slurm` (one level of plugins, a few of helpers).
 const MAX_DEPTH: usize = 8;
@@ -23,6 +24,11 @@ const MAX_DEPTH: usize = 8;
 pub enum FileProblem {
     Missing {
         path: PathBuf,
+    },
+    /// A Homebrew keg that belongs to `uid`, not root.
+    UserKeg {
+        keg: PathBuf,
+        uid: u32,
     },
     /// From the trust rule: `path` is where it failed (the file or a directory above it).
     Untrusted {
@@ -40,6 +46,10 @@ impl FileProblem {
     pub fn detail(&self) -> String {
         match self {
             FileProblem::Missing { path } => format!("{} is missing", path.display()),
+            FileProblem::UserKeg { keg, uid } => format!(
+                "{} is a Homebrew keg of uid {uid}: root would run what that user's processes can change",
+                keg.display()
+            ),
             FileProblem::Untrusted { path, why, .. } => format!(
                 "{} {why}: root would run or read what another user can change",
                 path.display()
@@ -53,6 +63,10 @@ impl FileProblem {
     pub fn fix(&self) -> String {
         match self {
             FileProblem::Missing { .. } => "install the build as root: sudo slurm-mac install --prefix PREFIX --from STAGED_DIR --key ./slurm.key (docs/JOIN.md)".into(),
+            FileProblem::UserKeg { keg, .. } => format!(
+                "make its root-owned copy and use that prefix: sudo {k}/bin/slurm-mac copy-keg --keg {k} (docs/JOIN.md)",
+                k = keg.display()
+            ),
             FileProblem::Untrusted { fix, .. } => fix.clone(),
             FileProblem::Unreadable { path, .. } => format!("sudo ls -ld {} and fix its owner or mode", path.display()),
         }
@@ -61,16 +75,19 @@ impl FileProblem {
 
 /// One `ok` with the count, or one failure per culprit.
 pub fn check(prefix: &Path) -> Vec<Finding> {
+    if let Some(p) = user_keg(prefix) {
+        return vec![Finding::fail(Check::Files, Problem::File(p))];
+    }
     let mut problems: BTreeMap<PathBuf, FileProblem> = BTreeMap::new();
-    for r in REQUIRED {
-        let p = prefix.join(r);
+    let etc = crate::keg::sysconfdir(prefix);
+    for p in REQUIRED.iter().map(|r| prefix.join(r)).chain([etc.clone()]) {
         if std::fs::symlink_metadata(&p).is_err() {
             problems.insert(p.clone(), FileProblem::Missing { path: p });
         }
     }
     let mut paths = Vec::new();
-    for top in ["sbin", "lib", "etc"] {
-        walk(&prefix.join(top), 0, &mut paths, &mut problems);
+    for top in [prefix.join("sbin"), prefix.join("lib"), etc] {
+        walk(&top, 0, &mut paths, &mut problems);
     }
     for p in &paths {
         if let Err(e) = trusted(p, 0) {
@@ -102,6 +119,17 @@ pub fn check(prefix: &Path) -> Vec<Finding> {
         .into_values()
         .map(|p| Finding::fail(Check::Files, Problem::File(p)))
         .collect()
+}
+
+/// The keg `prefix` is, when it belongs to a user other than root.
+fn user_keg(prefix: &Path) -> Option<FileProblem> {
+    use std::os::unix::fs::MetadataExt;
+    let keg = crate::keg::Keg::at(prefix).ok()?;
+    let uid = std::fs::metadata(&keg.dir).ok()?.uid();
+    (uid != 0).then(|| FileProblem::UserKeg {
+        keg: prefix.to_path_buf(),
+        uid,
+    })
 }
 
 /// `dir` itself and everything below it (links are listed, not followed: the trust rule
@@ -136,5 +164,57 @@ fn walk(
     below.sort();
     for p in below {
         walk(&p, depth + 1, out, problems);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Verdict;
+    use super::*;
+    use driver_common::testing::write;
+
+    /// `<d>/hb/Cellar/slurm-wlm/1.0` with sbin/slurmd, sbin/sackd, lib/slurm and the Homebrew
+    /// prefix's etc/slurm, all of the running (root) user.
+    fn keg(d: &Path) -> PathBuf {
+        let k = d.join("hb/Cellar/slurm-wlm/1.0");
+        for f in ["sbin/slurmd", "sbin/sackd", "lib/slurm/auth_slurm.so"] {
+            write(&k.join(f), "x");
+        }
+        std::fs::create_dir_all(d.join("hb/etc/slurm")).unwrap();
+        k
+    }
+
+    #[test]
+    fn check__a_keg_reads_its_roots_etc_slurm_and_a_users_keg_is_sent_to_copy_keg() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: the files must be root's, and giving them away needs root");
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let k = keg(d.path());
+        let found = check(&k);
+        // Root's keg: no `<keg>/etc` is asked for; the tempdir's mode decides the rest.
+        assert!(
+            !found.iter().any(|f| matches!(&f.verdict, Verdict::Fail(Problem::File(FileProblem::Missing { path })) if path.ends_with("etc"))),
+            "{found:?}"
+        );
+        std::os::unix::fs::chown(&k, Some(4242), Some(4242)).unwrap();
+        let found = check(&k);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let Verdict::Fail(Problem::File(p)) = &found[0].verdict else {
+            panic!("{found:?}")
+        };
+        assert_eq!(
+            *p,
+            FileProblem::UserKeg {
+                keg: k.clone(),
+                uid: 4242
+            }
+        );
+        assert!(
+            p.fix().contains(&format!("copy-keg --keg {}", k.display())),
+            "{}",
+            p.fix()
+        );
     }
 }

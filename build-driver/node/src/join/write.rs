@@ -67,7 +67,7 @@ pub fn apply(plan: &Plan) -> Result<()> {
         .slurmd
         .first()
         .ok_or_else(|| Error::Usage("join: empty slurmd command".into()))?;
-    trusted(std::path::Path::new(program), me)?;
+    crate::keg::trusted_program(std::path::Path::new(program), me)?;
     let result = (|| {
         put(&plan.installs, me, &mut done)?;
         let (program, args) = plan

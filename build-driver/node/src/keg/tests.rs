@@ -151,3 +151,21 @@ fn sysconfdir__a_keg_or_its_copy_reads_its_roots_etc_slurm_an_install_its_etc() 
     assert_eq!(sysconfdir(&opt), Path::new(&root).join("etc/slurm"));
     assert_eq!(sysconfdir(&d.path().join("hb")), d.path().join("hb/etc"));
 }
+
+#[test]
+fn trusted_program__a_keg_others_can_change_is_sent_to_copy_keg() {
+    let (d, keg, _) = scratch_keg();
+    fs::set_permissions(d.path(), fs::Permissions::from_mode(0o777)).unwrap();
+    let e = trusted_program(&keg.dir.join("sbin/slurmd"), me()).unwrap_err();
+    let Error::Untrusted { fix, .. } = e else {
+        panic!("{e}")
+    };
+    assert_mentions(&fix, &["copy-keg --keg", keg.dir.to_str().unwrap()]);
+    let other = d.path().join("plain");
+    put(&other.join("sbin/slurmd"), "x");
+    let e = trusted_program(&other.join("sbin/slurmd"), me()).unwrap_err();
+    let Error::Untrusted { fix, .. } = e else {
+        panic!("{e}")
+    };
+    assert!(!fix.contains("copy-keg"), "{fix}");
+}
