@@ -288,6 +288,9 @@ fn formula__launchdaemon_runs_the_root_owned_copy_not_the_keg() {
             && !install.contains("opt_prefix"),
         "{install}"
     );
+    let readme = std::fs::read_to_string(tap_dir().path().join("README.md")).unwrap();
+    let (copy, start) = (readme.find("copy-keg"), readme.find("brew services start"));
+    assert!(copy.is_some() && copy < start, "{readme}");
     let caveats = method(&f, "caveats");
     let copy = caveats
         .find("copy-keg --keg #{opt_prefix}")
