@@ -190,7 +190,7 @@ pub const TABLE: &[Spec] = &[
             global("AccountingStorageTRES", "gres/gpu"),
             REAL_MEMORY,
         ],
-        purpose: "a typical Linux site's process plugins, with `cgroup.conf` `CgroupPlugin=autodetect`, as configless hands them to a Mac: on a darwin node each runs as its macOS plugin and cgroups as disabled (patch 0064, logged once by slurmd); darwin-personality builds only here, since the harness gives native nodes no cgroup hierarchy of their own",
+        purpose: "a typical Linux site's process plugins, with `cgroup.conf` `CgroupPlugin=autodetect`, as configless hands them to a Mac: on a darwin node each runs as its macOS plugin and cgroups as disabled (patch 0064, logged once by slurmd); native nodes run the cgroup plugins on the host's hierarchy (`site-mix-cgroup`, `--mix native=P1,darwin=P2`)",
     },
 ];
 

@@ -92,6 +92,8 @@ pub enum Needs {
     DarwinNode,
     /// One node under profile `site` (a cgroup site's plugins, patch 0064).
     Site,
+    /// Profile `site` on nodes of two builds, one of them darwin (`--mix native=P1,darwin=P2`).
+    SiteMix,
     /// One node of a native build on Linux: task/affinity applies CPU bindings there (a
     /// darwin node runs it as task/darwin, which does not bind).
     NativeLinux,
@@ -121,6 +123,11 @@ impl Needs {
                  --profile macos-native on a darwin-personality build)",
                 cluster.profile().name()
             )),
+            Needs::SiteMix if cluster.profile() != Profile::Site || builds.len() < 2 => Some(
+                "needs profile `site` on nodes of two builds (run it with --mix \
+                 native=P1,darwin=P2 --profile site)"
+                    .to_string(),
+            ),
             Needs::Site if cluster.profile() != Profile::Site => Some(format!(
                 "needs profile `site` (a cgroup site's plugins) on a darwin-personality build, the cluster's is `{}`",
                 cluster.profile().name()
@@ -330,6 +337,7 @@ pub const ALL: &[Scenario] = &[
     ),
     node1("smd-404-configless", configless::fetches_config),
     with("site-plugins-mapped", Needs::Site, site::plugins_mapped),
+    with("site-mix-cgroup", Needs::SiteMix, site::mix_cgroup),
     node1("smd-405-backup-controller", failover::backup_takes_over),
     node1("smd-405-takeover-requested", failover::requested_takeover)
         .local("a backup controller and a requested takeover, about a minute; PoC D27"),
