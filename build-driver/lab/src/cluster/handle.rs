@@ -31,7 +31,8 @@
 //!   or tmpfs of its own ([`NodeMount`]: its `/etc/passwd`, a tiny spool); its slurmd gets
 //!   them at its next start. A tmpfs is private to the process started with it: read a
 //!   daemon's through procfs, the root link of its pid ([`Cluster::seen_by`]).
-//!   [`Cluster::set_slurmd_args`] adds arguments to its next start (`-c`).
+//!   [`Cluster::set_slurmd_args`] adds arguments to its next start (`-c`),
+//!   [`Cluster::set_slurmd_env`] variables to its environment (`SLURM_DEBUG_FLAGS`).
 //! - **Nodes a scenario adds or starts its own way.** [`Cluster::slurmd_launch`] (a node's
 //!   slurmd with other arguments and `SLURM_CONF`: configless, `-Z`), [`Cluster::add_node`]
 //!   and [`Cluster::remove_node`] (a node not in `slurm.conf`), [`Cluster::forget`] (the
@@ -79,6 +80,9 @@ pub struct Cluster {
     pub ready_timeout: Duration,
     /// More arguments for each node's slurmd at its next start ([`Cluster::set_slurmd_args`]).
     pub(super) slurmd_args: Vec<Vec<String>>,
+    /// More environment for a node's slurmd at its next start, by node index
+    /// ([`Cluster::set_slurmd_env`]); not recorded in `cluster.toml`.
+    pub(super) slurmd_env: BTreeMap<usize, Vec<(String, String)>>,
     /// Nodes whose slurmd a scenario starts otherwise than `up` does (configless, a
     /// dynamic node), by node index; not recorded in `cluster.toml`.
     pub slurmd_launch: BTreeMap<usize, SlurmdLaunch>,
@@ -124,6 +128,7 @@ impl Cluster {
             state,
             isolation,
             slurmd_args: vec![Vec::new(); node_isolation.len()],
+            slurmd_env: BTreeMap::new(),
             node_isolation,
             ready_timeout: READY_TIMEOUT,
             slurmd_launch: BTreeMap::new(),
@@ -167,6 +172,7 @@ impl Cluster {
         self.state.nodes.pop();
         self.node_isolation.pop();
         self.slurmd_launch.remove(&i);
+        self.slurmd_env.remove(&i);
         self.state.save()
     }
 
@@ -371,6 +377,28 @@ impl Cluster {
             .get_mut(i)
             .ok_or_else(|| Error::Usage(format!("cluster `{name}` has no node index {i}")))?;
         *slot = args.iter().map(|a| a.to_string()).collect();
+        Ok(())
+    }
+
+    /// More environment variables for node `i`'s slurmd from its next start on (`&[]`: none
+    /// again). Set after the cluster's own (`SLURM_CONF`, the daemons' environment), so a
+    /// variable named in both takes this value.
+    pub fn set_slurmd_env(&mut self, i: usize, vars: &[(&str, &str)]) -> Result<()> {
+        if i >= self.nodes().len() {
+            return Err(Error::Usage(format!(
+                "cluster `{}` has no node index {i}",
+                self.state.name
+            )));
+        }
+        if vars.is_empty() {
+            self.slurmd_env.remove(&i);
+        } else {
+            let vars = vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            self.slurmd_env.insert(i, vars);
+        }
         Ok(())
     }
 

@@ -112,6 +112,9 @@ impl Cluster {
         if d != Daemon::MariaDb {
             cmd.envs(self.state.daemon_env.iter().map(|(k, v)| (k, v)));
         }
+        if let Some(vars) = d.node().and_then(|i| self.slurmd_env.get(&i)) {
+            cmd.envs(vars.iter().map(|(k, v)| (k, v)));
+        }
         super::config::set_emulation_log(&mut cmd, &l);
         let rec = procs::spawn_detached(&d.name(), cmd, iso.as_ref(), &l.daemon_output(&d.name()))?;
         let pid = rec.pid;
