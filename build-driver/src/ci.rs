@@ -382,7 +382,7 @@ fn cluster_lanes(
     match (patched, darwin) {
         (Some(native), Some(dar)) => {
             report.step(
-                "cluster site mix: 2 native cgroup nodes + darwin node, profile site",
+                "cluster site mix: a native cgroup node + a darwin node, profile site",
                 || {
                     slurm_lab::cluster::site_mix(sh, &native.prefix, &dar.prefix).map(|()| {
                         "Linux nodes in job cgroups, the Mac on its macOS plugins: jobs run, \
@@ -393,7 +393,7 @@ fn cluster_lanes(
             );
         }
         _ => report.skip(
-            "cluster site mix: 2 native cgroup nodes + darwin node, profile site",
+            "cluster site mix: a native cgroup node + a darwin node, profile site",
             "a build above did not succeed",
         ),
     }

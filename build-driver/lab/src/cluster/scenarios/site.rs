@@ -82,7 +82,14 @@ fn job_cgroups(proc_cgroup: &str, id: &str) -> Vec<String> {
 fn step_cgroups(ctx: &Ctx<'_>, node: &str) -> Result<Vec<String>> {
     let out = ctx.srun_stdout(
         &format!("srun on {node}"),
-        &["-w", node, "-N1", "/bin/sh", "-c", "echo job=$SLURM_JOB_ID; cat /proc/self/cgroup"],
+        &[
+            "-w",
+            node,
+            "-N1",
+            "/bin/sh",
+            "-c",
+            "echo job=$SLURM_JOB_ID; cat /proc/self/cgroup",
+        ],
     )?;
     let id = out
         .lines()
@@ -140,9 +147,7 @@ pub fn mix_cgroup(ctx: &mut Ctx<'_>) -> Result<String> {
     Ok(format!(
         "Linux node {}: step in {}; darwin node {}: the macOS plugins, no job cgroup, job {done} \
          COMPLETED, job {long} CANCELLED in sacct",
-        nodes[linux].name,
-        on_linux[0],
-        nodes[mac].name
+        nodes[linux].name, on_linux[0], nodes[mac].name
     ))
 }
 
