@@ -184,7 +184,19 @@ mod tests {
     fn running_exe__starts_the_running_image_after_its_file_is_gone() {
         let (_dir, copy) = driver_common::testing::scratch("sleep-copy");
         std::fs::copy("/bin/sleep", &copy).unwrap();
-        let mut running = std::process::Command::new(&copy).arg("30").spawn().unwrap();
+        // Another test thread may fork while the copy's write descriptor is open, and its child
+        // holds it until its exec: spawning the copy then fails with ETXTBSY (seen 2 in 13
+        // runs under load). Try again for up to a second.
+        let mut tries = 0;
+        let mut running = loop {
+            match std::process::Command::new(&copy).arg("30").spawn() {
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 100 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                other => break other.unwrap(),
+            }
+        };
         std::fs::remove_file(&copy).unwrap();
         let again = |exe: &Path| {
             std::process::Command::new(exe)
