@@ -379,24 +379,6 @@ fn cluster_lanes(
             "a build above did not succeed",
         ),
     }
-    match (patched, darwin) {
-        (Some(native), Some(dar)) => {
-            report.step(
-                "cluster site mix: a native cgroup node + a darwin node, profile site",
-                || {
-                    slurm_lab::cluster::site_mix(sh, &native.prefix, &dar.prefix).map(|()| {
-                        "Linux nodes in job cgroups, the Mac on its macOS plugins: jobs run, \
-                         are cancelled and accounted"
-                            .to_string()
-                    })
-                },
-            );
-        }
-        _ => report.skip(
-            "cluster site mix: a native cgroup node + a darwin node, profile site",
-            "a build above did not succeed",
-        ),
-    }
     report.step_after("cluster soak: darwin, 300 jobs, 2 faults", darwin, |b| {
         slurm_lab::cluster::short_soak(sh, &b.prefix)
             .map(|()| "every job accounted once, nothing left, daemons flat".to_string())

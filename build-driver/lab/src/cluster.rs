@@ -369,40 +369,6 @@ pub fn site_scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
     test(sh, &opts)
 }
 
-/// The scenarios CI runs on a cgroup site with a Mac in it: 2 nodes under profile `site`, the
-/// first of the native build running the site's cgroup plugins on this machine's cgroups (and
-/// the controller), the second of the darwin personality running the macOS ones (patch 0064).
-/// One Linux node only: two slurmd on one host would share the job's cgroup directories (a
-/// step spanning both failed when one slurmstepd removed `job_1/step_0` under the other; a
-/// real site has one slurmd per host).
-pub const SITE_MIX_CI: [&str; 3] = ["site-mix-cgroup", "mix-span", "mix-clients"];
-
-/// [`SITE_MIX_CI`] on a cluster of the native build (head and one node) and the darwin one.
-pub fn site_mix(sh: &Shell, native: &Path, darwin: &Path) -> Result<()> {
-    let name = "ci_site_mix".to_string();
-    let mut up = UpOptions::new(PathBuf::new(), name.clone(), default_dir(&name));
-    up.builds = vec![
-        nodes::Build {
-            label: "native".into(),
-            prefix: native.to_path_buf(),
-        },
-        nodes::Build {
-            label: "darwin".into(),
-            prefix: darwin.to_path_buf(),
-        },
-    ];
-    up.nodes = Some(2);
-    up.profile = profile::Profile::Site;
-    test(
-        sh,
-        &TestOptions {
-            up,
-            only: SITE_MIX_CI.iter().map(|s| s.to_string()).collect(),
-            keep: false,
-        },
-    )
-}
-
 /// The multi-node scenarios CI runs: a cluster of 3 nodes, the first two of the native build
 /// (with slurmctld and slurmdbd), the third of the darwin personality; with PMI-2 across
 /// them (smd-401, smd-402: under a second together).
