@@ -269,7 +269,7 @@ fn stage(keg: &Keg, root: &str, tree: &Path) -> Result<(usize, usize)> {
                 set_mode(&dst, mode)
             }
             read::Entry::File { mode, data } => {
-                let is_macho = data.starts_with(&[0xcf, 0xfa, 0xed, 0xfe]);
+                let is_macho = relocate::is_macho(&data);
                 let (data, changed) = relocate::file(&keg.dir.join(&rel), data, &keg.prefix, root)?;
                 rewritten += usize::from(changed);
                 signed += usize::from(changed && is_macho);
@@ -309,17 +309,11 @@ fn dirs(root: &Path, keg_dir: &Path) -> [PathBuf; 6] {
     ]
 }
 
-/// [`dirs`] (the keg's parent for the keg's own) made with mode 0755 and owned by `owner`
-/// where missing.
+/// [`dirs`], with the keg's parent in place of the keg's own (the copy is renamed there),
+/// made with mode 0755 and owned by `owner` where missing.
 fn make_dirs(root: &Path, keg_parent: &Path, owner: u32) -> Result<()> {
-    let gid = if owner == 0 {
-        0
-    } else {
-        nix::unistd::getegid().as_raw()
-    };
-    let mut all = dirs(root, keg_parent);
-    all[0] = keg_parent.to_path_buf();
-    for d in all {
+    let gid = install::normalise::group_of(owner);
+    for d in dirs(root, keg_parent) {
         let mut made = Vec::new();
         let mut p = d.as_path();
         while fs::symlink_metadata(p).is_err() {

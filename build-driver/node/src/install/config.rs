@@ -52,11 +52,7 @@ pub fn install_config(
     if let Some(k) = key {
         let path = etc.join("slurm.key");
         let same = fs::read(&path).map(|old| old == k).unwrap_or(false);
-        let gid = if owner == 0 {
-            0
-        } else {
-            nix::unistd::getegid().as_raw()
-        };
+        let gid = super::normalise::group_of(owner);
         // Owner and mode are set on the new file before it gets its name (write_atomic_owned).
         driver_common::util::fs::write_atomic_owned(&path, k, 0o600, Some((owner, gid)))?;
         said.push(format!(

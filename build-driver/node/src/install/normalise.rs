@@ -9,13 +9,19 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
-/// Normalises the staged copy `tree` that will be installed as `prefix`, for `owner`.
-pub fn tree(tree: &Path, prefix: &Path, owner: u32) -> Result<()> {
-    let gid = if owner == 0 {
+/// The group that goes with the files' owner `owner`: root's (0) for root, else the running
+/// user's (a test's own install).
+pub fn group_of(owner: u32) -> u32 {
+    if owner == 0 {
         0
     } else {
         nix::unistd::getegid().as_raw()
-    };
+    }
+}
+
+/// Normalises the staged copy `tree` that will be installed as `prefix`, for `owner`.
+pub fn tree(tree: &Path, prefix: &Path, owner: u32) -> Result<()> {
+    let gid = group_of(owner);
     for rel in driver_common::util::fs::walk(tree)? {
         let p = tree.join(&rel);
         let m = fs::symlink_metadata(&p).map_err(|e| Error::io(&p, e))?;

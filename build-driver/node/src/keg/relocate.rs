@@ -44,7 +44,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// A thin 64-bit Mach-O file (the bottle's only kind); a universal one is refused below.
-fn is_macho(data: &[u8]) -> bool {
+pub fn is_macho(data: &[u8]) -> bool {
     data.starts_with(&[0xcf, 0xfa, 0xed, 0xfe])
 }
 
