@@ -181,6 +181,8 @@ pub fn build_args(root: &Path, layout: &Layout, deps: &Path, jobs: Option<usize>
         jobs,
         deps_prefix: Some(deps.to_path_buf()),
         macos_min: None,
+        with_s2n: false,
+        s2n_prefix: None,
     }
 }
 

@@ -147,6 +147,9 @@ fn verify(sh: &Shell, plan: &Plan) -> Result<()> {
             report.required, plan.target.rust, report.macho_files
         );
     }
+    if plan.s2n.is_some() {
+        crate::s2n::check_plugin(prefix, &plan.dirs.log("configure"))?;
+    }
     if plan.personality == Personality::Darwin {
         // A config.status rerun during make would have restored the Linux answers.
         configure::verify_config_h(&plan.dirs.build)?;

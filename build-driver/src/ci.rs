@@ -184,6 +184,8 @@ impl Builds<'_> {
             jobs: None,
             deps_prefix: None,
             macos_min: None,
+            with_s2n: false,
+            s2n_prefix: None,
         }
     }
 
@@ -455,6 +457,8 @@ fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<BuildOutput> {
                     target: Some("aarch64-apple-darwin".to_string()),
                     deps_prefix: Some(d.dir.clone()),
                     macos_min: None,
+                    with_s2n: false,
+                    s2n_prefix: None,
                     ..builds.args(Personality::Native, false)
                 },
             };

@@ -41,6 +41,9 @@ pub enum Command {
     /// Build the third-party libraries (OpenSSL, jansson, json-c, hwloc, libjwt 1.x) for an
     /// Apple target from the pins in slurm-src/deps.toml.
     Deps(DepsArgs),
+    /// Build s2n-tls for this machine (Slurm's tls/s2n, 25.05 and later) from the pinned
+    /// source in slurm-src/s2n.toml; `build-slurm --with-s2n` uses it.
+    S2n(S2nArgs),
     /// Scan a Slurm source tree for hazards on macOS (never-initialised pthread objects,
     /// /proc, /run, /sys paths, memory rlimits, descriptor loops, ...) in the code a compute
     /// node runs.
@@ -164,6 +167,13 @@ pub struct DepsArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct S2nArgs {
+    /// Parallel compile jobs (default: the number of CPUs).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}
+
+#[derive(Debug, Args)]
 pub struct CodegenArgs {
     /// Fail if the committed header differs from what would be generated.
     #[arg(long)]
@@ -250,6 +260,13 @@ pub struct BuildArgs {
     /// directory then ends in -macos<MIN>. Give `deps` the same value.
     #[arg(long, value_name = "MAJOR.MINOR")]
     pub macos_min: Option<String>,
+    /// Build Slurm's tls/s2n plugin (25.05 and later) against the s2n-tls that `cargo xtask
+    /// s2n` installed (or --s2n-prefix); the staging directory then ends in -s2n.
+    #[arg(long)]
+    pub with_s2n: bool,
+    /// With --with-s2n: another s2n-tls installation (include/s2n.h, lib/libs2n.so).
+    #[arg(long, value_name = "DIR", requires = "with_s2n")]
+    pub s2n_prefix: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -24,6 +24,7 @@ mod macho;
 #[cfg(test)]
 mod macos_workflow;
 mod patches;
+mod s2n;
 #[cfg(test)]
 mod testing;
 
@@ -57,6 +58,7 @@ fn run(cli: cli::Cli) -> Result<()> {
         cli::Command::Cluster(args) => slurm_lab::cluster::run(&sh, &root, args),
         cli::Command::Audit(args) => audit::run(&sh, &root, args),
         cli::Command::Deps(args) => deps::run(&sh, &root, args).map(|_| ()),
+        cli::Command::S2n(args) => s2n::run(&sh, &root, args).map(|_| ()),
         cli::Command::Lint(args) => lint::run(&sh, &root, args),
         cli::Command::GresConf(args) => slurm_mac::gres_conf::run(args),
         cli::Command::Bottle(args) => bottle::run(&sh, &root, args).map(|_| ()),

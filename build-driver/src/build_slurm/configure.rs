@@ -231,6 +231,8 @@ pub struct ConfigureSpec<'a> {
     /// macOS targets: the prefix of the target's json-c, libjwt and hwloc (`None`: built
     /// without them).
     pub deps_prefix: Option<PathBuf>,
+    /// `--with-s2n=DIR`: s2n-tls for the tls/s2n plugin (`build-slurm --with-s2n`).
+    pub s2n: Option<PathBuf>,
     /// Variables for the toolchain (`AR=`, `RANLIB=`, `LDFLAGS=`; the zig lane's).
     pub tool_vars: Vec<String>,
 }
@@ -371,6 +373,9 @@ pub fn configure_args(spec: &ConfigureSpec) -> Vec<String> {
             args.extend(cross::CROSS_SWITCHES.iter().map(|s| s.to_string()));
         }
         args.extend(cross::dep_switches(spec.deps_prefix.as_deref()));
+    }
+    if let Some(d) = &spec.s2n {
+        args.push(format!("--with-s2n={}", d.display()));
     }
     args.extend(spec.tool_vars.iter().cloned());
     args
@@ -516,6 +521,7 @@ mod tests {
             header: PathBuf::from("/r/shim/include/slurm_shim.h"),
             user_cppflags: None,
             deps_prefix: None,
+            s2n: None,
             tool_vars: Vec::new(),
         }
     }

@@ -96,6 +96,8 @@ pub struct Plan {
     pub no_patches: bool,
     pub toolchain: Toolchain,
     pub deps_prefix: Option<PathBuf>,
+    /// s2n-tls for the tls/s2n plugin (`--with-s2n`; checked by `crate::s2n::for_build`).
+    pub s2n: Option<PathBuf>,
     /// configure's `--sysconfdir` and `--localstatedir` (`None`: configure's default).
     pub sysconfdir: Option<PathBuf>,
     pub localstatedir: Option<PathBuf>,
@@ -167,15 +169,29 @@ impl Plan {
             &source.line,
             &format!("release line of source {}", source.version),
         )?;
+        let s2n = if args.with_s2n {
+            Some(crate::s2n::for_build(
+                root,
+                args.s2n_prefix.as_deref(),
+                line,
+                target,
+            )?)
+        } else {
+            None
+        };
+        let mut name = staging_name(
+            &source.version,
+            args.personality,
+            args.no_patches,
+            target,
+            cross,
+        );
+        if s2n.is_some() {
+            name.push_str("-s2n");
+        }
         let base = link::cargo_target_dir(root, env_var("CARGO_TARGET_DIR"))
             .join("slurm")
-            .join(staging_name(
-                &source.version,
-                args.personality,
-                args.no_patches,
-                target,
-                cross,
-            ));
+            .join(name);
         if args.destdir.is_some() && args.prefix.is_none() {
             return Err(Error::Usage(
                 "--destdir needs --prefix: the prefix the programs are configured for \
@@ -205,6 +221,7 @@ impl Plan {
             no_patches: args.no_patches,
             toolchain,
             deps_prefix,
+            s2n,
             sysconfdir: args.sysconfdir.as_deref().map(absolute).transpose()?,
             localstatedir: args.localstatedir.as_deref().map(absolute).transpose()?,
             jobs: args
@@ -245,6 +262,7 @@ impl Plan {
             header: self.header.clone(),
             user_cppflags: env_var("CPPFLAGS"),
             deps_prefix: self.deps_prefix.clone(),
+            s2n: self.s2n.clone(),
             tool_vars: self
                 .toolchain
                 .zig
@@ -335,6 +353,9 @@ impl Plan {
                 .join("\u{1f}"),
         );
         inputs.add("make", self.make_vars.join("\u{1f}"));
+        if let Some(d) = &self.s2n {
+            inputs.add("s2n", crate::s2n::stamp_of(d));
+        }
         if let Some(d) = &self.dirs.destdir {
             inputs.add("destdir", d.display().to_string());
         }

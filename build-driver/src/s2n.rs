@@ -1,0 +1,478 @@
+//! `cargo xtask s2n`: s2n-tls, the TLS library of Slurm's `tls/s2n` plugin (25.05 and
+//! later; the proof of concept's SMD-407), built for this machine into
+//! `$CARGO_TARGET_DIR/deps/<host triple>/s2n` (`include/s2n.h`, `lib/libs2n.so`), which
+//! `build-slurm --with-s2n` hands to Slurm's configure (`--with-s2n=DIR`).
+//!
+//! Where the source comes from: s2n-tls is in no Debian release, but the registry's
+//! `s2n-tls-sys` crate carries its C sources with upstream's `CMakeLists.txt`. The pin
+//! (`slurm-src/s2n.toml`) names the crate, its exact version and the sha256 of its `.crate`
+//! file. The file is taken from cargo's download cache, or fetched by `cargo fetch` of a
+//! throwaway manifest that depends on exactly that version (so cargo's own registry
+//! configuration decides where from), and its sha256 is checked before it is unpacked.
+//!
+//! How it is built: as Slurm's tls.shtml asks, a shared library (`-DBUILD_SHARED_LIBS=ON`:
+//! configure's `X_AC_S2N` links its test program with `-ls2n` alone, so libcrypto must come
+//! with the library), against this machine's libcrypto (Debian's libssl-dev), without tests.
+//! A C program that calls `s2n_init()` is then linked and run, as configure will. The tree
+//! is installed into a staging directory and renamed into place with its stamp (the pin's
+//! hash): a failure leaves the previous installation as it was; an unchanged pin does nothing.
+//!
+//! Not built for the Mach-O lane: `X_AC_S2N` proves the library with `AC_RUN_IFELSE`, which a
+//! cross build cannot run (docs/RELEASE-LINES.md, "TLS").
+
+use crate::build_slurm::link::cargo_target_dir;
+use crate::cli::S2nArgs;
+use driver_common::error::{Error, Result};
+use driver_common::lines::Line;
+use driver_common::targets::{self, Os, Target};
+use driver_common::util::fs::{Staging, sha256_file, write_atomic};
+use driver_common::util::process::logged::{Progress, run_logged};
+use driver_common::util::process::require_tool;
+use driver_common::util::stamp::Inputs;
+use std::fs;
+use std::path::{Path, PathBuf};
+use xshell::{Shell, cmd};
+
+/// The pin file, relative to the repository root.
+pub const PIN_FILE: &str = "slurm-src/s2n.toml";
+
+/// The first Slurm release line with `tls/s2n`.
+pub const FIRST_LINE: &str = "25.05";
+
+/// `slurm-src/s2n.toml`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pin {
+    #[serde(rename = "crate")]
+    pub krate: String,
+    pub version: String,
+    pub sha256: String,
+    pub source: String,
+}
+
+impl Pin {
+    /// Parses and checks a pin's text (`path` names it in errors).
+    pub fn parse(text: &str, path: &Path) -> Result<Pin> {
+        let bad = |detail: String| Error::Pins {
+            path: path.to_path_buf(),
+            detail,
+        };
+        let pin: Pin = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        if pin.sha256.len() != 64 || !pin.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad(format!(
+                "sha256 `{}` is not 64 hex digits (the sha256 of the .crate file)",
+                pin.sha256
+            )));
+        }
+        if pin.sha256.bytes().any(|b| b.is_ascii_uppercase()) {
+            return Err(bad("sha256 must be lower-case hex".into()));
+        }
+        let plain = |s: &str| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.+".contains(&b))
+        };
+        if !plain(&pin.krate) || !plain(&pin.version) || !plain(&pin.source) {
+            return Err(bad(
+                "crate, version and source must be plain names (letters, digits, - _ . +)".into(),
+            ));
+        }
+        Ok(pin)
+    }
+
+    pub fn read(root: &Path) -> Result<Pin> {
+        let path = root.join(PIN_FILE);
+        let text = fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        Pin::parse(&text, &path)
+    }
+
+    /// The `.crate` file's name.
+    pub fn file_name(&self) -> String {
+        format!("{}-{}.crate", self.krate, self.version)
+    }
+
+    /// What the installation's stamp records.
+    fn inputs(&self) -> Inputs {
+        let mut i = Inputs::default();
+        i.add("crate", &self.krate);
+        i.add("version", &self.version);
+        i.add("sha256", &self.sha256);
+        i.add("source", &self.source);
+        i.add("recipe", RECIPE.join(" "));
+        i
+    }
+}
+
+/// cmake's options (the recipe is part of the stamp).
+const RECIPE: &[&str] = &[
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DBUILD_SHARED_LIBS=ON",
+    "-DBUILD_TESTING=OFF",
+    "-DUNSAFE_TREAT_WARNINGS_AS_ERRORS=OFF",
+    "-DS2N_USE_CRYPTO_SHARED_LIBS=ON",
+];
+
+/// `$CARGO_TARGET_DIR/deps/<host triple>/s2n`: the installation `--with-s2n` uses.
+pub fn default_prefix(root: &Path) -> PathBuf {
+    cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok())
+        .join("deps")
+        .join(targets::host().label())
+        .join("s2n")
+}
+
+const STAMP: &str = ".s2n-stamp";
+
+/// Whether `prefix` holds an s2n installation (its header and shared library).
+pub fn is_installed(prefix: &Path) -> bool {
+    prefix.join("include/s2n.h").is_file() && prefix.join("lib/libs2n.so").exists()
+}
+
+/// The `s2n` command: builds (or finds up to date) the pinned s2n-tls; returns its prefix.
+pub fn run(sh: &Shell, root: &Path, args: S2nArgs) -> Result<PathBuf> {
+    let pin = Pin::read(root)?;
+    let prefix = default_prefix(root);
+    let inputs = pin.inputs();
+    if is_installed(&prefix)
+        && fs::read_to_string(prefix.join(STAMP)).ok().as_deref() == Some(&inputs.stamp_text())
+    {
+        eprintln!(
+            "s2n: {} {} up to date in {}",
+            pin.krate,
+            pin.version,
+            prefix.display()
+        );
+        return Ok(prefix);
+    }
+    for tool in ["cmake", "cc", "tar"] {
+        require_tool(
+            sh,
+            tool,
+            "building s2n-tls",
+            "install it (Debian: apt-get install cmake build-essential libssl-dev)",
+        )?;
+    }
+    let parent = prefix
+        .parent()
+        .ok_or_else(|| Error::file(&prefix, "no parent directory"))?;
+    fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    let staging = Staging::new(parent, "s2n")?;
+    let krate = crate_file(sh, &pin, &cargo_home()?, &staging.dir)?;
+    let src = staging.dir.join("src");
+    fs::create_dir_all(&src).map_err(|e| Error::io(&src, e))?;
+    cmd!(sh, "tar -xzf {krate} -C {src}")
+        .quiet()
+        .run()
+        .map_err(|e| Error::Unpack {
+            what: krate.display().to_string(),
+            detail: e.to_string(),
+        })?;
+    let lib = src
+        .join(format!("{}-{}", pin.krate, pin.version))
+        .join(&pin.source);
+    if !lib.join("CMakeLists.txt").is_file() {
+        return Err(Error::Unpack {
+            what: krate.display().to_string(),
+            detail: format!(
+                "no {}/CMakeLists.txt in the crate (is `source` in {PIN_FILE} right?)",
+                pin.source
+            ),
+        });
+    }
+    let logs = parent.join("logs").join("s2n");
+    fs::create_dir_all(&logs).map_err(|e| Error::io(&logs, e))?;
+    let build = staging.dir.join("build");
+    let inst = staging.dir.join("inst");
+    let jobs = args
+        .jobs
+        .unwrap_or_else(driver_common::util::process::default_jobs)
+        .max(1)
+        .to_string();
+    let mut configure = std::process::Command::new("cmake");
+    configure
+        .arg("-S")
+        .arg(&lib)
+        .arg("-B")
+        .arg(&build)
+        .args(RECIPE)
+        .arg(format!("-DCMAKE_INSTALL_PREFIX={}", inst.display()));
+    if driver_common::util::process::on_path(sh, "ccache") {
+        configure.arg("-DCMAKE_C_COMPILER_LAUNCHER=ccache");
+    }
+    run_logged(
+        configure,
+        "s2n: cmake",
+        &logs.join("configure.log"),
+        Progress::Spinner,
+    )?;
+    let mut make = std::process::Command::new("cmake");
+    make.arg("--build").arg(&build).args(["-j", &jobs]);
+    run_logged(
+        make,
+        "s2n: build",
+        &logs.join("build.log"),
+        Progress::Spinner,
+    )?;
+    let mut install = std::process::Command::new("cmake");
+    install.arg("--install").arg(&build);
+    run_logged(
+        install,
+        "s2n: install",
+        &logs.join("install.log"),
+        Progress::Spinner,
+    )?;
+    smoke(sh, &inst, &staging.dir)?;
+    write_atomic(&inst.join(STAMP), inputs.stamp_text().as_bytes(), 0o644)?;
+    if prefix.exists() {
+        fs::remove_dir_all(&prefix).map_err(|e| Error::io(&prefix, e))?;
+    }
+    fs::rename(&inst, &prefix).map_err(|e| Error::io(&prefix, e))?;
+    eprintln!(
+        "s2n: {} {} installed in {} (use: cargo xtask build-slurm --version V --with-s2n)",
+        pin.krate,
+        pin.version,
+        prefix.display()
+    );
+    Ok(prefix)
+}
+
+/// Links and runs what Slurm's `X_AC_S2N` does (`s2n_init`, `s2n_cleanup_final`, `-ls2n`
+/// alone): a library configure would not take fails here, with the reason.
+fn smoke(sh: &Shell, inst: &Path, work: &Path) -> Result<()> {
+    let c = work.join("smoke.c");
+    write_atomic(
+        &c,
+        b"#include <s2n.h>\nint main(void) { if (s2n_init()) return 1; return s2n_cleanup_final() ? 2 : 0; }\n",
+        0o644,
+    )?;
+    let exe = work.join("smoke");
+    let inc = inst.join("include");
+    let lib = inst.join("lib");
+    let out = cmd!(sh, "cc -o {exe} {c} -I{inc} -L{lib} -Wl,-rpath,{lib} -ls2n")
+        .quiet()
+        .ignore_status()
+        .output()?;
+    if !out.status.success() {
+        return Err(Error::Build {
+            step: "s2n: link a program with -ls2n alone, as Slurm's configure does".into(),
+            log: c,
+            tail: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
+    }
+    let out = cmd!(sh, "{exe}").quiet().ignore_status().output()?;
+    if !out.status.success() {
+        return Err(Error::Build {
+            step: "s2n: run s2n_init()".into(),
+            log: exe,
+            tail: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// The s2n installation for `build-slurm --with-s2n [--s2n-prefix DIR]` (`None`: the default),
+/// refused with the reason for a line without tls/s2n, a macOS target, or no installation.
+pub fn for_build(
+    root: &Path,
+    given: Option<&Path>,
+    line: Line,
+    target: &Target,
+) -> Result<PathBuf> {
+    if line < Line::L25_05 {
+        return Err(Error::Usage(format!(
+            "--with-s2n: Slurm {} has no tls/s2n plugin (it came in {FIRST_LINE}); drop --with-s2n",
+            line.name()
+        )));
+    }
+    if target.os == Os::Apple {
+        return Err(Error::Unsupported(
+            "--with-s2n is not available for a macOS target: Slurm's configure proves s2n by \
+             running a program (X_AC_S2N's AC_RUN_IFELSE), which a cross build cannot \
+             (docs/RELEASE-LINES.md, \"TLS\")"
+                .into(),
+        ));
+    }
+    let dir = match given {
+        None => default_prefix(root),
+        Some(g) => std::path::absolute(g).map_err(|e| Error::io(g, e))?,
+    };
+    if !is_installed(&dir) {
+        return Err(Error::Usage(format!(
+            "--with-s2n: no s2n-tls in {} (include/s2n.h and lib/libs2n.so): run `cargo xtask s2n` \
+             first, or give the directory of another installation",
+            dir.display()
+        )));
+    }
+    Ok(dir)
+}
+
+/// What a Slurm build's stamp records of the s2n installation it used.
+pub fn stamp_of(dir: &Path) -> String {
+    let stamp = fs::read_to_string(dir.join(STAMP)).unwrap_or_else(|_| "no stamp".into());
+    format!("{} {}", dir.display(), stamp)
+}
+
+/// After a `--with-s2n` build: the plugin must be there (configure only warns when it does
+/// not find s2n).
+pub fn check_plugin(prefix: &Path, configure_log: &Path) -> Result<()> {
+    let so = prefix.join("lib/slurm/tls_s2n.so");
+    if so.is_file() {
+        eprintln!("build-slurm: tls/s2n built ({})", so.display());
+        return Ok(());
+    }
+    Err(Error::Build {
+        step: "build-slurm --with-s2n: tls_s2n.so was not built (configure did not take s2n)"
+            .into(),
+        log: configure_log.to_path_buf(),
+        tail: driver_common::util::process::file_tail(configure_log, 20),
+    })
+}
+
+/// `$CARGO_HOME`, or `~/.cargo`.
+fn cargo_home() -> Result<PathBuf> {
+    if let Some(h) = std::env::var_os("CARGO_HOME") {
+        return Ok(PathBuf::from(h));
+    }
+    std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".cargo"))
+        .ok_or_else(|| Error::Usage("neither CARGO_HOME nor HOME is set".into()))
+}
+
+/// The pinned `.crate` file in cargo's download cache (`<home>/registry/cache/<registry>/`),
+/// if any registry there has it.
+pub fn cached_crate(home: &Path, pin: &Pin) -> Option<PathBuf> {
+    let cache = home.join("registry").join("cache");
+    let mut found: Vec<PathBuf> = fs::read_dir(&cache)
+        .ok()?
+        .flatten()
+        .map(|d| d.path().join(pin.file_name()))
+        .filter(|p| p.is_file())
+        .collect();
+    found.sort();
+    found.into_iter().next()
+}
+
+/// The verified `.crate` file: from cargo's cache, else after `cargo fetch` of a throwaway
+/// manifest in `work` that depends on exactly the pinned version.
+pub fn crate_file(sh: &Shell, pin: &Pin, home: &Path, work: &Path) -> Result<PathBuf> {
+    let file = match cached_crate(home, pin) {
+        Some(f) => f,
+        None => {
+            let dir = work.join("fetch");
+            fs::create_dir_all(dir.join("src")).map_err(|e| Error::io(&dir, e))?;
+            write_atomic(&dir.join("src/lib.rs"), b"", 0o644)?;
+            let manifest = format!(
+                "[package]\nname = \"s2n-source-fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\n{} = \"={}\"\n\n[workspace]\n",
+                pin.krate, pin.version
+            );
+            write_atomic(&dir.join("Cargo.toml"), manifest.as_bytes(), 0o644)?;
+            let m = dir.join("Cargo.toml");
+            eprintln!("s2n: cargo fetch {} {} ...", pin.krate, pin.version);
+            let out = cmd!(sh, "cargo fetch --manifest-path {m}")
+                .env("CARGO_HOME", home)
+                .quiet()
+                .ignore_status()
+                .output()?;
+            if !out.status.success() {
+                return Err(Error::Command {
+                    step: format!("fetching the {} {} crate", pin.krate, pin.version),
+                    program: "cargo fetch".into(),
+                    detail: String::from_utf8_lossy(&out.stderr).into_owned(),
+                });
+            }
+            cached_crate(home, pin).ok_or_else(|| {
+                Error::file(
+                    &home.join("registry/cache"),
+                    &format!(
+                        "cargo fetch succeeded but {} is not in its cache",
+                        pin.file_name()
+                    ),
+                )
+            })?
+        }
+    };
+    let actual = sha256_file(&file)?;
+    if actual != pin.sha256 {
+        return Err(Error::HashMismatch {
+            what: file.display().to_string(),
+            expected: pin.sha256.clone(),
+            actual,
+        });
+    }
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "crate = \"s2n-tls-sys\"\nversion = \"0.3.47\"\nsha256 = \"bb636f37f6ca1cf91060a836d7078889d7276c456e5d4affbbe8244c9b85e6f0\"\nsource = \"lib\"\n";
+
+    #[test]
+    fn pin__the_committed_one_parses() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let p = Pin::read(root).unwrap();
+        assert_eq!(p.krate, "s2n-tls-sys");
+        assert_eq!(p.file_name(), format!("s2n-tls-sys-{}.crate", p.version));
+    }
+
+    #[test]
+    fn pin__bad_values_are_named() {
+        let path = Path::new("s2n.toml");
+        assert_eq!(Pin::parse(GOOD, path).unwrap().source, "lib");
+        for (text, says) in [
+            (GOOD.replace("bb636f", "bb636"), "64 hex digits"),
+            (GOOD.replace("bb636f", "BB636F"), "lower-case"),
+            (GOOD.replace("\"lib\"", "\"../lib\""), "plain names"),
+            (format!("{GOOD}url = \"x\"\n"), "unknown field"),
+            (GOOD.replace("source = \"lib\"\n", ""), "missing field"),
+        ] {
+            let e = Pin::parse(&text, path).unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains("s2n.toml"), "{e}");
+        }
+    }
+
+    #[test]
+    fn for_build__refuses_24_11_a_mac_and_a_missing_installation() {
+        let root = Path::new("/nonexistent-root");
+        let linux = driver_common::targets::rows::linux_x86();
+        let e = for_build(root, None, Line::L24_11, linux).unwrap_err();
+        assert!(e.to_string().contains("no tls/s2n plugin"), "{e}");
+        let mac = driver_common::targets::lookup("aarch64-apple-darwin").unwrap();
+        let e = for_build(root, None, Line::L26_05, mac).unwrap_err();
+        assert!(e.to_string().contains("AC_RUN_IFELSE"), "{e}");
+        let e = for_build(
+            root,
+            Some(Path::new("/nonexistent-s2n")),
+            Line::L26_05,
+            linux,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("cargo xtask s2n"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("include")).unwrap();
+        fs::create_dir_all(dir.path().join("lib")).unwrap();
+        fs::write(dir.path().join("include/s2n.h"), "").unwrap();
+        fs::write(dir.path().join("lib/libs2n.so"), "").unwrap();
+        assert_eq!(
+            for_build(root, Some(dir.path()), Line::L25_05, linux).unwrap(),
+            dir.path()
+        );
+    }
+
+    #[test]
+    fn crate_file__a_cached_file_of_another_hash_is_refused() {
+        let home = tempfile::tempdir().unwrap();
+        let pin = Pin::parse(GOOD, Path::new("s2n.toml")).unwrap();
+        let cache = home.path().join("registry/cache/some-registry");
+        fs::create_dir_all(&cache).unwrap();
+        fs::write(cache.join(pin.file_name()), b"not the pinned crate").unwrap();
+        assert_eq!(
+            cached_crate(home.path(), &pin),
+            Some(cache.join(pin.file_name()))
+        );
+        let sh = Shell::new().unwrap();
+        let e = crate_file(&sh, &pin, home.path(), home.path()).unwrap_err();
+        assert!(matches!(e, Error::HashMismatch { .. }), "{e}");
+        assert!(e.to_string().contains(&pin.sha256), "{e}");
+    }
+}
