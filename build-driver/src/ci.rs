@@ -168,6 +168,8 @@ struct Builds<'a> {
     root: &'a Path,
     src: SourceArgs,
     keep_builds: bool,
+    /// Build native and darwin with tls/s2n (`lines verify` of 25.05 and later).
+    s2n: bool,
 }
 
 impl Builds<'_> {
@@ -184,7 +186,7 @@ impl Builds<'_> {
             jobs: None,
             deps_prefix: None,
             macos_min: None,
-            with_s2n: false,
+            with_s2n: self.s2n,
             s2n_prefix: None,
         }
     }
@@ -201,6 +203,7 @@ pub(crate) fn slurm_lanes(
     scope: Scope,
     report: &mut Report,
 ) {
+    let s2n = tls_lane(sh, root, args, scope, report);
     let builds = Builds {
         sh,
         root,
@@ -209,10 +212,24 @@ pub(crate) fn slurm_lanes(
             source: args.source.clone(),
         },
         keep_builds: args.keep_builds,
+        s2n,
     };
     let (patched, r_patched) = non_regression_lane(&builds, report);
     let darwin = darwin_lane(&builds, report, &r_patched);
     cluster_lanes(&builds, report, &patched, &darwin, scope);
+    if scope == Scope::Full {
+        const STEP: &str = "cluster TLS: native head + darwin node (tls/s2n, smd-407, mix)";
+        match (&patched, &darwin, s2n) {
+            (Some(native), Some(dar), true) => {
+                report.step(STEP, || {
+                    slurm_lab::cluster::tls_mix(sh, &native.prefix, &dar.prefix)
+                        .map(|()| "smd-407-tls, mix-span and mix-clients passed".to_string())
+                });
+            }
+            (_, _, false) => report.skip(STEP, &no_tls_reason(root, args)),
+            _ => report.skip(STEP, "a build above did not succeed"),
+        }
+    }
     let macho = cross_lane(&builds, report);
     // The Mach-O install's remaining findings (upstream link bugs, one slurmd-only function in
     // a /proc plugin) are recorded with their reasons in
@@ -228,6 +245,45 @@ pub(crate) fn slurm_lanes(
         };
         report.step_after(&name, build, |b| audit(sh, root, b, lane));
     }
+}
+
+/// The release line of the version `args` names (`None` for a local source).
+fn pinned_line(root: &Path, args: &CiArgs) -> Option<driver_common::lines::Line> {
+    if args.source.is_some() {
+        return None;
+    }
+    let pins = driver_common::pins::Pins::load(root).ok()?;
+    let line = pins.get(&args.version).ok()?.line.clone();
+    driver_common::lines::Line::from_name(&line, "pins.toml").ok()
+}
+
+/// Why a full run has no TLS step (recorded in the line's row).
+fn no_tls_reason(root: &Path, args: &CiArgs) -> String {
+    match pinned_line(root, args) {
+        Some(l) if l < driver_common::lines::Line::L25_05 => format!(
+            "Slurm {} has no tls/s2n (it came in {})",
+            l.name(),
+            crate::s2n::FIRST_LINE
+        ),
+        None => "a local source: its line is not pinned".into(),
+        Some(_) => "s2n-tls did not build (step above)".into(),
+    }
+}
+
+/// `lines verify` of 25.05 and later: s2n-tls for this machine, so that the native and
+/// darwin builds get tls/s2n; whether they do.
+fn tls_lane(sh: &Shell, root: &Path, args: &CiArgs, scope: Scope, report: &mut Report) -> bool {
+    let wanted = scope == Scope::Full
+        && pinned_line(root, args).is_some_and(|l| l >= driver_common::lines::Line::L25_05);
+    if !wanted {
+        return false;
+    }
+    report
+        .step("s2n: s2n-tls for tls/s2n (pinned crate source)", || {
+            crate::s2n::run(sh, root, crate::cli::S2nArgs { jobs: None })
+                .map(|p| format!("installed in {}", p.display()))
+        })
+        .is_some()
 }
 
 /// Lane 2: native builds without and with the series; `make check` must agree exactly.

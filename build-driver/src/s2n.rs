@@ -381,8 +381,8 @@ pub fn crate_file(sh: &Shell, pin: &Pin, home: &Path, work: &Path) -> Result<Pat
             }
             cached_crate(home, pin).ok_or_else(|| {
                 Error::file(
-                    &home.join("registry/cache"),
-                    &format!(
+                    home.join("registry/cache"),
+                    format!(
                         "cargo fetch succeeded but {} is not in its cache",
                         pin.file_name()
                     ),

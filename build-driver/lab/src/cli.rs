@@ -46,6 +46,11 @@ pub struct ShapeArgs {
     /// build).
     #[arg(long)]
     pub nodes: Option<usize>,
+    /// Slurm's TLS between every program: tls/s2n in slurm.conf and slurmdbd.conf, a CA of
+    /// the cluster's own and certificates for slurmctld, slurmdbd and the slurmds (every
+    /// build made with `build-slurm --with-s2n`, Slurm 25.05 or later).
+    #[arg(long)]
+    pub tls: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -46,6 +46,7 @@ pub(crate) mod scenarios;
 mod soak;
 mod start;
 mod state;
+mod tls;
 mod upgrade;
 pub mod user;
 
@@ -139,6 +140,7 @@ impl ShapeArgs {
             }
         };
         opts.nodes = self.nodes;
+        opts.tls = self.tls;
         Ok(opts)
     }
 }
@@ -396,6 +398,34 @@ pub fn multi_node_smoke(sh: &Shell, native: &Path, darwin: &Path) -> Result<()> 
                 "smd-401".into(),
                 "smd-402".into(),
             ],
+            keep: false,
+        },
+    )
+}
+
+/// Slurm's TLS between a native head and a darwin node (`lines verify` on 25.05 and later;
+/// both builds made with `build-slurm --with-s2n`): smd-407 and the mix scenarios on a
+/// two-node `--tls` cluster.
+pub fn tls_mix(sh: &Shell, native: &Path, darwin: &Path) -> Result<()> {
+    let name = "tls_mix".to_string();
+    let mut up = UpOptions::new(PathBuf::new(), name.clone(), default_dir(&name));
+    up.builds = vec![
+        nodes::Build {
+            label: "native".into(),
+            prefix: native.to_path_buf(),
+        },
+        nodes::Build {
+            label: "darwin".into(),
+            prefix: darwin.to_path_buf(),
+        },
+    ];
+    up.nodes = Some(2);
+    up.tls = true;
+    test(
+        sh,
+        &TestOptions {
+            up,
+            only: vec!["smd-407".into(), "mix-".into()],
             keep: false,
         },
     )

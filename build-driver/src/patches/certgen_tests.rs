@@ -12,10 +12,6 @@ use std::process::Command;
 
 const PATCH: &str = "0065-certgen-script-self-signed-ca-with-req-new.patch";
 
-/// LibreSSL's `req`, as far as the script needs it: without `-new` (or `-in`) it expects a
-/// request on stdin; everything else is the real openssl's.
-const LIBRESSL_LIKE: &str = "#!/bin/sh\ncase \" $* \" in\n  *\" req \"*)\n    case \" $* \" in\n      *\" -new \"*|*\" -in \"*) ;;\n      *) echo 'unable to load X509 request' >&2; echo 'Expecting: CERTIFICATE REQUEST' >&2; exit 1 ;;\n    esac ;;\nesac\nexec REAL \"$@\"\n";
-
 /// The script before (`-` lines) and after (`+` lines) the patch, with its context.
 fn scripts(patch: &str) -> (String, String) {
     let body = &patch[patch.find("\n@@").expect("a hunk")..];
@@ -71,7 +67,11 @@ fn certgen_ca__pristine_fails_on_libressl_patched_works_on_both() {
     std::fs::create_dir_all(&libressl).unwrap();
     std::fs::create_dir_all(&plain).unwrap();
     let fake = libressl.join("openssl");
-    std::fs::write(&fake, LIBRESSL_LIKE.replace("REAL", real.trim())).unwrap();
+    std::fs::write(
+        &fake,
+        driver_common::libressl::script(Path::new(real.trim())),
+    )
+    .unwrap();
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let key = Command::new(real.trim())
         .args([

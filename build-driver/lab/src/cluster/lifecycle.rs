@@ -86,6 +86,8 @@ pub struct UpOptions {
     pub upgrade_to: Option<PathBuf>,
     /// Environment of every Slurm daemon (kept in the cluster record for restarts).
     pub daemon_env: Vec<(String, String)>,
+    /// Slurm's TLS (tls/s2n) between every program, with the cluster's own CA (tls.rs).
+    pub tls: bool,
 }
 
 impl UpOptions {
@@ -104,6 +106,7 @@ impl UpOptions {
             profile: Profile::Default,
             upgrade_to: None,
             daemon_env: Vec::new(),
+            tls: false,
         }
     }
 }
@@ -184,6 +187,11 @@ pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
         .as_deref()
         .map(|to| super::upgrade::check_upgrade(&prefix, to))
         .transpose()?;
+    if opts.tls {
+        let mut all: Vec<&Path> = builds.iter().map(|b| b.prefix.as_path()).collect();
+        all.extend(upgrade_to.as_deref());
+        super::tls::check_builds(&all)?;
+    }
     let dir = std::path::absolute(&opts.dir).map_err(|e| Error::io(&opts.dir, e))?;
     clear_leftover(&opts.name, &dir)?;
     let (user, uid) = super::host::current_user()?;
@@ -207,8 +215,12 @@ pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
         nodes: nodes.clone(),
         profile: opts.profile,
         db_password: config::random_password()?,
+        tls: opts.tls,
     };
     render::write_all(&settings, &opts.extra_conf)?;
+    if opts.tls {
+        super::tls::make_certs(sh, &layout)?;
+    }
     let state = State {
         name: opts.name.clone(),
         prefix: prefix.clone(),
@@ -224,6 +236,7 @@ pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
         namespaces: Vec::new(),
         upgrade_to,
         daemon_env: opts.daemon_env.clone(),
+        tls: opts.tls,
     };
     state.save()?;
     let mut cluster = Cluster::from_state(state)?;

@@ -28,6 +28,8 @@ pub struct Settings {
     pub profile: Profile,
     /// The MariaDB password of the `slurm` account (only in slurmdbd.conf, mode 0600).
     pub db_password: String,
+    /// Slurm's TLS between every program (`--tls`, tls.rs).
+    pub tls: bool,
 }
 
 /// The partition every job goes to.
@@ -86,6 +88,9 @@ pub fn render(s: &Settings) -> String {
         "OverTimeLimit=0".into(),
         format!("MinJobAge={MIN_JOB_AGE_S}"),
     ]);
+    if s.tls {
+        lines.push(super::tls::TLS_TYPE.into());
+    }
     lines.extend(s.nodes.iter().map(|n| node_line(n, s.profile)));
     let names: Vec<&str> = s.nodes.iter().map(|n| n.name.as_str()).collect();
     lines.push(format!(
@@ -268,6 +273,9 @@ pub fn render_dbd(s: &Settings) -> String {
         format!("StoragePass={}", s.db_password),
         format!("StorageLoc={DB_NAME}"),
     ]);
+    if s.tls {
+        lines.push(super::tls::TLS_TYPE.into());
+    }
     let mut out = lines.join("\n");
     out.push('\n');
     out
@@ -358,6 +366,7 @@ mod tests {
             nodes: vec![node(0, "")],
             profile: Profile::Default,
             db_password: "pw".into(),
+            tls: false,
         }
     }
 

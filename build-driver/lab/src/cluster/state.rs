@@ -47,6 +47,9 @@ pub struct State {
     /// MariaDB): the soak's allocator setting (soak/series.rs `ALLOCATOR_ENV`).
     #[serde(default)]
     pub daemon_env: Vec<(String, String)>,
+    /// Slurm's TLS between every program (`--tls`).
+    #[serde(default)]
+    pub tls: bool,
 }
 
 impl State {
@@ -153,6 +156,7 @@ mod tests {
             namespaces: vec![],
             upgrade_to: None,
             daemon_env: vec![("MALLOC_ARENA_MAX".into(), "1".into())],
+            tls: false,
         }
     }
 

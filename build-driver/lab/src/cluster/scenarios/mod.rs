@@ -58,6 +58,7 @@ mod spank;
 mod sstat_live;
 mod steps;
 mod task_hooks;
+mod tls;
 mod unsupported;
 mod upgrade;
 mod workdirs;
@@ -97,6 +98,8 @@ pub enum Needs {
     /// One node of a native build on Linux: task/affinity applies CPU bindings there (a
     /// darwin node runs it as task/darwin, which does not bind).
     NativeLinux,
+    /// A cluster started with `--tls` (Slurm's tls/s2n, 25.05 and later).
+    Tls,
 }
 
 impl Needs {
@@ -163,6 +166,9 @@ impl Needs {
             {
                 Some("needs a native build on Linux: elsewhere task/affinity runs as task/darwin, which does not bind (smd-301-cpu-bind shows it)".to_string())
             }
+            Needs::Tls if !cluster.state.tls => Some(
+                "needs Slurm's TLS (run it with --tls on builds made with `build-slurm --with-s2n`, Slurm 25.05 or later)".to_string(),
+            ),
             Needs::UpgradeTo if cluster.state.upgrade_to.is_none() => Some(
                 "needs a newer build to upgrade to (run it with --prefix P1 --upgrade-to P2, P2 at most three major releases after P1)".to_string(),
             ),
@@ -342,6 +348,7 @@ pub const ALL: &[Scenario] = &[
     node1("smd-405-takeover-requested", failover::requested_takeover)
         .local("a backup controller and a requested takeover, about a minute; PoC D27"),
     node1("smd-406-ipv6-loopback", ipv6::loopback_end_to_end),
+    with("smd-407-tls", Needs::Tls, tls::smd_407),
     node1("smd-408-dynamic-node", dynamic::register_delete_register),
     one("smd-409-power-save", power::suspend_then_resume)
         .local("about a minute: SuspendTime, slurmctld's power-save passes, a 20 s wake"),
