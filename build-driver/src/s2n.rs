@@ -99,6 +99,7 @@ impl Pin {
         i.add("sha256", &self.sha256);
         i.add("source", &self.source);
         i.add("recipe", RECIPE.join(" "));
+        i.add("cflags", "-ffile-prefix-map=<source>=s2n-tls");
         i
     }
 }
@@ -194,6 +195,11 @@ pub fn run(sh: &Shell, root: &Path, args: S2nArgs) -> Result<PathBuf> {
         .arg("-B")
         .arg(&build)
         .args(RECIPE)
+        // Error messages name source files: by their place in s2n-tls, not this scratch tree.
+        .arg(format!(
+            "-DCMAKE_C_FLAGS=-ffile-prefix-map={}=s2n-tls",
+            lib.display()
+        ))
         .arg(format!("-DCMAKE_INSTALL_PREFIX={}", inst.display()));
     if driver_common::util::process::on_path(sh, "ccache") {
         configure.arg("-DCMAKE_C_COMPILER_LAUNCHER=ccache");

@@ -22,8 +22,8 @@ use driver_common::error::{Error, Result};
 use driver_common::util::process::bounded::run_bounded;
 use std::process::Command;
 
-/// What tls/s2n's `init()` logs (debug).
-const LOADED: &str = "tls/s2n loaded";
+/// What tls/s2n's `init()` logs (debug; tls.shtml's "tls/s2n loaded" is not what 26.05.3 prints).
+const LOADED: &str = "Initialized tls/s2n";
 
 pub fn smd_407(ctx: &mut Ctx<'_>) -> Result<String> {
     let loaded = daemons_loaded(ctx)?;
