@@ -157,8 +157,39 @@ pub fn run(sh: &Shell, root: &Path, args: S2nArgs) -> Result<PathBuf> {
         .ok_or_else(|| Error::file(&prefix, "no parent directory"))?;
     fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     let staging = Staging::new(parent, "s2n")?;
-    let krate = crate_file(sh, &pin, &cargo_home()?, &staging.dir)?;
-    let src = staging.dir.join("src");
+    let lib = unpack(sh, &pin, &staging.dir)?;
+    let inst = staging.dir.join("inst");
+    let jobs = args
+        .jobs
+        .unwrap_or_else(driver_common::util::process::default_jobs)
+        .max(1);
+    cmake(
+        sh,
+        &lib,
+        &staging.dir.join("build"),
+        &inst,
+        &parent.join("logs/s2n"),
+        jobs,
+    )?;
+    smoke(sh, &inst, &staging.dir)?;
+    write_atomic(&inst.join(STAMP), inputs.stamp_text().as_bytes(), 0o644)?;
+    if prefix.exists() {
+        fs::remove_dir_all(&prefix).map_err(|e| Error::io(&prefix, e))?;
+    }
+    fs::rename(&inst, &prefix).map_err(|e| Error::io(&prefix, e))?;
+    eprintln!(
+        "s2n: {} {} installed in {} (use: cargo xtask build-slurm --version V --with-s2n)",
+        pin.krate,
+        pin.version,
+        prefix.display()
+    );
+    Ok(prefix)
+}
+
+/// The verified crate unpacked below `work`: the directory of its CMakeLists.txt.
+fn unpack(sh: &Shell, pin: &Pin, work: &Path) -> Result<PathBuf> {
+    let krate = crate_file(sh, pin, &cargo_home()?, work)?;
+    let src = work.join("src");
     fs::create_dir_all(&src).map_err(|e| Error::io(&src, e))?;
     cmd!(sh, "tar -xzf {krate} -C {src}")
         .quiet()
@@ -179,21 +210,25 @@ pub fn run(sh: &Shell, root: &Path, args: S2nArgs) -> Result<PathBuf> {
             ),
         });
     }
-    let logs = parent.join("logs").join("s2n");
-    fs::create_dir_all(&logs).map_err(|e| Error::io(&logs, e))?;
-    let build = staging.dir.join("build");
-    let inst = staging.dir.join("inst");
-    let jobs = args
-        .jobs
-        .unwrap_or_else(driver_common::util::process::default_jobs)
-        .max(1)
-        .to_string();
+    Ok(lib)
+}
+
+/// cmake's configure, build and install of `lib` into `inst`, each step logged in `logs`.
+fn cmake(
+    sh: &Shell,
+    lib: &Path,
+    build: &Path,
+    inst: &Path,
+    logs: &Path,
+    jobs: usize,
+) -> Result<()> {
+    fs::create_dir_all(logs).map_err(|e| Error::io(logs, e))?;
     let mut configure = std::process::Command::new("cmake");
     configure
         .arg("-S")
-        .arg(&lib)
+        .arg(lib)
         .arg("-B")
-        .arg(&build)
+        .arg(build)
         .args(RECIPE)
         // Error messages name source files: by their place in s2n-tls, not this scratch tree.
         .arg(format!(
@@ -204,41 +239,20 @@ pub fn run(sh: &Shell, root: &Path, args: S2nArgs) -> Result<PathBuf> {
     if driver_common::util::process::on_path(sh, "ccache") {
         configure.arg("-DCMAKE_C_COMPILER_LAUNCHER=ccache");
     }
-    run_logged(
-        configure,
-        "s2n: cmake",
-        &logs.join("configure.log"),
-        Progress::Spinner,
-    )?;
     let mut make = std::process::Command::new("cmake");
-    make.arg("--build").arg(&build).args(["-j", &jobs]);
-    run_logged(
-        make,
-        "s2n: build",
-        &logs.join("build.log"),
-        Progress::Spinner,
-    )?;
+    make.arg("--build")
+        .arg(build)
+        .args(["-j", &jobs.to_string()]);
     let mut install = std::process::Command::new("cmake");
-    install.arg("--install").arg(&build);
-    run_logged(
-        install,
-        "s2n: install",
-        &logs.join("install.log"),
-        Progress::Spinner,
-    )?;
-    smoke(sh, &inst, &staging.dir)?;
-    write_atomic(&inst.join(STAMP), inputs.stamp_text().as_bytes(), 0o644)?;
-    if prefix.exists() {
-        fs::remove_dir_all(&prefix).map_err(|e| Error::io(&prefix, e))?;
+    install.arg("--install").arg(build);
+    for (c, step, log) in [
+        (configure, "s2n: cmake", "configure.log"),
+        (make, "s2n: build", "build.log"),
+        (install, "s2n: install", "install.log"),
+    ] {
+        run_logged(c, step, &logs.join(log), Progress::Spinner)?;
     }
-    fs::rename(&inst, &prefix).map_err(|e| Error::io(&prefix, e))?;
-    eprintln!(
-        "s2n: {} {} installed in {} (use: cargo xtask build-slurm --version V --with-s2n)",
-        pin.krate,
-        pin.version,
-        prefix.display()
-    );
-    Ok(prefix)
+    Ok(())
 }
 
 /// Links and runs what Slurm's `X_AC_S2N` does (`s2n_init`, `s2n_cleanup_final`, `-ls2n`

@@ -179,19 +179,17 @@ impl Plan {
         } else {
             None
         };
-        let mut name = staging_name(
-            &source.version,
-            args.personality,
-            args.no_patches,
-            target,
-            cross,
-        );
-        if s2n.is_some() {
-            name.push_str("-s2n");
-        }
         let base = link::cargo_target_dir(root, env_var("CARGO_TARGET_DIR"))
             .join("slurm")
-            .join(name);
+            .join(
+                staging_name(
+                    &source.version,
+                    args.personality,
+                    args.no_patches,
+                    target,
+                    cross,
+                ) + if s2n.is_some() { "-s2n" } else { "" },
+            );
         if args.destdir.is_some() && args.prefix.is_none() {
             return Err(Error::Usage(
                 "--destdir needs --prefix: the prefix the programs are configured for \

@@ -188,9 +188,7 @@ pub fn up(sh: &Shell, opts: &UpOptions) -> Result<Cluster> {
         .map(|to| super::upgrade::check_upgrade(&prefix, to))
         .transpose()?;
     if opts.tls {
-        let mut all: Vec<&Path> = builds.iter().map(|b| b.prefix.as_path()).collect();
-        all.extend(upgrade_to.as_deref());
-        super::tls::check_builds(&all)?;
+        super::tls::check_builds(&builds, upgrade_to.as_deref())?;
     }
     let dir = std::path::absolute(&opts.dir).map_err(|e| Error::io(&opts.dir, e))?;
     clear_leftover(&opts.name, &dir)?;

@@ -36,8 +36,18 @@ pub fn cert_and_key(l: &Layout, who: &str) -> (PathBuf, PathBuf) {
     )
 }
 
-/// Every build of a TLS cluster must have the plugin: which ones do not, and how to fix it.
-pub fn check_builds(prefixes: &[&Path]) -> Result<()> {
+/// Every build of a TLS cluster (and the one it upgrades to) must have the plugin.
+pub fn check_builds(builds: &[super::nodes::Build], upgrade_to: Option<&Path>) -> Result<()> {
+    let all: Vec<&Path> = builds
+        .iter()
+        .map(|b| b.prefix.as_path())
+        .chain(upgrade_to)
+        .collect();
+    check_prefixes(&all)
+}
+
+/// Which prefixes lack the plugin, and how to fix it.
+pub fn check_prefixes(prefixes: &[&Path]) -> Result<()> {
     let missing: Vec<String> = prefixes
         .iter()
         .filter(|p| !p.join(PLUGIN).is_file())
@@ -169,8 +179,8 @@ mod tests {
         std::fs::create_dir_all(with.path().join("lib/slurm")).unwrap();
         std::fs::write(with.path().join(PLUGIN), "").unwrap();
         let without = tempfile::tempdir().unwrap();
-        check_builds(&[with.path()]).unwrap();
-        let e = check_builds(&[with.path(), without.path()])
+        check_prefixes(&[with.path()]).unwrap();
+        let e = check_prefixes(&[with.path(), without.path()])
             .unwrap_err()
             .to_string();
         assert!(e.contains(&without.path().display().to_string()), "{e}");
