@@ -92,11 +92,32 @@ pub fn suspend_then_resume(ctx: &mut Ctx<'_>) -> Result<String> {
     let detail = reconf::with_change(ctx, &change, |ctx| body(ctx, &node, &wol, &asleep, &calls))?;
     // slurmctld, restarted without power saving, must let the node work again.
     let (state, _) = ctx.state_of(&node)?;
+    let cleared = if state.contains("POWER") {
+        forget_power_state(ctx)?
+    } else {
+        String::new()
+    };
     ctx.wait_node_idle(STEP)?;
     ctx.srun_expect(&["-w", &node, "hostname"], &node)?;
     Ok(format!(
-        "{detail}; without power saving again: {state}, then idle and ran a step"
+        "{detail}; without power saving again: {state}{cleared}, then idle and ran a step"
     ))
+}
+
+/// Since 26.05 (upstream 53be38cdc7, "Make power save thread always be running") slurmctld no
+/// longer clears a recovered node's power flags when it starts without power saving, so the
+/// woken node stays POWERING_UP until ResumeTimeout, then DOWN+POWERED_DOWN, and without a
+/// ResumeProgram nothing can power it up ("Invalid power action"; 24.11 cleared the flags in
+/// load_all_node_state). The clean-up an admin has: slurmctld started without its node state
+/// (no job runs at this point), so the node registers afresh. Returns what was done.
+fn forget_power_state(ctx: &mut Ctx<'_>) -> Result<String> {
+    ctx.cluster.stop(Daemon::Slurmctld)?;
+    let state = ctx.cluster.layout().state();
+    for f in ["node_state", "node_state.old"] {
+        driver_common::util::fs::remove_optional(&state.join(f))?;
+    }
+    ctx.cluster.start(ctx.sh, Daemon::Slurmctld)?;
+    Ok(" (kept across slurmctld's restart, as 26.05 does: its node state removed and slurmctld started again)".into())
 }
 
 fn body(
@@ -184,7 +205,7 @@ fn body(
             ctx.cancel(id)?;
             ctx.gap = Some(format!(
                 "slurmd came back without a boot, as a Mac woken from sleep does, and slurmctld \
-                 ignored its registration (\"{waiting}\"): 24.11's power saving waits for a boot \
+                 ignored its registration (\"{waiting}\"): slurmctld's power saving (24.11, 26.05) waits for a boot \
                  after the resume (node_mgr.c waiting_for_node_boot(): boot time before the \
                  resume request), and a Mac's kern.boottime does not change on wake ({})",
                 e.to_string()
