@@ -45,6 +45,17 @@ pub struct Step {
     pub detail: String,
 }
 
+/// `detail` with the checkout's absolute path left out (`<root>/target/...` becomes
+/// `target/...`): a committed row names no directory of the machine that ran it.
+pub fn relative_to(root: &Path, detail: &str) -> String {
+    let mut prefix = root.display().to_string();
+    if prefix.is_empty() || prefix == "/" {
+        return detail.to_string();
+    }
+    prefix.push('/');
+    detail.replace(&prefix, "")
+}
+
 impl Row {
     pub fn from_report(
         root: &Path,
@@ -60,7 +71,7 @@ impl Row {
                 name: name.to_string(),
                 result: result.to_string(),
                 seconds: d.as_secs(),
-                detail: detail.to_string(),
+                detail: relative_to(root, detail),
             })
             .collect();
         if steps.is_empty() {

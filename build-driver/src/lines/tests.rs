@@ -188,10 +188,41 @@ fn committed_rows__current_and_the_table_generated_from_them() {
     let rows = row::load_all(&root).unwrap();
     let stale = row::stale(&root, &rows).unwrap();
     assert!(stale.is_empty(), "{}", stale.join("\n"));
+    // No committed row names this checkout's absolute path (rows are written relative to it).
+    let here = format!("{}/", root.display());
+    for r in &rows {
+        for st in &r.steps {
+            assert!(
+                !st.detail.contains(&here),
+                "{} row, step {}: {}",
+                r.line,
+                st.name,
+                st.detail
+            );
+        }
+    }
     let text = std::fs::read_to_string(root.join(table::DOC)).unwrap();
     let want = table::splice(&text, &table::render(&rows)).unwrap();
     assert!(
         want == text,
         "docs/RELEASE-LINES.md's generated table is not what docs/lines/ gives: regenerate it with `cargo xtask lines table`"
     );
+}
+
+/// A row's details name paths below the checkout relative to it.
+#[test]
+fn relative_to__the_checkout_path_is_left_out() {
+    let root = Path::new("/some/checkout");
+    assert_eq!(
+        row::relative_to(
+            root,
+            "/some/checkout/target/slurm/x/prefix and /some/checkout/ci/e.toml"
+        ),
+        "target/slurm/x/prefix and ci/e.toml"
+    );
+    assert_eq!(
+        row::relative_to(root, "/some/checkoutX/y"),
+        "/some/checkoutX/y"
+    );
+    assert_eq!(row::relative_to(Path::new("/"), "/a/b"), "/a/b");
 }
