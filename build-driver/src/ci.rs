@@ -260,10 +260,10 @@ fn pinned_line(root: &Path, args: &CiArgs) -> Option<driver_common::lines::Line>
 /// Why a full run has no TLS step (recorded in the line's row).
 fn no_tls_reason(root: &Path, args: &CiArgs) -> String {
     match pinned_line(root, args) {
-        Some(l) if l < driver_common::lines::Line::L25_05 => format!(
+        Some(l) if l < crate::s2n::FIRST_LINE => format!(
             "Slurm {} has no tls/s2n (it came in {})",
             l.name(),
-            crate::s2n::FIRST_LINE
+            crate::s2n::FIRST_LINE.name()
         ),
         None => "a local source: its line is not pinned".into(),
         Some(_) => "s2n-tls did not build (step above)".into(),
@@ -274,7 +274,7 @@ fn no_tls_reason(root: &Path, args: &CiArgs) -> String {
 /// darwin builds get tls/s2n; whether they do.
 fn tls_lane(sh: &Shell, root: &Path, args: &CiArgs, scope: Scope, report: &mut Report) -> bool {
     let wanted = scope == Scope::Full
-        && pinned_line(root, args).is_some_and(|l| l >= driver_common::lines::Line::L25_05);
+        && pinned_line(root, args).is_some_and(|l| l >= crate::s2n::FIRST_LINE);
     if !wanted {
         return false;
     }

@@ -22,13 +22,15 @@
 
 use crate::build_slurm::link::cargo_target_dir;
 use crate::cli::S2nArgs;
+use crate::deps::source::unpack;
+use crate::fetch::archive::verify_sha256;
 use driver_common::error::{Error, Result};
 use driver_common::lines::Line;
 use driver_common::targets::{self, Os, Target};
-use driver_common::util::fs::{Staging, sha256_file, write_atomic};
+use driver_common::util::fs::{Staging, write_atomic};
 use driver_common::util::process::logged::{Progress, run_logged};
-use driver_common::util::process::require_tool;
-use driver_common::util::stamp::Inputs;
+use driver_common::util::process::{require_tool, run_checked};
+use driver_common::util::stamp::{self, Inputs};
 use std::fs;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
@@ -37,7 +39,7 @@ use xshell::{Shell, cmd};
 pub const PIN_FILE: &str = "slurm-src/s2n.toml";
 
 /// The first Slurm release line with `tls/s2n`.
-pub const FIRST_LINE: &str = "25.05";
+pub const FIRST_LINE: Line = Line::L25_05;
 
 /// `slurm-src/s2n.toml`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
@@ -133,9 +135,7 @@ pub fn run(sh: &Shell, root: &Path, args: S2nArgs) -> Result<PathBuf> {
     let pin = Pin::read(root)?;
     let prefix = default_prefix(root);
     let inputs = pin.inputs();
-    if is_installed(&prefix)
-        && fs::read_to_string(prefix.join(STAMP)).ok().as_deref() == Some(&inputs.stamp_text())
-    {
+    if is_installed(&prefix) && stamp::read(&prefix.join(STAMP)) == Some(inputs.hash()) {
         eprintln!(
             "s2n: {} {} up to date in {}",
             pin.krate,
@@ -144,7 +144,7 @@ pub fn run(sh: &Shell, root: &Path, args: S2nArgs) -> Result<PathBuf> {
         );
         return Ok(prefix);
     }
-    for tool in ["cmake", "cc", "tar"] {
+    for tool in ["cmake", "cc"] {
         require_tool(
             sh,
             tool,
@@ -157,7 +157,23 @@ pub fn run(sh: &Shell, root: &Path, args: S2nArgs) -> Result<PathBuf> {
         .ok_or_else(|| Error::file(&prefix, "no parent directory"))?;
     fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     let staging = Staging::new(parent, "s2n")?;
-    let lib = unpack(sh, &pin, &staging.dir)?;
+    let krate = crate_file(sh, &pin, &cargo_home()?, &staging.dir)?;
+    let (_src, top) = unpack(
+        sh,
+        &krate,
+        &format!("{}-{}", pin.krate, pin.version),
+        &staging.dir,
+    )?;
+    let lib = top.join(&pin.source);
+    if !lib.join("CMakeLists.txt").is_file() {
+        return Err(Error::Unpack {
+            what: krate.display().to_string(),
+            detail: format!(
+                "no {}/CMakeLists.txt in the crate (is `source` in {PIN_FILE} right?)",
+                pin.source
+            ),
+        });
+    }
     let inst = staging.dir.join("inst");
     let jobs = args
         .jobs
@@ -172,7 +188,7 @@ pub fn run(sh: &Shell, root: &Path, args: S2nArgs) -> Result<PathBuf> {
         jobs,
     )?;
     smoke(sh, &inst, &staging.dir)?;
-    write_atomic(&inst.join(STAMP), inputs.stamp_text().as_bytes(), 0o644)?;
+    stamp::write(&inst.join(STAMP), &inputs)?;
     if prefix.exists() {
         fs::remove_dir_all(&prefix).map_err(|e| Error::io(&prefix, e))?;
     }
@@ -184,33 +200,6 @@ pub fn run(sh: &Shell, root: &Path, args: S2nArgs) -> Result<PathBuf> {
         prefix.display()
     );
     Ok(prefix)
-}
-
-/// The verified crate unpacked below `work`: the directory of its CMakeLists.txt.
-fn unpack(sh: &Shell, pin: &Pin, work: &Path) -> Result<PathBuf> {
-    let krate = crate_file(sh, pin, &cargo_home()?, work)?;
-    let src = work.join("src");
-    fs::create_dir_all(&src).map_err(|e| Error::io(&src, e))?;
-    cmd!(sh, "tar -xzf {krate} -C {src}")
-        .quiet()
-        .run()
-        .map_err(|e| Error::Unpack {
-            what: krate.display().to_string(),
-            detail: e.to_string(),
-        })?;
-    let lib = src
-        .join(format!("{}-{}", pin.krate, pin.version))
-        .join(&pin.source);
-    if !lib.join("CMakeLists.txt").is_file() {
-        return Err(Error::Unpack {
-            what: krate.display().to_string(),
-            detail: format!(
-                "no {}/CMakeLists.txt in the crate (is `source` in {PIN_FILE} right?)",
-                pin.source
-            ),
-        });
-    }
-    Ok(lib)
 }
 
 /// cmake's configure, build and install of `lib` into `inst`, each step logged in `logs`.
@@ -267,26 +256,16 @@ fn smoke(sh: &Shell, inst: &Path, work: &Path) -> Result<()> {
     let exe = work.join("smoke");
     let inc = inst.join("include");
     let lib = inst.join("lib");
-    let out = cmd!(sh, "cc -o {exe} {c} -I{inc} -L{lib} -Wl,-rpath,{lib} -ls2n")
-        .quiet()
-        .ignore_status()
-        .output()?;
-    if !out.status.success() {
-        return Err(Error::Build {
-            step: "s2n: link a program with -ls2n alone, as Slurm's configure does".into(),
-            log: c,
-            tail: String::from_utf8_lossy(&out.stderr).into_owned(),
-        });
-    }
-    let out = cmd!(sh, "{exe}").quiet().ignore_status().output()?;
-    if !out.status.success() {
-        return Err(Error::Build {
-            step: "s2n: run s2n_init()".into(),
-            log: exe,
-            tail: String::from_utf8_lossy(&out.stderr).into_owned(),
-        });
-    }
-    Ok(())
+    run_checked(
+        cmd!(sh, "cc -o {exe} {c} -I{inc} -L{lib} -Wl,-rpath,{lib} -ls2n"),
+        "s2n: link a program with -ls2n alone, as Slurm's configure does",
+        "cc",
+    )?;
+    run_checked(
+        cmd!(sh, "{exe}"),
+        "s2n: run s2n_init()",
+        "the s2n smoke program",
+    )
 }
 
 /// The s2n installation for `build-slurm --with-s2n [--s2n-prefix DIR]` (`None`: the default),
@@ -297,10 +276,11 @@ pub fn for_build(
     line: Line,
     target: &Target,
 ) -> Result<PathBuf> {
-    if line < Line::L25_05 {
+    if line < FIRST_LINE {
         return Err(Error::Usage(format!(
-            "--with-s2n: Slurm {} has no tls/s2n plugin (it came in {FIRST_LINE}); drop --with-s2n",
-            line.name()
+            "--with-s2n: Slurm {} has no tls/s2n plugin (it came in {}); drop --with-s2n",
+            line.name(),
+            FIRST_LINE.name()
         )));
     }
     if target.os == Os::Apple {
@@ -325,10 +305,10 @@ pub fn for_build(
     Ok(dir)
 }
 
-/// What a Slurm build's stamp records of the s2n installation it used.
+/// What a Slurm build's stamp records of the s2n installation it used: where, and its hash.
 pub fn stamp_of(dir: &Path) -> String {
-    let stamp = fs::read_to_string(dir.join(STAMP)).unwrap_or_else(|_| "no stamp".into());
-    format!("{} {}", dir.display(), stamp)
+    let hash = stamp::read(&dir.join(STAMP)).unwrap_or_else(|| "no stamp".into());
+    format!("{} {hash}", dir.display())
 }
 
 /// After a `--with-s2n` build: the plugin must be there (configure only warns when it does
@@ -410,14 +390,7 @@ pub fn crate_file(sh: &Shell, pin: &Pin, home: &Path, work: &Path) -> Result<Pat
             })?
         }
     };
-    let actual = sha256_file(&file)?;
-    if actual != pin.sha256 {
-        return Err(Error::HashMismatch {
-            what: file.display().to_string(),
-            expected: pin.sha256.clone(),
-            actual,
-        });
-    }
+    verify_sha256(&file, &pin.sha256)?;
     Ok(file)
 }
 

@@ -375,18 +375,7 @@ pub fn site_scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
 /// (with slurmctld and slurmdbd), the third of the darwin personality; with PMI-2 across
 /// them (smd-401, smd-402: under a second together).
 pub fn multi_node_smoke(sh: &Shell, native: &Path, darwin: &Path) -> Result<()> {
-    let name = "ci_multi_node".to_string();
-    let mut up = UpOptions::new(PathBuf::new(), name.clone(), default_dir(&name));
-    up.builds = vec![
-        nodes::Build {
-            label: "native".into(),
-            prefix: native.to_path_buf(),
-        },
-        nodes::Build {
-            label: "darwin".into(),
-            prefix: darwin.to_path_buf(),
-        },
-    ];
+    let mut up = native_and_darwin("ci_multi_node", native, darwin);
     up.nodes = Some(3);
     test(
         sh,
@@ -403,22 +392,24 @@ pub fn multi_node_smoke(sh: &Shell, native: &Path, darwin: &Path) -> Result<()> 
     )
 }
 
+/// `up`'s options for cluster `name`: a native head and darwin nodes (`--mix native=..,darwin=..`).
+fn native_and_darwin(name: &str, native: &Path, darwin: &Path) -> UpOptions {
+    let mut up = UpOptions::new(PathBuf::new(), name.to_string(), default_dir(name));
+    up.builds = [("native", native), ("darwin", darwin)]
+        .into_iter()
+        .map(|(label, prefix)| nodes::Build {
+            label: label.into(),
+            prefix: prefix.to_path_buf(),
+        })
+        .collect();
+    up
+}
+
 /// Slurm's TLS between a native head and a darwin node (`lines verify` on 25.05 and later;
 /// both builds made with `build-slurm --with-s2n`): smd-407 and the mix scenarios on a
 /// two-node `--tls` cluster.
 pub fn tls_mix(sh: &Shell, native: &Path, darwin: &Path) -> Result<()> {
-    let name = "tls_mix".to_string();
-    let mut up = UpOptions::new(PathBuf::new(), name.clone(), default_dir(&name));
-    up.builds = vec![
-        nodes::Build {
-            label: "native".into(),
-            prefix: native.to_path_buf(),
-        },
-        nodes::Build {
-            label: "darwin".into(),
-            prefix: darwin.to_path_buf(),
-        },
-    ];
+    let mut up = native_and_darwin("tls_mix", native, darwin);
     up.nodes = Some(2);
     up.tls = true;
     test(

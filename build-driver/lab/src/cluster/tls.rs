@@ -10,7 +10,7 @@
 
 use super::config::Layout;
 use driver_common::error::{Error, Result};
-use driver_common::util::fs::write_atomic;
+use driver_common::util::fs::write_script;
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
 
@@ -72,77 +72,53 @@ pub fn make_certs(sh: &Shell, l: &Layout) -> Result<()> {
         "install openssl",
     )?;
     let dir = l.conf_dir();
-    let ca_key = dir.join("ca_key.pem");
-    let ca = ca_cert(l);
-    openssl(
-        sh,
-        &[
-            "ecparam",
-            "-name",
-            "prime256v1",
-            "-genkey",
-            "-noout",
-            "-out",
-        ],
-        &ca_key,
-    )?;
+    let (ca, ca_key) = (ca_cert(l), dir.join("ca_key.pem"));
+    key(sh, &ca_key)?;
     let subj = "/O=slurm-on-mac cluster/CN=test CA";
-    let (k, c) = (ca_key.display().to_string(), ca.display().to_string());
     run(
         cmd!(
             sh,
-            "openssl req -new -x509 -days 30 -key {k} -out {c} -subj {subj}"
+            "openssl req -new -x509 -days 30 -key {ca_key} -out {ca} -subj {subj}"
         ),
         "the CA certificate",
     )?;
+    set_mode(&ca, 0o644)?;
     for who in DAEMONS {
-        let (cert, key) = cert_and_key(l, who);
-        openssl(
-            sh,
-            &[
-                "ecparam",
-                "-name",
-                "prime256v1",
-                "-genkey",
-                "-noout",
-                "-out",
-            ],
-            &key,
-        )?;
+        let (cert, key_file) = cert_and_key(l, who);
+        key(sh, &key_file)?;
         let csr = dir.join(format!("{who}.csr"));
-        let s = format!("/O=slurm-on-mac cluster/CN={who}");
-        let (kp, cp, rp) = (
-            key.display().to_string(),
-            cert.display().to_string(),
-            csr.display().to_string(),
-        );
+        let subj = format!("/O=slurm-on-mac cluster/CN={who}");
         run(
-            cmd!(sh, "openssl req -new -key {kp} -out {rp} -subj {s}"),
+            cmd!(
+                sh,
+                "openssl req -new -key {key_file} -out {csr} -subj {subj}"
+            ),
             &format!("{who}'s request"),
         )?;
         run(
             cmd!(
                 sh,
-                "openssl x509 -req -days 30 -in {rp} -CA {c} -CAkey {k} -CAcreateserial -out {cp} -sha256"
+                "openssl x509 -req -days 30 -in {csr} -CA {ca} -CAkey {ca_key} -CAcreateserial -out {cert} -sha256"
             ),
             &format!("{who}'s certificate"),
         )?;
         let _ = std::fs::remove_file(&csr);
-        set_mode(&key, 0o600)?;
         set_mode(&cert, 0o644)?;
     }
-    set_mode(&ca_key, 0o600)?;
-    set_mode(&ca, 0o644)?;
     let _ = std::fs::remove_file(dir.join("ca_cert.srl"));
     Ok(())
 }
 
-fn openssl(sh: &Shell, args: &[&str], out: &Path) -> Result<()> {
-    let o = out.display().to_string();
+/// A new P-256 private key in `path`, mode 0600 (tls/s2n refuses a key others can read).
+fn key(sh: &Shell, path: &Path) -> Result<()> {
     run(
-        cmd!(sh, "openssl {args...} {o}"),
-        &format!("{}", out.display()),
-    )
+        cmd!(
+            sh,
+            "openssl ecparam -name prime256v1 -genkey -noout -out {path}"
+        ),
+        &path.display().to_string(),
+    )?;
+    set_mode(path, 0o600)
 }
 
 fn run(c: xshell::Cmd<'_>, what: &str) -> Result<()> {
@@ -156,17 +132,14 @@ fn set_mode(p: &Path, mode: u32) -> Result<()> {
 
 /// The LibreSSL-like `openssl` (driver_common::libressl) in `dir`, wrapping this machine's:
 /// `dir` goes first on a client's PATH so that certgen/script meets macOS's `req`.
-pub fn libressl_like(sh: &Shell, dir: &Path) -> Result<PathBuf> {
+pub fn libressl_like(sh: &Shell, dir: &Path) -> Result<()> {
     let real = driver_common::util::process::find_program(sh, "openssl")
         .ok_or_else(|| Error::Usage("openssl is not on PATH (install openssl)".into()))?;
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let path = dir.join("openssl");
-    write_atomic(
-        &path,
-        driver_common::libressl::script(&real).as_bytes(),
-        0o755,
-    )?;
-    Ok(path)
+    write_script(
+        &dir.join("openssl"),
+        &driver_common::libressl::script(&real),
+    )
 }
 
 #[cfg(test)]

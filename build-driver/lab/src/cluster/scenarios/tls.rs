@@ -28,10 +28,11 @@ const LOADED: &str = "Initialized tls/s2n";
 pub fn smd_407(ctx: &mut Ctx<'_>) -> Result<String> {
     let loaded = daemons_loaded(ctx)?;
     let verified = listeners_verified(ctx)?;
-    let fake = tls::libressl_like(ctx.sh, &ctx.path("libressl-bin"))?;
+    let bin = ctx.path("libressl-bin");
+    tls::libressl_like(ctx.sh, &bin)?;
     let path = format!(
         "{}:{}",
-        fake.parent().unwrap_or(&ctx.dir).display(),
+        bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let mut runs = Vec::new();
