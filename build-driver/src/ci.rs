@@ -444,11 +444,17 @@ fn cluster_lanes(
     match (patched, darwin) {
         (Some(native), Some(dar)) => {
             report.step("peer suite subset: native vs darwin", || {
+                // A pinned release whose tag has no suite runs the one its pin names.
+                let suite = match (&builds.src.version, &builds.src.source) {
+                    (Some(v), None) => crate::fetch::suite::resolve(root, v)?,
+                    _ => None,
+                };
                 let args = PeerArgs {
                     native: native.prefix.clone(),
                     darwin: dar.prefix.clone(),
                     subset: None,
                     all: false,
+                    suite,
                     timeout: 240,
                     keep: false,
                     profile: crate::cli::ProfileArg {

@@ -18,6 +18,7 @@
 
 pub(crate) mod archive;
 pub(crate) mod debian;
+pub(crate) mod suite;
 
 use crate::cli::{FetchArgs, Origin, SourceArgs};
 use archive::Layout;
@@ -173,7 +174,13 @@ fn fetch_download(sh: &Shell, root: &Path, version: &str) -> Result<SourceTree> 
     let pin = pins.get(version)?;
     let layout = Layout::new(root);
     if let PinSource::Git { repo, commit } = &pin.source {
-        if let Some(t) = already(&layout, pin) {
+        let mut wanted: Vec<&str> = Vec::new();
+        let done = already(&layout, pin);
+        if done.is_none() {
+            wanted.push(commit);
+        }
+        wanted.extend(suite::wanted(&layout, pin));
+        if let (Some(t), true) = (done, wanted.is_empty()) {
             return Ok(t);
         }
         require_tool(sh, "git", "fetch of a git pin", "install git")?;
@@ -182,13 +189,15 @@ fn fetch_download(sh: &Shell, root: &Path, version: &str) -> Result<SourceTree> 
             fs::create_dir_all(&bare).map_err(|e| Error::io(&bare, e))?;
             cmd!(sh, "git init -q --bare {bare}").quiet().run()?;
         }
-        step(&format!("git fetch {repo} {commit}"), || {
-            let fetch = cmd!(
-                sh,
-                "git --git-dir {bare} fetch -q --depth 1 {repo} {commit}"
-            );
-            run_checked(fetch, &format!("fetch {version}"), "git fetch")
-        })?;
+        for commit in wanted {
+            step(&format!("git fetch {repo} {commit}"), || {
+                let fetch = cmd!(
+                    sh,
+                    "git --git-dir {bare} fetch -q --depth 1 {repo} {commit}"
+                );
+                run_checked(fetch, &format!("fetch {version}"), "git fetch")
+            })?;
+        }
         return export_git(sh, &layout, pin, &bare);
     }
     let (sha, top_dir, urls) = tarball_parts(pin, &pins)?;
@@ -279,8 +288,16 @@ fn has_commit(sh: &Shell, git_dir: &Path, commit: &str) -> Result<bool> {
     Ok(out.status.success())
 }
 
-/// `git archive`s the pinned commit of a git pin from `git_dir` and installs it.
+/// `git archive`s the pinned commit of a git pin from `git_dir` and installs it, then the
+/// Python suite the pin names, if any ([`suite`]).
 fn export_git(sh: &Shell, layout: &Layout, pin: &Pin, git_dir: &Path) -> Result<SourceTree> {
+    let tree = export_source(sh, layout, pin, git_dir)?;
+    suite::export(sh, layout, pin, git_dir)?;
+    Ok(tree)
+}
+
+/// `git archive`s the pinned commit of a git pin from `git_dir` and installs it.
+fn export_source(sh: &Shell, layout: &Layout, pin: &Pin, git_dir: &Path) -> Result<SourceTree> {
     let PinSource::Git { commit, .. } = &pin.source else {
         return unreachable_git(pin);
     };
@@ -734,6 +751,62 @@ mod tests {
                 .join("slurm-src/downloads/9-snap.git/HEAD")
                 .is_file()
         );
+    }
+
+    #[test]
+    fn fetch_download__python_suite_is_exported_from_its_own_commit() {
+        let sh = Shell::new().unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let repo = source_repo(d.path());
+        crate::testing::write(&repo.join("testsuite/python/conftest.py"), "# suite\n");
+        crate::testing::write(&repo.join("testsuite/python/tests/test_1.py"), "\n");
+        let with_suite = crate::testing::git_commit_all(&sh, &repo, "suite");
+        fs::remove_dir_all(repo.join("testsuite")).unwrap();
+        let release = crate::testing::git_commit_all(&sh, &repo, "remove suite");
+        // The suite's commit is no branch tip: let the test repository serve it by id.
+        cmd!(
+            sh,
+            "git -C {repo} config uploadpack.allowAnySHA1InWant true"
+        )
+        .quiet()
+        .run()
+        .unwrap();
+        let url = format!("file://{}", repo.display());
+        let pin = format!(
+            "[pin.\"9.9\"]\nline = \"9\"\nkind = \"git\"\nrepo = \"{url}\"\ncommit = \"{release}\"\n"
+        );
+        let p = project(&format!(
+            "{pin}[pin.\"9.9\".python_suite]\ncommit = \"{with_suite}\"\nwhy = \"test\"\n"
+        ));
+        // Before fetch: the peer run is told to fetch.
+        let e = suite::resolve(p.path(), "9.9").unwrap_err();
+        assert!(
+            e.to_string().contains("cargo xtask fetch --version 9.9"),
+            "{e}"
+        );
+        let t = fetch_download(&sh, p.path(), "9.9").unwrap();
+        assert!(!t.path.join("testsuite/python").exists());
+        let dir = suite::resolve(p.path(), "9.9").unwrap().unwrap();
+        assert_eq!(
+            dir,
+            p.path().join("slurm-src/9.9-python-suite/testsuite/python")
+        );
+        assert!(dir.join("tests/test_1.py").is_file());
+        assert!(
+            !dir.parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .join("configure.ac")
+                .exists()
+        );
+        // A source fetched before the pin named a suite: a second fetch adds only the suite.
+        fs::remove_dir_all(p.path().join("slurm-src/9.9-python-suite")).unwrap();
+        assert!(suite::resolve(p.path(), "9.9").is_err());
+        fetch_download(&sh, p.path(), "9.9").unwrap();
+        assert!(suite::resolve(p.path(), "9.9").unwrap().is_some());
+        // Pins without one: nothing to take.
+        assert_eq!(suite::resolve(p.path(), "25.05.8").unwrap(), None);
     }
 
     #[test]

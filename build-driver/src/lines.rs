@@ -61,7 +61,7 @@ fn verify(sh: &Shell, root: &Path, args: LinesVerifyArgs) -> Result<()> {
 }
 
 /// Refuses, before anything runs: a version that is not pinned, a line with no series, a
-/// source that `cargo xtask fetch` has not unpacked.
+/// source (or the Python suite its pin names) that `cargo xtask fetch` has not unpacked.
 pub fn precheck(root: &Path, version: &str) -> Result<()> {
     let pins = driver_common::pins::Pins::load(root)?;
     let pin = pins.get(version)?;
@@ -70,7 +70,9 @@ pub fn precheck(root: &Path, version: &str) -> Result<()> {
         version: Some(version.to_string()),
         source: None,
     };
-    crate::fetch::resolve(&Shell::new()?, root, &src).map(|_| ())
+    crate::fetch::resolve(&Shell::new()?, root, &src)?;
+    // A release tag without Slurm's Python suite: the suite its pin names must be there too.
+    crate::fetch::suite::resolve(root, version).map(|_| ())
 }
 
 /// Writes the row of `version`'s line from `report` and regenerates the table; returns the

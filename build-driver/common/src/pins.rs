@@ -24,6 +24,8 @@ pub struct Pin {
     pub source: PinSource,
     /// The Debian source package carrying this tarball as its orig file, if any.
     pub debian: Option<DebianPin>,
+    /// Where Slurm's Python test suite comes from when the pinned commit has none.
+    pub python_suite: Option<PythonSuitePin>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +57,24 @@ pub struct DebianPin {
     pub suite: String,
 }
 
+/// `[pin."<version>".python_suite]`: SchedMD removes `testsuite/python` from a release
+/// branch (25.11 and later) before its releases are tagged, so a git pin of such a release
+/// names the commit of the same repository whose `testsuite/python` the peer suite runs: the
+/// branch's last commit before the removal.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PythonSuitePin {
+    /// Full 40-hex commit id in the pin's repository.
+    pub commit: String,
+    /// Why this commit (the removal commit it precedes).
+    pub why: String,
+}
+
+/// The name under `slurm-src/` of the suite exported for `version`.
+pub fn python_suite_name(version: &str) -> String {
+    format!("{version}-python-suite")
+}
+
 /// All pins, in version-name order, and the file they came from (for error messages).
 #[derive(Debug, Clone)]
 pub struct Pins {
@@ -81,6 +101,7 @@ struct RawPin {
     repo: Option<String>,
     commit: Option<String>,
     debian: Option<DebianPin>,
+    python_suite: Option<PythonSuitePin>,
 }
 
 /// `s` is `len` lower-case hex digits (a sha256, a git commit id).
@@ -202,6 +223,30 @@ fn git_source(version: &str, r: &RawPin, bad: Bad) -> Result<PinSource> {
     Ok(PinSource::Git { repo, commit })
 }
 
+/// A `python_suite` table: only on a git pin, with a full commit id and a reason.
+fn python_suite(version: &str, r: &RawPin, bad: Bad) -> Result<Option<PythonSuitePin>> {
+    let Some(s) = &r.python_suite else {
+        return Ok(None);
+    };
+    if r.kind != "git" {
+        return Err(bad(format!(
+            "pin `{version}`: python_suite needs a git pin (its commit is in the pin's repository)"
+        )));
+    }
+    if !is_hex(&s.commit, 40) {
+        return Err(bad(format!(
+            "pin `{version}`: python_suite commit `{}` is not a full 40-hex commit id",
+            s.commit
+        )));
+    }
+    if s.why.trim().is_empty() {
+        return Err(bad(format!(
+            "pin `{version}`: python_suite needs `why` (the commit that removed the suite)"
+        )));
+    }
+    Ok(Some(s.clone()))
+}
+
 impl Pins {
     /// Reads `slurm-src/pins.toml` below `root`.
     pub fn load(root: &Path) -> Result<Pins> {
@@ -224,6 +269,7 @@ impl Pins {
                     )));
                 }
             };
+            let python_suite = python_suite(&version, &r, &bad)?;
             pins.insert(
                 version.clone(),
                 Pin {
@@ -231,6 +277,7 @@ impl Pins {
                     line: r.line,
                     source,
                     debian: r.debian,
+                    python_suite,
                 },
             );
         }
@@ -505,5 +552,44 @@ mod tests {
             let e = Pins::parse(p, text).unwrap_err();
             assert!(matches!(e, Error::Pins { .. }), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn parse__python_suite_only_on_git_pins_with_commit_and_reason() {
+        let p = Path::new("pins.toml");
+        let git = "[pin.\"1\"]\nline='1'\nkind='git'\nrepo='r'\ncommit='284c3b95f08a2dc2478499837b03355e1b9c5c75'\n";
+        let tar = "[pin.\"1\"]\nline='1'\nkind='tarball'\nsha256=''\ntop_dir='x'\n";
+        let suite = |commit: &str, why: &str| {
+            format!("[pin.\"1\".python_suite]\ncommit='{commit}'\nwhy='{why}'\n")
+        };
+        let good = suite("58df2deb50daf71deae1d5f83ff5a9283ffed963", "removed by x");
+        let pins = Pins::parse(p, &format!("{git}{good}")).unwrap();
+        let s = pins.get("1").unwrap().python_suite.clone().unwrap();
+        assert_eq!(s.commit, "58df2deb50daf71deae1d5f83ff5a9283ffed963");
+        for (text, says) in [
+            (format!("{tar}{good}"), "needs a git pin"),
+            (format!("{git}{}", suite("58df2deb", "r")), "full 40-hex"),
+            (
+                format!(
+                    "{git}{}",
+                    suite("58df2deb50daf71deae1d5f83ff5a9283ffed963", " ")
+                ),
+                "needs `why`",
+            ),
+        ] {
+            let e = Pins::parse(p, &text).unwrap_err().to_string();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn committed__release_tags_without_the_suite_name_one() {
+        // 25.11 and later release branches have no testsuite/python (removed upstream):
+        // their pins must say where the peer suite comes from.
+        let pins = committed();
+        for v in ["25.11.7", "26.05.3"] {
+            assert!(pins.get(v).unwrap().python_suite.is_some(), "{v}");
+        }
+        assert!(pins.get("25.05.8").unwrap().python_suite.is_none());
     }
 }

@@ -140,6 +140,11 @@ pub struct PeerArgs {
     /// Run the whole suite instead of the subset.
     #[arg(long)]
     pub all: bool,
+    /// The `testsuite/python` directory to run instead of the sources' own (release tags of
+    /// 25.11 and later have none: `cargo xtask fetch --version V` exports the one its pin
+    /// names to slurm-src/V-python-suite/testsuite/python).
+    #[arg(long)]
+    pub suite: Option<PathBuf>,
     /// Per-test timeout in seconds (pytest-timeout).
     #[arg(long, default_value_t = 240)]
     pub timeout: u64,

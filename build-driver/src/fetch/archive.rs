@@ -25,6 +25,9 @@ pub fn verify_sha256(path: &Path, expected: &str) -> Result<()> {
     Ok(())
 }
 
+/// The file every Slurm source tree has.
+pub const SOURCE_MARK: &str = "configure.ac";
+
 /// Where fetched things live: `slurm-src/` below the project root.
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -50,8 +53,12 @@ impl Layout {
     }
     /// True if `version`'s tree was completely installed from the pin with `identity`.
     pub fn is_complete(&self, version: &str, identity: &str) -> bool {
-        fs::read_to_string(self.marker(version)).is_ok_and(|m| m.trim_end() == identity)
-            && self.tree(version).join("configure.ac").is_file()
+        self.is_complete_with(version, identity, SOURCE_MARK)
+    }
+    /// True if the tree `name` was completely installed from `identity` and has `must_have`.
+    pub fn is_complete_with(&self, name: &str, identity: &str, must_have: &str) -> bool {
+        fs::read_to_string(self.marker(name)).is_ok_and(|m| m.trim_end() == identity)
+            && self.tree(name).join(must_have).is_file()
     }
 }
 
@@ -172,12 +179,23 @@ fn check_single_top(
 /// Moves the staged tree `staged` to `layout.tree(version)` and writes the marker last.
 /// A stale (incomplete or from another pin) destination is removed first.
 pub fn install(layout: &Layout, version: &str, staged: &Path, identity: &str) -> Result<PathBuf> {
-    let dest = layout.tree(version);
-    let marker = layout.marker(version);
-    if !staged.join("configure.ac").is_file() {
+    install_with(layout, version, staged, identity, SOURCE_MARK)
+}
+
+/// [`install`] for a tree `name` that must have the file `must_have`.
+pub fn install_with(
+    layout: &Layout,
+    name: &str,
+    staged: &Path,
+    identity: &str,
+    must_have: &str,
+) -> Result<PathBuf> {
+    let dest = layout.tree(name);
+    let marker = layout.marker(name);
+    if !staged.join(must_have).is_file() {
         return Err(Error::NotASource {
             path: staged.to_path_buf(),
-            detail: "the unpacked tree has no configure.ac".into(),
+            detail: format!("the unpacked tree has no {must_have}"),
         });
     }
     match fs::remove_file(&marker) {

@@ -66,11 +66,18 @@ pub struct Install {
     pub prefix: PathBuf,
     pub src: PathBuf,
     pub build: PathBuf,
+    /// The `testsuite/python` directory run against it.
+    pub suite: PathBuf,
 }
 
 impl Install {
-    /// The staged build of `prefix`, which must be of `personality`.
-    pub fn from_prefix(personality: Personality, prefix: &Path) -> Result<Install> {
+    /// The staged build of `prefix`, which must be of `personality`, with `suite` (a
+    /// `testsuite/python` directory) or else its source's own suite.
+    pub fn from_prefix(
+        personality: Personality,
+        prefix: &Path,
+        suite: Option<&Path>,
+    ) -> Result<Install> {
         let staged = Manifest::read_as(prefix, personality)?;
         let name = personality.name();
         for (what, dir) in [("source", &staged.source), ("build", &staged.build_dir)] {
@@ -82,10 +89,20 @@ impl Install {
                 )));
             }
         }
-        let suite = staged.source.join("testsuite/python/conftest.py");
-        if !suite.is_file() {
+        let suite = match suite {
+            Some(s) => s.to_path_buf(),
+            None => staged.source.join("testsuite/python"),
+        };
+        let conftest = suite.join("conftest.py");
+        if !conftest.is_file() {
             return Err(Error::Usage(format!(
-                "{name}: {} is missing: the source has no Python test suite",
+                "{name}: {} is missing: no Python test suite there (release tags of 25.11 and later have none: pass --suite with the directory `cargo xtask fetch --version V` exports for a pin that names one)",
+                conftest.display()
+            )));
+        }
+        if suite.file_name() != Some(std::ffi::OsStr::new("python")) {
+            return Err(Error::Usage(format!(
+                "{name}: --suite {}: name the suite's `testsuite/python` directory itself",
                 suite.display()
             )));
         }
@@ -94,6 +111,7 @@ impl Install {
             prefix: staged.prefix,
             src: staged.source,
             build: staged.build_dir,
+            suite,
         })
     }
 }
@@ -166,8 +184,8 @@ pub fn run(sh: &Shell, root: &Path, args: PeerArgs) -> Result<()> {
         return Ok(());
     }
     let installs = [
-        Install::from_prefix(Personality::Native, &args.native)?,
-        Install::from_prefix(Personality::Darwin, &args.darwin)?,
+        Install::from_prefix(Personality::Native, &args.native, args.suite.as_deref())?,
+        Install::from_prefix(Personality::Darwin, &args.darwin, args.suite.as_deref())?,
     ];
     let selection = selection(root, &args)?;
     test_user(sh)?;
@@ -231,6 +249,9 @@ fn argv(args: &PeerArgs) -> Vec<std::ffi::OsString> {
     if args.all {
         v.push("--all".into());
     }
+    if let Some(s) = &args.suite {
+        v.extend(["--suite".into(), s.clone().into_os_string()]);
+    }
     v.push(format!("--timeout={}", args.timeout).into());
     v.push(format!("--profile={}", args.profile.profile.name()).into());
     v.push(format!("--nodes={}", args.nodes).into());
@@ -290,7 +311,7 @@ fn run_one(
 fn prepare_suite(sh: &Shell, install: &Install, dir: &Path, conf: &Path) -> Result<PathBuf> {
     let testsuite = dir.join("suite/testsuite");
     std::fs::create_dir_all(&testsuite).map_err(|e| Error::io(&testsuite, e))?;
-    let from = install.src.join("testsuite/python");
+    let from = &install.suite;
     driver_common::util::process::bounded::read_bounded(
         cmd!(sh, "cp -R {from} {testsuite}"),
         Duration::from_secs(60),
@@ -479,6 +500,7 @@ mod tests {
             darwin: "/d".into(),
             subset: Some("/s.txt".into()),
             all: false,
+            suite: Some("/x/testsuite/python".into()),
             timeout: 17,
             keep: true,
             profile: crate::cli::ProfileArg {
@@ -497,6 +519,7 @@ mod tests {
             (p.native, p.darwin, p.subset, p.all, p.timeout, p.keep),
             (args.native, args.darwin, args.subset, false, 17, true)
         );
+        assert_eq!(p.suite, args.suite);
         assert_eq!(p.profile.profile, crate::cluster::profile::Profile::Poc);
         assert_eq!(p.nodes, 3);
     }
@@ -527,6 +550,7 @@ mod tests {
             prefix: "/s/prefix".into(),
             src: "/s/src".into(),
             build: "/s/build".into(),
+            suite: "/s/src/testsuite/python".into(),
         };
         let c = testsuite_conf(&i, Path::new("/c/etc/slurm.conf"));
         driver_common::testing::assert_has_lines(
@@ -544,7 +568,7 @@ mod tests {
     fn install__takes_src_and_build_from_the_staging_manifest() {
         let (d, prefix) = driver_common::testing::scratch("prefix");
         std::fs::create_dir_all(&prefix).unwrap();
-        let err = Install::from_prefix(Personality::Native, &prefix).unwrap_err();
+        let err = Install::from_prefix(Personality::Native, &prefix, None).unwrap_err();
         assert!(matches!(err, Error::NotStaged { .. }), "{err}");
         let staged = Manifest {
             version: "24.11.5".into(),
@@ -561,17 +585,17 @@ mod tests {
             make_vars: vec!["V=0".into()],
         };
         staged.write().unwrap();
-        let err = Install::from_prefix(Personality::Native, &prefix)
+        let err = Install::from_prefix(Personality::Native, &prefix, None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("no source tree"), "{err}");
-        let err = Install::from_prefix(Personality::Darwin, &prefix)
+        let err = Install::from_prefix(Personality::Darwin, &prefix, None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("is a native build"), "{err}");
         std::fs::create_dir_all(d.path().join("elsewhere/src/testsuite/python")).unwrap();
         std::fs::create_dir_all(d.path().join("elsewhere/build")).unwrap();
-        let err = Install::from_prefix(Personality::Native, &prefix)
+        let err = Install::from_prefix(Personality::Native, &prefix, None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("conftest.py is missing"), "{err}");
@@ -580,7 +604,22 @@ mod tests {
             "",
         )
         .unwrap();
-        let i = Install::from_prefix(Personality::Native, &prefix).unwrap();
+        let i = Install::from_prefix(Personality::Native, &prefix, None).unwrap();
         assert_eq!(i.build, d.path().join("elsewhere/build"));
+        assert_eq!(i.suite, d.path().join("elsewhere/src/testsuite/python"));
+        // A suite from elsewhere (a release tag without one): taken instead, checked the same.
+        let other = d.path().join("suite/testsuite/python");
+        std::fs::create_dir_all(&other).unwrap();
+        let err = Install::from_prefix(Personality::Native, &prefix, Some(&other))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("pass --suite"), "{err}");
+        std::fs::write(other.join("conftest.py"), "").unwrap();
+        let i = Install::from_prefix(Personality::Native, &prefix, Some(&other)).unwrap();
+        assert_eq!(i.suite, other);
+        let err = Install::from_prefix(Personality::Native, &prefix, Some(other.parent().unwrap()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("conftest.py is missing"), "{err}");
     }
 }
