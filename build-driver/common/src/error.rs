@@ -108,6 +108,8 @@ pub enum Error {
     },
     #[error("non-regression: test results differ between the pristine and the patched tree:\n{0}")]
     Regression(String),
+    #[error("make check: results differ beyond the recorded expectations: {0}")]
+    UnexpectedResults(String),
     #[error("{context}: {source}")]
     Context {
         context: String,
