@@ -226,6 +226,22 @@ pub fn down_unless_kept(dir: &Path, keep: bool) -> Result<()> {
     }
 }
 
+/// The verdict of `cluster test` on its scenarios: the failures, and with them what the
+/// expected-gaps check found, in one error.
+fn failures_and_gaps(failed: usize, dir: &Path, gaps: Result<()>) -> Result<()> {
+    if failed == 0 {
+        return gaps;
+    }
+    let mut message = format!(
+        "{failed} scenario(s) failed; files kept in {}",
+        dir.display()
+    );
+    if let Err(e) = gaps {
+        message.push_str(&format!("\n{e}"));
+    }
+    Err(Error::Scenario(message))
+}
+
 /// `up`, the scenarios, `down`. A cluster left running in the directory by an earlier run is
 /// stopped first (said so). The directory is removed when everything passed.
 pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
@@ -239,13 +255,9 @@ pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
     let down_result = down_unless_kept(dir, opts.keep);
     let failed = print_results(&cluster, &results, start);
     down_result?;
-    if failed > 0 {
-        return Err(Error::Scenario(format!(
-            "{failed} scenario(s) failed; files kept in {}",
-            dir.display()
-        )));
-    }
-    crate::expectations::gaps::check_cluster(&cluster, &results)?;
+    // Judged even when a scenario failed, so an unlisted gap is not hidden behind it.
+    let gaps = crate::expectations::gaps::check_cluster(&cluster, &results);
+    failures_and_gaps(failed, dir, gaps)?;
     if results.iter().all(|r| r.skipped.is_some()) {
         return Err(Error::Usage(format!(
             "no scenario ran: none matches --only {:?} and this cluster ({} node(s))",
@@ -481,6 +493,22 @@ fn ci_options(prefix: &Path, only: &[&str]) -> Result<TestOptions> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failures_and_gaps__a_failure_does_not_hide_an_unlisted_gap() {
+        let dir = Path::new("/c");
+        let gap = || Err(Error::Scenario("GAP x is not an expected gap".into()));
+        let e = failures_and_gaps(1, dir, gap()).unwrap_err().to_string();
+        assert!(
+            e.contains("1 scenario(s) failed") && e.contains("GAP x is not"),
+            "{e}"
+        );
+        let e = failures_and_gaps(0, dir, gap()).unwrap_err().to_string();
+        assert!(!e.contains("failed") && e.contains("GAP x"), "{e}");
+        let e = failures_and_gaps(2, dir, Ok(())).unwrap_err().to_string();
+        assert!(e.contains("2 scenario(s) failed; files kept in /c"), "{e}");
+        assert!(failures_and_gaps(0, dir, Ok(())).is_ok());
+    }
 
     #[test]
     fn short_soak_args__parse_with_faults_and_a_fixed_seed() {

@@ -187,7 +187,10 @@ reason = "logs to syslog differently"
             .to_string();
         assert!(err.contains("pack-test: PASS -> FAIL"), "{err}");
         // Said as what it is: not the pristine-vs-patched non-regression.
-        assert!(err.starts_with("make check: results differ beyond"), "{err}");
+        assert!(
+            err.starts_with("make check: results differ beyond"),
+            "{err}"
+        );
         assert!(!err.contains("pristine"), "{err}");
     }
 
