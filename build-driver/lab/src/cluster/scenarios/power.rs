@@ -205,7 +205,7 @@ fn body(
             ctx.cancel(id)?;
             ctx.gap = Some(format!(
                 "slurmd came back without a boot, as a Mac woken from sleep does, and slurmctld \
-                 ignored its registration (\"{waiting}\"): slurmctld's power saving (24.11, 26.05) waits for a boot \
+                 ignored its registration (\"{waiting}\"): slurmctld's power saving (24.11 to 26.11) waits for a boot \
                  after the resume (node_mgr.c waiting_for_node_boot(): boot time before the \
                  resume request), and a Mac's kern.boottime does not change on wake ({})",
                 e.to_string()
