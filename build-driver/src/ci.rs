@@ -280,8 +280,15 @@ fn tls_lane(sh: &Shell, root: &Path, args: &CiArgs, scope: Scope, report: &mut R
     }
     report
         .step("s2n: s2n-tls for tls/s2n (pinned crate source)", || {
-            crate::s2n::run(sh, root, crate::cli::S2nArgs { jobs: None })
-                .map(|p| format!("installed in {}", p.display()))
+            crate::s2n::run(
+                sh,
+                root,
+                crate::cli::S2nArgs {
+                    jobs: None,
+                    target: None,
+                },
+            )
+            .map(|p| format!("installed in {}", p.display()))
         })
         .is_some()
 }
@@ -473,8 +480,9 @@ fn cluster_lanes(
     }
 }
 
-/// Lane 4: the target's json-c, libjwt and hwloc, then Slurm built with them for
-/// aarch64-apple-darwin (zig), its install checked to be arm64 Mach-O.
+/// Lane 4: the target's json-c, libjwt and hwloc (and s2n-tls where the line's builds have
+/// tls/s2n), then Slurm built with them for aarch64-apple-darwin (zig), its install checked
+/// to be arm64 Mach-O.
 fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<BuildOutput> {
     let (sh, root) = (builds.sh, builds.root);
     // Darwin cross lane: the target's json-c, libjwt and hwloc, then Slurm with them.
@@ -509,6 +517,27 @@ fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<BuildOutput> {
         .ok()?;
         Some((pin, layout))
     });
+    // tls/s2n where the native and darwin builds have it (`lines verify` of 25.05 and later):
+    // s2n-tls cross-compiled against the deps' libcrypto (s2n/apple.rs).
+    let s2n = match (&deps, builds.s2n) {
+        (Some(_), true) => report
+            .step(
+                "s2n --target aarch64-apple-darwin (static, deps' libcrypto)",
+                || {
+                    crate::s2n::run(
+                        sh,
+                        root,
+                        crate::cli::S2nArgs {
+                            jobs: None,
+                            target: Some("aarch64-apple-darwin".to_string()),
+                        },
+                    )
+                    .map(|p| format!("installed in {}", p.display()))
+                },
+            )
+            .is_some(),
+        _ => false,
+    };
     let macho = report.step_after(
         "build-slurm --target aarch64-apple-darwin (zig, deps, Mach-O check)",
         &deps,
@@ -519,7 +548,7 @@ fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<BuildOutput> {
                     target: Some("aarch64-apple-darwin".to_string()),
                     deps_prefix: Some(d.dir.clone()),
                     macos_min: None,
-                    with_s2n: false,
+                    with_s2n: s2n,
                     s2n_prefix: None,
                     ..builds.args(Personality::Native, false)
                 },

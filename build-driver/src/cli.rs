@@ -171,6 +171,10 @@ pub struct S2nArgs {
     /// Parallel compile jobs (default: the number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Build for this macOS target (e.g. aarch64-apple-darwin: a static libs2n.a against
+    /// `cargo xtask deps --target`'s libcrypto, for the Mach-O lane) instead of this machine.
+    #[arg(long)]
+    pub target: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -261,10 +265,12 @@ pub struct BuildArgs {
     #[arg(long, value_name = "MAJOR.MINOR")]
     pub macos_min: Option<String>,
     /// Build Slurm's tls/s2n plugin (25.05 and later) against the s2n-tls that `cargo xtask
-    /// s2n` installed (or --s2n-prefix); the staging directory then ends in -s2n.
+    /// s2n [--target T]` installed for the target (or --s2n-prefix); the staging directory
+    /// then ends in -s2n.
     #[arg(long)]
     pub with_s2n: bool,
-    /// With --with-s2n: another s2n-tls installation (include/s2n.h, lib/libs2n.so).
+    /// With --with-s2n: another s2n-tls installation (include/s2n.h, and lib/libs2n.so, or
+    /// lib/libs2n.a for a macOS target).
     #[arg(long, value_name = "DIR", requires = "with_s2n")]
     pub s2n_prefix: Option<PathBuf>,
 }

@@ -17,10 +17,13 @@
 //! is installed into a staging directory and renamed into place with its stamp (the pin's
 //! hash): a failure leaves the previous installation as it was; an unchanged pin does nothing.
 //!
-//! Not built for the Mach-O lane: `X_AC_S2N` proves the library with `AC_RUN_IFELSE`, which a
-//! cross build cannot run (docs/RELEASE-LINES.md, "TLS").
+//! For a macOS target (`--target aarch64-apple-darwin`, the Mach-O lane), see [`apple`]: a
+//! static library cross-compiled against the target's libcrypto, and the configure answers
+//! that stand for `X_AC_S2N`'s test program, which a cross build cannot run.
 
-use crate::build_slurm::link::cargo_target_dir;
+mod apple;
+pub use apple::configure_answers;
+
 use crate::cli::S2nArgs;
 use crate::deps::source::unpack;
 use crate::fetch::archive::verify_sha256;
@@ -93,14 +96,14 @@ impl Pin {
         format!("{}-{}.crate", self.krate, self.version)
     }
 
-    /// What the installation's stamp records.
-    fn inputs(&self) -> Inputs {
+    /// What the installation's stamp records (a target build adds its own after these).
+    fn inputs(&self, recipe: &[&str]) -> Inputs {
         let mut i = Inputs::default();
         i.add("crate", &self.krate);
         i.add("version", &self.version);
         i.add("sha256", &self.sha256);
         i.add("source", &self.source);
-        i.add("recipe", RECIPE.join(" "));
+        i.add("recipe", recipe.join(" "));
         i.add("cflags", "-ffile-prefix-map=<source>=s2n-tls");
         i
     }
@@ -115,27 +118,91 @@ const RECIPE: &[&str] = &[
     "-DS2N_USE_CRYPTO_SHARED_LIBS=ON",
 ];
 
-/// `$CARGO_TARGET_DIR/deps/<host triple>/s2n`: the installation `--with-s2n` uses.
-pub fn default_prefix(root: &Path) -> PathBuf {
-    cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok())
-        .join("deps")
-        .join(targets::host().label())
-        .join("s2n")
+/// `$CARGO_TARGET_DIR/deps/<triple>/s2n`: the installation `--with-s2n` uses for `target`.
+pub fn prefix_for(root: &Path, target: &Target) -> PathBuf {
+    crate::deps::base_dir(root, target).join("s2n")
 }
 
 const STAMP: &str = ".s2n-stamp";
 
-/// Whether `prefix` holds an s2n installation (its header and shared library).
-pub fn is_installed(prefix: &Path) -> bool {
-    prefix.join("include/s2n.h").is_file() && prefix.join("lib/libs2n.so").exists()
+/// The library an installation for `target` has: shared on Linux (configure links `-ls2n`
+/// alone and runs the result), static for macOS ([`apple`]).
+fn library(target: &Target) -> &'static str {
+    if target.os == Os::Apple {
+        "lib/libs2n.a"
+    } else {
+        "lib/libs2n.so"
+    }
 }
 
-/// The `s2n` command: builds (or finds up to date) the pinned s2n-tls; returns its prefix.
+/// Whether `prefix` holds an s2n installation for `target` (its header and library).
+pub fn is_installed(prefix: &Path, target: &Target) -> bool {
+    prefix.join("include/s2n.h").is_file() && prefix.join(library(target)).exists()
+}
+
+/// How one installation is built: cmake's arguments, and for a macOS target the toolchain
+/// file's text and the libcrypto it links.
+struct Recipe {
+    target: &'static Target,
+    args: Vec<String>,
+    toolchain: Option<String>,
+    inputs: Inputs,
+}
+
+/// The recipe for `target`: this machine's (Debian's libcrypto, ccache as cmake's launcher),
+/// or a macOS target's ([`apple`]).
+fn recipe(sh: &Shell, root: &Path, pin: &Pin, target: &'static Target) -> Result<Recipe> {
+    if target.os != Os::Apple {
+        if target.rust != targets::host().rust {
+            return Err(Error::Unsupported(format!(
+                "s2n --target {}: s2n-tls is built for this machine or for a macOS target",
+                target.rust
+            )));
+        }
+        let mut args: Vec<String> = RECIPE.iter().map(|s| s.to_string()).collect();
+        if driver_common::util::process::on_path(sh, "ccache") {
+            args.push("-DCMAKE_C_COMPILER_LAUNCHER=ccache".into());
+        }
+        return Ok(Recipe {
+            target,
+            args,
+            toolchain: None,
+            inputs: pin.inputs(RECIPE),
+        });
+    }
+    let base = crate::deps::base_dir(root, target);
+    let crypto = apple::crypto_prefix(&base.join("prefix"), target)?;
+    let tools = crate::deps::CrossTools::for_target(sh, &base.join("tools"), target)?;
+    let toolchain_file = prefix_for(root, target).with_extension("toolchain.cmake");
+    let (args, text) = apple::cmake_args(target, &tools, &crypto, &toolchain_file)?;
+    let mut inputs = pin.inputs(apple::RECIPE);
+    inputs.add("target", target.rust);
+    inputs.add("tools", tools.identity());
+    inputs.add("toolchain", &text);
+    inputs.add(
+        "libcrypto",
+        driver_common::util::fs::sha256_file(&crypto.join("lib/libcrypto.a"))?,
+    );
+    Ok(Recipe {
+        target,
+        args,
+        toolchain: Some(text),
+        inputs,
+    })
+}
+
+/// The `s2n` command: builds (or finds up to date) the pinned s2n-tls for this machine or
+/// `--target`; returns its prefix.
 pub fn run(sh: &Shell, root: &Path, args: S2nArgs) -> Result<PathBuf> {
     let pin = Pin::read(root)?;
-    let prefix = default_prefix(root);
-    let inputs = pin.inputs();
-    if is_installed(&prefix) && stamp::read(&prefix.join(STAMP)) == Some(inputs.hash()) {
+    let target = match &args.target {
+        Some(t) => targets::lookup(t)?,
+        None => targets::host(),
+    };
+    let recipe = recipe(sh, root, &pin, target)?;
+    let prefix = prefix_for(root, target);
+    let inputs = &recipe.inputs;
+    if is_installed(&prefix, target) && stamp::read(&prefix.join(STAMP)) == Some(inputs.hash()) {
         eprintln!(
             "s2n: {} {} up to date in {}",
             pin.krate,
@@ -179,22 +246,40 @@ pub fn run(sh: &Shell, root: &Path, args: S2nArgs) -> Result<PathBuf> {
         .jobs
         .unwrap_or_else(driver_common::util::process::default_jobs)
         .max(1);
+    if let Some(text) = &recipe.toolchain {
+        write_atomic(
+            &prefix.with_extension("toolchain.cmake"),
+            text.as_bytes(),
+            0o644,
+        )?;
+    }
+    let logs = parent.join("logs/s2n");
     cmake(
         sh,
         &lib,
         &staging.dir.join("build"),
         &inst,
-        &parent.join("logs/s2n"),
+        &logs,
+        &recipe.args,
         jobs,
     )?;
-    smoke(sh, &inst, &staging.dir)?;
-    stamp::write(&inst.join(STAMP), &inputs)?;
+    if recipe.target.os == Os::Apple {
+        // What can be proven without running it: every object is Mach-O for the target.
+        crate::deps::prefix::check_archives(&inst, recipe.target)?;
+    } else {
+        smoke(sh, &inst, &staging.dir)?;
+    }
+    stamp::write(&inst.join(STAMP), inputs)?;
     if prefix.exists() {
         fs::remove_dir_all(&prefix).map_err(|e| Error::io(&prefix, e))?;
     }
     fs::rename(&inst, &prefix).map_err(|e| Error::io(&prefix, e))?;
+    let for_target = match &args.target {
+        Some(t) => format!(" --target {t}"),
+        None => String::new(),
+    };
     eprintln!(
-        "s2n: {} {} installed in {} (use: cargo xtask build-slurm --version V --with-s2n)",
+        "s2n: {} {} installed in {} (use: cargo xtask build-slurm --version V{for_target} --with-s2n)",
         pin.krate,
         pin.version,
         prefix.display()
@@ -202,13 +287,15 @@ pub fn run(sh: &Shell, root: &Path, args: S2nArgs) -> Result<PathBuf> {
     Ok(prefix)
 }
 
-/// cmake's configure, build and install of `lib` into `inst`, each step logged in `logs`.
+/// cmake's configure (with `args`), build and install of `lib` into `inst`, each step
+/// logged in `logs`.
 fn cmake(
-    sh: &Shell,
+    _sh: &Shell,
     lib: &Path,
     build: &Path,
     inst: &Path,
     logs: &Path,
+    args: &[String],
     jobs: usize,
 ) -> Result<()> {
     fs::create_dir_all(logs).map_err(|e| Error::io(logs, e))?;
@@ -218,16 +305,13 @@ fn cmake(
         .arg(lib)
         .arg("-B")
         .arg(build)
-        .args(RECIPE)
+        .args(args)
         // Error messages name source files: by their place in s2n-tls, not this scratch tree.
         .arg(format!(
             "-DCMAKE_C_FLAGS=-ffile-prefix-map={}=s2n-tls",
             lib.display()
         ))
         .arg(format!("-DCMAKE_INSTALL_PREFIX={}", inst.display()));
-    if driver_common::util::process::on_path(sh, "ccache") {
-        configure.arg("-DCMAKE_C_COMPILER_LAUNCHER=ccache");
-    }
     let mut make = std::process::Command::new("cmake");
     make.arg("--build")
         .arg(build)
@@ -268,8 +352,8 @@ fn smoke(sh: &Shell, inst: &Path, work: &Path) -> Result<()> {
     )
 }
 
-/// The s2n installation for `build-slurm --with-s2n [--s2n-prefix DIR]` (`None`: the default),
-/// refused with the reason for a line without tls/s2n, a macOS target, or no installation.
+/// The s2n installation for `build-slurm --with-s2n [--s2n-prefix DIR]` (`None`: the default
+/// for the target), refused with the reason for a line without tls/s2n or no installation.
 pub fn for_build(
     root: &Path,
     given: Option<&Path>,
@@ -283,23 +367,21 @@ pub fn for_build(
             FIRST_LINE.name()
         )));
     }
-    if target.os == Os::Apple {
-        return Err(Error::Unsupported(
-            "--with-s2n is not available for a macOS target: Slurm's configure proves s2n by \
-             running a program (X_AC_S2N's AC_RUN_IFELSE), which a cross build cannot \
-             (docs/RELEASE-LINES.md, \"TLS\")"
-                .into(),
-        ));
-    }
     let dir = match given {
-        None => default_prefix(root),
+        None => prefix_for(root, target),
         Some(g) => std::path::absolute(g).map_err(|e| Error::io(g, e))?,
     };
-    if !is_installed(&dir) {
+    if !is_installed(&dir, target) {
+        let command = if target.os == Os::Apple {
+            format!("cargo xtask s2n --target {}", target.rust)
+        } else {
+            "cargo xtask s2n".to_string()
+        };
         return Err(Error::Usage(format!(
-            "--with-s2n: no s2n-tls in {} (include/s2n.h and lib/libs2n.so): run `cargo xtask s2n` \
+            "--with-s2n: no s2n-tls in {} (include/s2n.h and {}): run `{command}` \
              first, or give the directory of another installation",
-            dir.display()
+            dir.display(),
+            library(target)
         )));
     }
     Ok(dir)
@@ -431,8 +513,14 @@ mod tests {
         let e = for_build(root, None, Line::L24_11, linux).unwrap_err();
         assert!(e.to_string().contains("no tls/s2n plugin"), "{e}");
         let mac = driver_common::targets::lookup("aarch64-apple-darwin").unwrap();
-        let e = for_build(root, None, Line::L26_05, mac).unwrap_err();
-        assert!(e.to_string().contains("AC_RUN_IFELSE"), "{e}");
+        let none = Some(Path::new("/nonexistent-s2n"));
+        let e = for_build(root, none, Line::L26_05, mac).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("cargo xtask s2n --target aarch64-apple-darwin")
+                && e.to_string().contains("lib/libs2n.a"),
+            "{e}"
+        );
         let e = for_build(
             root,
             Some(Path::new("/nonexistent-s2n")),
@@ -448,6 +536,13 @@ mod tests {
         fs::write(dir.path().join("lib/libs2n.so"), "").unwrap();
         assert_eq!(
             for_build(root, Some(dir.path()), Line::L25_05, linux).unwrap(),
+            dir.path()
+        );
+        // A macOS target wants the static library.
+        assert!(for_build(root, Some(dir.path()), Line::L25_05, mac).is_err());
+        fs::write(dir.path().join("lib/libs2n.a"), "").unwrap();
+        assert_eq!(
+            for_build(root, Some(dir.path()), Line::L25_05, mac).unwrap(),
             dir.path()
         );
     }

@@ -376,6 +376,11 @@ pub fn configure_args(spec: &ConfigureSpec) -> Vec<String> {
     }
     if let Some(d) = &spec.s2n {
         args.push(format!("--with-s2n={}", d.display()));
+        if spec.cross && spec.target.os == Os::Apple {
+            // X_AC_S2N cannot run its test program here: its answers instead (s2n/apple.rs).
+            let crypto = spec.deps_prefix.as_deref().unwrap_or(d);
+            args.extend(crate::s2n::configure_answers(d, crypto));
+        }
     }
     args.extend(spec.tool_vars.iter().cloned());
     args
@@ -688,6 +693,29 @@ mod tests {
         assert!(
             !lin.iter()
                 .any(|a| a.contains("without") || a.contains("ac_cv"))
+        );
+    }
+
+    #[test]
+    fn configure_args__macos_s2n_gets_x_ac_s2n_answers_after_the_switch_off() {
+        let mac = rows::mac_x86();
+        let mut sp = spec(Personality::Native, mac, linux(), "/p");
+        sp.deps_prefix = Some(PathBuf::from("/deps"));
+        sp.s2n = Some(PathBuf::from("/s2n"));
+        let args = configure_args(&sp);
+        let at = |a: &str| args.iter().position(|x| x == a);
+        // APPLE_SWITCHES' --without-s2n comes first; the later --with-s2n wins in configure.
+        assert!(at("--without-s2n").unwrap() < at("--with-s2n=/s2n").unwrap());
+        assert!(at("s2n_run_ok=yes").is_some() && at("x_ac_cv_s2n_dir=/s2n").is_some());
+        assert!(at("S2N_LDFLAGS=-L/s2n/lib -L/deps/lib").is_some());
+        // A Linux build with s2n runs configure's own test: the option alone.
+        let mut lin = spec(Personality::Native, linux(), linux(), "/p");
+        lin.s2n = Some(PathBuf::from("/s2n"));
+        let lin = configure_args(&lin);
+        assert!(lin.contains(&"--with-s2n=/s2n".to_string()));
+        assert!(
+            !lin.iter()
+                .any(|a| a.contains("s2n_run_ok") || a.starts_with("S2N_"))
         );
     }
 
