@@ -538,24 +538,40 @@ fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<BuildOutput> {
             .is_some(),
         _ => false,
     };
+    // The Mach-O build outside the bottle's keg layout (staging prefix), with or without s2n.
+    let staged_args = |d: &crate::deps::DepsPrefix, with_s2n: bool| BuildArgs {
+        target: Some("aarch64-apple-darwin".to_string()),
+        deps_prefix: Some(d.dir.clone()),
+        macos_min: None,
+        with_s2n,
+        s2n_prefix: None,
+        ..builds.args(Personality::Native, false)
+    };
     let macho = report.step_after(
         "build-slurm --target aarch64-apple-darwin (zig, deps, Mach-O check)",
         &deps,
         |d| {
             let args = match &bottle {
                 Some((_, layout)) => crate::bottle::build_args(root, layout, &d.dir, None),
-                None => BuildArgs {
-                    target: Some("aarch64-apple-darwin".to_string()),
-                    deps_prefix: Some(d.dir.clone()),
-                    macos_min: None,
-                    with_s2n: s2n,
-                    s2n_prefix: None,
-                    ..builds.args(Personality::Native, false)
-                },
+                None => staged_args(d, s2n),
             };
             builds.build(&args)
         },
     );
+    // The bottle has no tls/s2n yet (a source build of its formula would need s2n-tls's
+    // sources as a resource): the Mach-O build with it is made and audited beside it.
+    if s2n && bottle.is_some() {
+        let with_tls = report.step_after(
+            "build-slurm --target aarch64-apple-darwin --with-s2n (Mach-O tls/s2n, not in the bottle)",
+            &deps,
+            |d| builds.build(&staged_args(d, true)),
+        );
+        report.step_after(
+            "audit: Mach-O install with tls/s2n (plugin linkage)",
+            &with_tls,
+            |b| audit(sh, root, b, "macho-arm64"),
+        );
+    }
     match &bottle {
         Some((pin, layout)) => {
             report.step_after(

@@ -304,6 +304,15 @@ int slurm_shim_getresuid(uid_t *ruid, uid_t *euid, uid_t *suid);
 int slurm_shim_getresgid(gid_t *rgid, gid_t *egid, gid_t *sgid);
 
 /**
+ * `sigtimedwait(2)` for C callers.
+ *
+ * # Safety
+ * `set` must point to a valid `sigset_t`; `info` must be NULL or point to a writable
+ * `siginfo_t`; `timeout` must be NULL or point to a valid `timespec`.
+ */
+int slurm_shim_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout);
+
+/**
  * `socket(2)` for C callers.
  */
 int slurm_shim_socket(int domain, int ty, int protocol);
@@ -451,6 +460,7 @@ typedef uint64_t eventfd_t;
 #define pthread_rwlock_init slurm_shim_pthread_rwlock_init
 #define getsockopt slurm_shim_getsockopt
 #define sysinfo slurm_shim_sysinfo
+#define sigtimedwait slurm_shim_sigtimedwait
 
 #ifdef __cplusplus
 }
@@ -485,6 +495,7 @@ typedef uint64_t eventfd_t;
 #pragma redefine_extname pthread_rwlock_init slurm_shim_pthread_rwlock_init
 #pragma redefine_extname getsockopt slurm_shim_getsockopt
 #pragma redefine_extname sysinfo slurm_shim_sysinfo
+#pragma redefine_extname sigtimedwait slurm_shim_sigtimedwait
 
 #if defined(SLURM_SHIM_EMULATE_MACOS)
 /* Make time only: macOS's runtime behaviour for calls glibc also has, and the macOS APIs

@@ -31,6 +31,7 @@ pub mod pipe2;
 pub mod qsort_r;
 pub mod rwlock;
 pub mod setresuid;
+pub mod sigtimedwait;
 pub mod socket;
 pub mod timer;
 pub mod uptime;

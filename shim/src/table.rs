@@ -111,6 +111,7 @@ table! {
     rwlock::slurm_shim_pthread_rwlock_init => Both,
     peercred::slurm_shim_getsockopt => Both,
     uptime::slurm_shim_sysinfo => Both,
+    sigtimedwait::slurm_shim_sigtimedwait => Both,
     // pthread objects as macOS libpthread checks them (emulate::pthread_*); pthread_rwlock_init
     // is the `rwlock` fix above, which runs on top of the model in the darwin personality.
     pthread_mutex::slurm_shim_pthread_mutex_init => Emulate,
