@@ -36,12 +36,14 @@
 //! A failed step does not stop independent steps; steps that need its output are skipped
 //! with the reason printed. The command fails if any step failed.
 
+mod cross;
 mod disk;
 pub(crate) mod report;
+mod tls;
 
 use crate::audit::expect as audit_expectations;
 use crate::build_slurm::{self, BuildOutput};
-use crate::cli::{BuildArgs, CiArgs, DepsArgs, PeerArgs, SourceArgs};
+use crate::cli::{BuildArgs, CiArgs, PeerArgs, SourceArgs};
 use driver_common::error::{Error, Result};
 use driver_common::personality::Personality;
 use driver_common::util::process::bounded::run_inherit_bounded;
@@ -203,7 +205,7 @@ pub(crate) fn slurm_lanes(
     scope: Scope,
     report: &mut Report,
 ) {
-    let s2n = tls_lane(sh, root, args, scope, report);
+    let s2n = tls::tls_lane(sh, root, args, scope, report);
     let builds = Builds {
         sh,
         root,
@@ -226,11 +228,11 @@ pub(crate) fn slurm_lanes(
                         .map(|()| "smd-407-tls, mix-span and mix-clients passed".to_string())
                 });
             }
-            (_, _, false) => report.skip(STEP, &no_tls_reason(root, args)),
+            (_, _, false) => report.skip(STEP, &tls::no_tls_reason(root, args)),
             _ => report.skip(STEP, "a build above did not succeed"),
         }
     }
-    let macho = cross_lane(&builds, report);
+    let macho = cross::cross_lane(&builds, report);
     // The Mach-O install's remaining findings (upstream link bugs, one slurmd-only function in
     // a /proc plugin) are recorded with their reasons in
     // ci/expectations/audit-<line>-macho-arm64.toml: any change fails.
@@ -245,52 +247,6 @@ pub(crate) fn slurm_lanes(
         };
         report.step_after(&name, build, |b| audit(sh, root, b, lane));
     }
-}
-
-/// The release line of the version `args` names (`None` for a local source).
-fn pinned_line(root: &Path, args: &CiArgs) -> Option<driver_common::lines::Line> {
-    if args.source.is_some() {
-        return None;
-    }
-    let pins = driver_common::pins::Pins::load(root).ok()?;
-    let line = pins.get(&args.version).ok()?.line.clone();
-    driver_common::lines::Line::from_name(&line, "pins.toml").ok()
-}
-
-/// Why a full run has no TLS step (recorded in the line's row).
-fn no_tls_reason(root: &Path, args: &CiArgs) -> String {
-    match pinned_line(root, args) {
-        Some(l) if l < crate::s2n::FIRST_LINE => format!(
-            "Slurm {} has no tls/s2n (it came in {})",
-            l.name(),
-            crate::s2n::FIRST_LINE.name()
-        ),
-        None => "a local source: its line is not pinned".into(),
-        Some(_) => "s2n-tls did not build (step above)".into(),
-    }
-}
-
-/// `lines verify` of 25.05 and later: s2n-tls for this machine, so that the native and
-/// darwin builds get tls/s2n; whether they do.
-fn tls_lane(sh: &Shell, root: &Path, args: &CiArgs, scope: Scope, report: &mut Report) -> bool {
-    let wanted = scope == Scope::Full
-        && pinned_line(root, args).is_some_and(|l| l >= crate::s2n::FIRST_LINE);
-    if !wanted {
-        return false;
-    }
-    report
-        .step("s2n: s2n-tls for tls/s2n (pinned crate source)", || {
-            crate::s2n::run(
-                sh,
-                root,
-                crate::cli::S2nArgs {
-                    jobs: None,
-                    target: None,
-                },
-            )
-            .map(|p| format!("installed in {}", p.display()))
-        })
-        .is_some()
 }
 
 /// Lane 2: native builds without and with the series; `make check` must agree exactly.
@@ -478,137 +434,6 @@ fn cluster_lanes(
             "a build above did not succeed",
         ),
     }
-}
-
-/// Lane 4: the target's json-c, libjwt and hwloc (and s2n-tls where the line's builds have
-/// tls/s2n), then Slurm built with them for aarch64-apple-darwin (zig), its install checked
-/// to be arm64 Mach-O.
-fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<BuildOutput> {
-    let (sh, root) = (builds.sh, builds.root);
-    // Darwin cross lane: the target's json-c, libjwt and hwloc, then Slurm with them.
-    let deps = report.step("deps --target aarch64-apple-darwin", || {
-        crate::deps::run(
-            sh,
-            root,
-            DepsArgs {
-                target: "aarch64-apple-darwin".to_string(),
-                jobs: None,
-                debian_mirror: None,
-                build_all: true,
-                macos_min: None,
-            },
-        )
-        .map(|d| {
-            let text = d.dir.display().to_string();
-            (d, text)
-        })
-    });
-    // A pinned release is built as the bottle's keg (Cellar prefix, staged with DESTDIR), so
-    // the bottle step below packs this very build instead of building again.
-    let bottle = builds.src.version.as_deref().and_then(|v| {
-        let pin = crate::bottle::pinned(root, v).ok()?;
-        crate::bottle::source_of(&pin).ok()?;
-        let layout = crate::bottle::Layout::new(
-            crate::bottle::FORMULA,
-            v,
-            &pin.line,
-            "aarch64-apple-darwin",
-        )
-        .ok()?;
-        Some((pin, layout))
-    });
-    // tls/s2n where the native and darwin builds have it (`lines verify` of 25.05 and later):
-    // s2n-tls cross-compiled against the deps' libcrypto (s2n/apple.rs).
-    let s2n = match (&deps, builds.s2n) {
-        (Some(_), true) => report
-            .step(
-                "s2n --target aarch64-apple-darwin (static, deps' libcrypto)",
-                || {
-                    crate::s2n::run(
-                        sh,
-                        root,
-                        crate::cli::S2nArgs {
-                            jobs: None,
-                            target: Some("aarch64-apple-darwin".to_string()),
-                        },
-                    )
-                    .map(|p| format!("installed in {}", p.display()))
-                },
-            )
-            .is_some(),
-        _ => false,
-    };
-    // The Mach-O build outside the bottle's keg layout (staging prefix), with or without s2n.
-    let staged_args = |d: &crate::deps::DepsPrefix, with_s2n: bool| BuildArgs {
-        target: Some("aarch64-apple-darwin".to_string()),
-        deps_prefix: Some(d.dir.clone()),
-        macos_min: None,
-        with_s2n,
-        s2n_prefix: None,
-        ..builds.args(Personality::Native, false)
-    };
-    let macho = report.step_after(
-        "build-slurm --target aarch64-apple-darwin (zig, deps, Mach-O check)",
-        &deps,
-        |d| {
-            let args = match &bottle {
-                Some((_, layout)) => crate::bottle::build_args(root, layout, &d.dir, None),
-                None => staged_args(d, s2n),
-            };
-            builds.build(&args)
-        },
-    );
-    // The bottle has no tls/s2n yet (a source build of its formula would need s2n-tls's
-    // sources as a resource): the Mach-O build with it is made and audited beside it.
-    if s2n && bottle.is_some() {
-        let with_tls = report.step_after(
-            "build-slurm --target aarch64-apple-darwin --with-s2n (Mach-O tls/s2n, not in the bottle)",
-            &deps,
-            |d| builds.build(&staged_args(d, true)),
-        );
-        report.step_after(
-            "audit: Mach-O install with tls/s2n (plugin linkage)",
-            &with_tls,
-            |b| audit(sh, root, b, "macho-arm64"),
-        );
-    }
-    match &bottle {
-        Some((pin, layout)) => {
-            report.step_after(
-                "bottle --target aarch64-apple-darwin (node tool, keg, signatures, scan)",
-                &macho,
-                |b| {
-                    let node_tool = crate::bottle::node_tool::build(sh, root, layout.target)?;
-                    let out = crate::build_slurm::link::cargo_target_dir(
-                        root,
-                        std::env::var("CARGO_TARGET_DIR").ok(),
-                    )
-                    .join("bottle");
-                    let made =
-                        crate::bottle::package(root, layout, pin, &b.prefix, &node_tool, &out)?;
-                    let size = std::fs::metadata(&made.bottle)
-                        .map(|m| m.len())
-                        .unwrap_or(0);
-                    println!("{}", made.report.summary());
-                    Ok(format!(
-                        "{} ({size} bytes, {} Mach-O verified by {})",
-                        made.bottle.display(),
-                        made.report.macho_files,
-                        if crate::bottle::codesign::SECOND_VERIFIER {
-                            "ours and apple-codesign"
-                        } else {
-                            "ours only: the driver was built without the apple-codesign feature"
-                        }
-                    ))
-                },
-            );
-        }
-        None => report.skip(
-            "bottle --target aarch64-apple-darwin",
-            "a bottle is made of a pinned release tarball only (not --source, not a snapshot)",
-        ),
-    }
-    macho
 }
 
 /// `cargo xtask audit` on an install, compared exactly with

@@ -22,7 +22,6 @@
 //! that stand for `X_AC_S2N`'s test program, which a cross build cannot run.
 
 mod apple;
-pub use apple::configure_answers;
 
 use crate::cli::S2nArgs;
 use crate::deps::source::unpack;
@@ -224,23 +223,7 @@ pub fn run(sh: &Shell, root: &Path, args: S2nArgs) -> Result<PathBuf> {
         .ok_or_else(|| Error::file(&prefix, "no parent directory"))?;
     fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     let staging = Staging::new(parent, "s2n")?;
-    let krate = crate_file(sh, &pin, &cargo_home()?, &staging.dir)?;
-    let (_src, top) = unpack(
-        sh,
-        &krate,
-        &format!("{}-{}", pin.krate, pin.version),
-        &staging.dir,
-    )?;
-    let lib = top.join(&pin.source);
-    if !lib.join("CMakeLists.txt").is_file() {
-        return Err(Error::Unpack {
-            what: krate.display().to_string(),
-            detail: format!(
-                "no {}/CMakeLists.txt in the crate (is `source` in {PIN_FILE} right?)",
-                pin.source
-            ),
-        });
-    }
+    let lib = unpack_source(sh, &pin, &staging.dir)?;
     let inst = staging.dir.join("inst");
     let jobs = args
         .jobs
@@ -285,6 +268,24 @@ pub fn run(sh: &Shell, root: &Path, args: S2nArgs) -> Result<PathBuf> {
         prefix.display()
     );
     Ok(prefix)
+}
+
+/// The verified crate unpacked in `work`; returns the directory with s2n-tls's
+/// CMakeLists.txt (the pin's `source`).
+fn unpack_source(sh: &Shell, pin: &Pin, work: &Path) -> Result<PathBuf> {
+    let krate = crate_file(sh, pin, &cargo_home()?, work)?;
+    let (_src, top) = unpack(sh, &krate, &format!("{}-{}", pin.krate, pin.version), work)?;
+    let lib = top.join(&pin.source);
+    if !lib.join("CMakeLists.txt").is_file() {
+        return Err(Error::Unpack {
+            what: krate.display().to_string(),
+            detail: format!(
+                "no {}/CMakeLists.txt in the crate (is `source` in {PIN_FILE} right?)",
+                pin.source
+            ),
+        });
+    }
+    Ok(lib)
 }
 
 /// cmake's configure (with `args`), build and install of `lib` into `inst`, each step
@@ -385,6 +386,24 @@ pub fn for_build(
         )));
     }
     Ok(dir)
+}
+
+/// Slurm's configure arguments for the s2n installation `s2n` (none without one): the
+/// option, and for a cross build to macOS the answers of `X_AC_S2N`'s test program, which
+/// cannot run there ([`apple`]; libcrypto from the deps prefix `crypto`).
+pub fn configure_switches(
+    s2n: Option<&Path>,
+    cross_to_mac: bool,
+    crypto: Option<&Path>,
+) -> Vec<String> {
+    let Some(d) = s2n else {
+        return Vec::new();
+    };
+    let mut args = vec![format!("--with-s2n={}", d.display())];
+    if cross_to_mac {
+        args.extend(apple::configure_answers(d, crypto.unwrap_or(d)));
+    }
+    args
 }
 
 /// What a Slurm build's stamp records of the s2n installation it used: where, and its hash.

@@ -374,14 +374,12 @@ pub fn configure_args(spec: &ConfigureSpec) -> Vec<String> {
         }
         args.extend(cross::dep_switches(spec.deps_prefix.as_deref()));
     }
-    if let Some(d) = &spec.s2n {
-        args.push(format!("--with-s2n={}", d.display()));
-        if spec.cross && spec.target.os == Os::Apple {
-            // X_AC_S2N cannot run its test program here: its answers instead (s2n/apple.rs).
-            let crypto = spec.deps_prefix.as_deref().unwrap_or(d);
-            args.extend(crate::s2n::configure_answers(d, crypto));
-        }
-    }
+    let cross_to_mac = spec.cross && spec.target.os == Os::Apple;
+    args.extend(crate::s2n::configure_switches(
+        spec.s2n.as_deref(),
+        cross_to_mac,
+        spec.deps_prefix.as_deref(),
+    ));
     args.extend(spec.tool_vars.iter().cloned());
     args
 }
