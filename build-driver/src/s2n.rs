@@ -223,7 +223,7 @@ pub fn run(sh: &Shell, root: &Path, args: S2nArgs) -> Result<PathBuf> {
         .ok_or_else(|| Error::file(&prefix, "no parent directory"))?;
     fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     let staging = Staging::new(parent, "s2n")?;
-    let lib = unpack_source(sh, &pin, &staging.dir)?;
+    let (_src, lib) = unpack_source(sh, &pin, &staging.dir)?;
     let inst = staging.dir.join("inst");
     let jobs = args
         .jobs
@@ -270,11 +270,12 @@ pub fn run(sh: &Shell, root: &Path, args: S2nArgs) -> Result<PathBuf> {
     Ok(prefix)
 }
 
-/// The verified crate unpacked in `work`; returns the directory with s2n-tls's
-/// CMakeLists.txt (the pin's `source`).
-fn unpack_source(sh: &Shell, pin: &Pin, work: &Path) -> Result<PathBuf> {
+/// The verified crate unpacked in `work`; returns the unpacked tree (removed when dropped:
+/// keep it while building) and the directory with s2n-tls's CMakeLists.txt (the pin's
+/// `source`).
+fn unpack_source(sh: &Shell, pin: &Pin, work: &Path) -> Result<(Staging, PathBuf)> {
     let krate = crate_file(sh, pin, &cargo_home()?, work)?;
-    let (_src, top) = unpack(sh, &krate, &format!("{}-{}", pin.krate, pin.version), work)?;
+    let (src, top) = unpack(sh, &krate, &format!("{}-{}", pin.krate, pin.version), work)?;
     let lib = top.join(&pin.source);
     if !lib.join("CMakeLists.txt").is_file() {
         return Err(Error::Unpack {
@@ -285,7 +286,7 @@ fn unpack_source(sh: &Shell, pin: &Pin, work: &Path) -> Result<PathBuf> {
             ),
         });
     }
-    Ok(lib)
+    Ok((src, lib))
 }
 
 /// cmake's configure (with `args`), build and install of `lib` into `inst`, each step
