@@ -22,7 +22,8 @@
 //! * configure: `--host` and the optional features a compute node does not need switched
 //!   off ([`APPLE_SWITCHES`]). No cache answers are needed: Slurm's two `AC_RUN_IFELSE`
 //!   probes (`printf("%s", NULL)`, 32-bit `uid_t`/`gid_t`; 24.11 and 26.11) carry cross
-//!   defaults, "yes", which is macOS's answer, and 26.11's s2n probe is off.
+//!   defaults, "yes", which is macOS's answer, and the s2n probe (25.05 and later) is off,
+//!   or, with `--with-s2n`, answered (`crate::s2n::configure_switches`, after this list).
 //! * the shim header force-included (its `__APPLE__` branch) through make's `CPPFLAGS`,
 //!   not configure's (`build_slurm::configure::apple_make_cppflags` says why).
 //! * make: `PLUGIN_FLAGS` with libtool's own single-dash `-export-dynamic` ([`apple_make_vars`],
@@ -67,7 +68,8 @@ pub fn default_is_zig(target: &Target, host: &Target) -> bool {
 /// `--without-http-parser` (slurmrestd), `--without-rdkafka`, `--without-lua`,
 /// `--without-pmix`, `--without-ucx`, `--without-nvml`, `--without-rsmi`, `--without-oneapi`
 /// (GPU vendors macOS lacks), `--without-freeipmi`, `--without-hdf5`, `--without-readline`
-/// (scontrol/sacctmgr interactive mode), `--without-s2n` (26.11 TLS), `--without-bpf`,
+/// (scontrol/sacctmgr interactive mode), `--without-s2n` (TLS, 25.05+; a later `--with-s2n`
+/// wins), `--without-bpf`,
 /// `--without-dbus`, `--without-selinux`, `--without-numa`. Not `--without-lz4`: it stops the
 /// 26.11 snapshot's configure (`conditional "BUILD_LZ4" was never defined`; seen by the deps
 /// helper). lz4's probe then looks in the build machine's `/usr`; zig cannot link an ELF
