@@ -390,18 +390,19 @@ pub fn for_build(
 }
 
 /// Slurm's configure arguments for the s2n installation `s2n` (none without one): the
-/// option, and for a cross build to macOS the answers of `X_AC_S2N`'s test program, which
-/// cannot run there ([`apple`]; libcrypto from the deps prefix `crypto`).
+/// option, and for a macOS target the answers of `X_AC_S2N`'s test program ([`apple`];
+/// libcrypto from the deps prefix `crypto`). Cross-built, the test cannot run; on a Mac it
+/// would link `-ls2n` alone, which a static libs2n.a does not satisfy without libcrypto.
 pub fn configure_switches(
     s2n: Option<&Path>,
-    cross_to_mac: bool,
+    mac_target: bool,
     crypto: Option<&Path>,
 ) -> Vec<String> {
     let Some(d) = s2n else {
         return Vec::new();
     };
     let mut args = vec![format!("--with-s2n={}", d.display())];
-    if cross_to_mac {
+    if mac_target {
         args.extend(apple::configure_answers(d, crypto.unwrap_or(d)));
     }
     args

@@ -374,10 +374,9 @@ pub fn configure_args(spec: &ConfigureSpec) -> Vec<String> {
         }
         args.extend(cross::dep_switches(spec.deps_prefix.as_deref()));
     }
-    let cross_to_mac = spec.cross && spec.target.os == Os::Apple;
     args.extend(crate::s2n::configure_switches(
         spec.s2n.as_deref(),
-        cross_to_mac,
+        spec.target.os == Os::Apple,
         spec.deps_prefix.as_deref(),
     ));
     args.extend(spec.tool_vars.iter().cloned());
@@ -706,6 +705,11 @@ mod tests {
         assert!(at("--without-s2n").unwrap() < at("--with-s2n=/s2n").unwrap());
         assert!(at("s2n_run_ok=yes").is_some() && at("x_ac_cv_s2n_dir=/s2n").is_some());
         assert!(at("S2N_LDFLAGS=-L/s2n/lib -L/deps/lib").is_some());
+        // On a Mac itself (no cross build) the answers too: the static library would fail
+        // the test's `-ls2n` alone.
+        let mut native_mac = spec(Personality::Native, mac, mac, "/p");
+        native_mac.s2n = Some(PathBuf::from("/s2n"));
+        assert!(configure_args(&native_mac).contains(&"s2n_run_ok=yes".to_string()));
         // A Linux build with s2n runs configure's own test: the option alone.
         let mut lin = spec(Personality::Native, linux(), linux(), "/p");
         lin.s2n = Some(PathBuf::from("/s2n"));

@@ -10,12 +10,13 @@
 //! at link time.
 //!
 //! Slurm's `X_AC_S2N` accepts an s2n installation only by running a test program
-//! (`AC_RUN_IFELSE`), which a cross build cannot do. So the Slurm build gives configure the
-//! answers the test would have produced ([`configure_answers`]): the check's cache variable
-//! (so the test is not run at all), `s2n_run_ok=yes` (the variable the macro decides with
-//! after the check) and the `S2N_*` variables it would have set. The build then proves what
-//! the test would have: `tls_s2n.so` must be built ([`super::check_plugin`]), and the
-//! Mach-O audit resolves its symbols. A Mac building Slurm itself runs the test instead.
+//! (`AC_RUN_IFELSE`) linked with `-ls2n` alone: a cross build cannot run it, and on a Mac the
+//! static library would not link alone (it needs libcrypto after it). So a build for macOS
+//! gives configure the answers the test would have produced ([`configure_answers`]): the
+//! check's cache variable (so the test is not run at all), `s2n_run_ok=yes` (the variable
+//! the macro decides with after the check) and the `S2N_*` variables it would have set. The
+//! build then proves what the test would have: `tls_s2n.so` must be built
+//! ([`super::check_plugin`]), and the Mach-O audit resolves its symbols.
 
 use crate::deps::CrossTools;
 use crate::deps::tools::cmake_toolchain;
