@@ -292,6 +292,52 @@ fn has_commit(sh: &Shell, git_dir: &Path, commit: &str) -> Result<bool> {
     Ok(out.status.success())
 }
 
+/// `commit` must be in `git_dir`; `MissingCommit` naming `what` (the version) otherwise.
+fn require_commit(sh: &Shell, git_dir: &Path, commit: &str, what: &str) -> Result<()> {
+    if has_commit(sh, git_dir, commit)? {
+        return Ok(());
+    }
+    Err(Error::MissingCommit {
+        repo: git_dir.to_path_buf(),
+        commit: commit.to_string(),
+        version: what.to_string(),
+    })
+}
+
+/// One git export into `slurm-src/`: `paths` of `commit` (all of it when empty) archived from
+/// `git_dir`, unpacked in a staging directory and installed as the tree `name` (which must
+/// have `must_have`) with `identity` in its marker; `what` names it in messages.
+struct Export<'a> {
+    commit: &'a str,
+    paths: &'a [&'a str],
+    name: &'a str,
+    identity: &'a str,
+    must_have: &'a str,
+    what: &'a str,
+}
+
+/// Carries out an [`Export`]; returns the installed tree.
+fn export_tree(sh: &Shell, layout: &Layout, git_dir: &Path, e: &Export<'_>) -> Result<PathBuf> {
+    let staging = Staging::new(&layout.dir, e.name)?;
+    let tar = staging.dir.join("export.tar");
+    let (commit, paths) = (e.commit, e.paths);
+    let top = format!("{}-{}", e.name, &commit[..12]);
+    let prefix = format!("{top}/");
+    step(&format!("git archive {commit} {}", paths.join(" ")), || {
+        let archive = cmd!(
+            sh,
+            "git --git-dir {git_dir} archive --format=tar --prefix={prefix} -o {tar} {commit} {paths...}"
+        );
+        run_checked(archive, &format!("fetch {}", e.what), "git archive")
+    })?;
+    let unpacked = staging.dir.join("tree");
+    fs::create_dir(&unpacked).map_err(|x| Error::io(&unpacked, x))?;
+    step("unpacking the export", || {
+        let t = archive::unpack_single_top(&tar, Some(&top), &unpacked)?;
+        archive::install_with(layout, e.name, &t, e.identity, e.must_have)
+    })
+}
+
 /// `git archive`s the pinned commit of a git pin from `git_dir` and installs it, then the
 /// Python suite the pin names, if any ([`suite`]).
 fn export_git(sh: &Shell, layout: &Layout, pin: &Pin, git_dir: &Path) -> Result<SourceTree> {
@@ -305,33 +351,19 @@ fn export_source(sh: &Shell, layout: &Layout, pin: &Pin, git_dir: &Path) -> Resu
     let PinSource::Git { commit, .. } = &pin.source else {
         return unreachable_git(pin);
     };
-    if !has_commit(sh, git_dir, commit)? {
-        return Err(Error::MissingCommit {
-            repo: git_dir.to_path_buf(),
-            commit: commit.clone(),
-            version: pin.version.clone(),
-        });
-    }
+    require_commit(sh, git_dir, commit, &pin.version)?;
     if let Some(t) = already(layout, pin) {
         return Ok(t);
     }
-    let staging = Staging::new(&layout.dir, &pin.version)?;
-    let tar = staging.dir.join("export.tar");
-    let top = format!("slurm-{}", &commit[..12]);
-    let prefix = format!("{top}/");
-    step(&format!("git archive {commit}"), || {
-        let archive = cmd!(
-            sh,
-            "git --git-dir {git_dir} archive --format=tar --prefix={prefix} -o {tar} {commit}"
-        );
-        run_checked(archive, &format!("fetch {}", pin.version), "git archive")
-    })?;
-    let unpacked = staging.dir.join("tree");
-    fs::create_dir(&unpacked).map_err(|e| Error::io(&unpacked, e))?;
-    step("unpacking the export", || {
-        let t = archive::unpack_single_top(&tar, Some(&top), &unpacked)?;
-        archive::install(layout, &pin.version, &t, &pin.identity())
-    })?;
+    let export = Export {
+        commit,
+        paths: &[],
+        name: &pin.version,
+        identity: &pin.identity(),
+        must_have: archive::SOURCE_MARK,
+        what: &pin.version,
+    };
+    export_tree(sh, layout, git_dir, &export)?;
     Ok(tree_of(layout, pin))
 }
 

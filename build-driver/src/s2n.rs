@@ -144,7 +144,8 @@ pub fn is_installed(prefix: &Path, target: &Target) -> bool {
 struct Recipe {
     target: &'static Target,
     args: Vec<String>,
-    toolchain: Option<String>,
+    /// A macOS target's CMake toolchain file: where, and its text.
+    toolchain: Option<(PathBuf, String)>,
     inputs: Inputs,
 }
 
@@ -185,7 +186,7 @@ fn recipe(sh: &Shell, root: &Path, pin: &Pin, target: &'static Target) -> Result
     Ok(Recipe {
         target,
         args,
-        toolchain: Some(text),
+        toolchain: Some((toolchain_file, text)),
         inputs,
     })
 }
@@ -229,16 +230,11 @@ pub fn run(sh: &Shell, root: &Path, args: S2nArgs) -> Result<PathBuf> {
         .jobs
         .unwrap_or_else(driver_common::util::process::default_jobs)
         .max(1);
-    if let Some(text) = &recipe.toolchain {
-        write_atomic(
-            &prefix.with_extension("toolchain.cmake"),
-            text.as_bytes(),
-            0o644,
-        )?;
+    if let Some((file, text)) = &recipe.toolchain {
+        write_atomic(file, text.as_bytes(), 0o644)?;
     }
     let logs = parent.join("logs/s2n");
     cmake(
-        sh,
         &lib,
         &staging.dir.join("build"),
         &inst,
@@ -292,7 +288,6 @@ fn unpack_source(sh: &Shell, pin: &Pin, work: &Path) -> Result<(Staging, PathBuf
 /// cmake's configure (with `args`), build and install of `lib` into `inst`, each step
 /// logged in `logs`.
 fn cmake(
-    _sh: &Shell,
     lib: &Path,
     build: &Path,
     inst: &Path,

@@ -6,15 +6,12 @@
 //! commit's `testsuite/python` to `slurm-src/<V>-python-suite/testsuite/python`, with its own
 //! completion marker, the same way as a source tree (staged, renamed, marker last).
 
-use super::archive::{self, Layout};
-use super::{has_commit, step};
+use super::archive::Layout;
+use super::{Export, export_tree, require_commit};
 use driver_common::error::{Error, Result};
 use driver_common::pins::{Pin, Pins, python_suite_name};
-use driver_common::util::fs::Staging;
-use driver_common::util::process::run_checked;
-use std::fs;
 use std::path::{Path, PathBuf};
-use xshell::{Shell, cmd};
+use xshell::Shell;
 
 /// The suite's directory inside its tree, and the file that must be there.
 const SUITE_DIR: &str = "testsuite/python";
@@ -37,29 +34,16 @@ pub fn export(sh: &Shell, layout: &Layout, pin: &Pin, git_dir: &Path) -> Result<
         return Ok(());
     };
     let label = format!("{} (python_suite)", pin.version);
-    if !has_commit(sh, git_dir, commit)? {
-        return Err(Error::MissingCommit {
-            repo: git_dir.to_path_buf(),
-            commit: commit.to_string(),
-            version: label,
-        });
-    }
-    let name = python_suite_name(&pin.version);
-    let staging = Staging::new(&layout.dir, &name)?;
-    let tar = staging.dir.join("suite.tar");
-    let top = format!("suite-{}", &commit[..12]);
-    let prefix = format!("{top}/");
-    step(&format!("git archive {commit} {SUITE_DIR}"), || {
-        let archive = cmd!(
-            sh,
-            "git --git-dir {git_dir} archive --format=tar --prefix={prefix} -o {tar} {commit} {SUITE_DIR}"
-        );
-        run_checked(archive, &format!("fetch {label}"), "git archive")
-    })?;
-    let unpacked = staging.dir.join("tree");
-    fs::create_dir(&unpacked).map_err(|e| Error::io(&unpacked, e))?;
-    let t = archive::unpack_single_top(&tar, Some(&top), &unpacked)?;
-    let dest = archive::install_with(layout, &name, &t, &identity(commit), SUITE_MARK)?;
+    require_commit(sh, git_dir, commit, &label)?;
+    let export = Export {
+        commit,
+        paths: &[SUITE_DIR],
+        name: &python_suite_name(&pin.version),
+        identity: &identity(commit),
+        must_have: SUITE_MARK,
+        what: &label,
+    };
+    let dest = export_tree(sh, layout, git_dir, &export)?;
     eprintln!("fetch: {label}: {}", dest.join(SUITE_DIR).display());
     Ok(())
 }
