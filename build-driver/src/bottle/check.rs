@@ -4,7 +4,8 @@
 //! names a poured keg may carry ([`super::linkage::violations`]); no file names a directory of
 //! the build machine ([`super::scan`]); no text file keeps a literal Cellar or prefix path
 //! (they must be placeholders); the programs the formula and the service name, and the node
-//! tool, exist and are executables of the bottle's CPU ([`crate::cross::macho::check_file`]).
+//! tool, exist and are executables of the bottle's CPU ([`crate::cross::macho::check_file`]);
+//! from 25.05 on, the TLS plugin `tls_s2n.so` is there and is a plugin of that CPU.
 
 use super::{Layout, codesign, linkage, relocate, scan};
 use crate::cross::macho::{Expect, check_file};
@@ -98,6 +99,18 @@ pub fn check(root: &Path, layout: &Layout, keg: &Path) -> Result<Report> {
             problems.push(format!("{n} is missing"));
         } else if let Some(bad) = check_file(&p, Expect::Program, cpu) {
             problems.push(format!("{n}: not a program of the bottle's CPU: {bad}"));
+        }
+    }
+    if layout.has_tls() {
+        let p = keg.join(crate::s2n::PLUGIN);
+        let n = crate::s2n::PLUGIN;
+        if !p.is_file() {
+            problems.push(format!(
+                "{n} is missing (Slurm {} has TLS: the build needs --with-s2n)",
+                layout.line
+            ));
+        } else if let Some(bad) = check_file(&p, Expect::Plugin, cpu) {
+            problems.push(format!("{n}: not a plugin of the bottle's CPU: {bad}"));
         }
     }
     let plist = keg.join(slurm_mac::service::plist::file_name(
