@@ -93,6 +93,32 @@ pub fn check(root: &Path, layout: &Layout, keg: &Path) -> Result<Report> {
         }
     }
     let cpu = crate::macho::cpu_type(layout.target)?;
+    problems.extend(named_files(layout, keg, cpu));
+    let plist = keg.join(slurm_mac::service::plist::file_name(
+        slurm_mac::service::plist::Daemon::Slurmd,
+    ));
+    for n in [plist, keg.join("INSTALL_RECEIPT.json")] {
+        if !n.is_file() {
+            problems.push(format!("{} is missing", n.display()));
+        }
+    }
+    if report.macho_files == 0 {
+        problems.push("no Mach-O file at all".into());
+    }
+    if problems.is_empty() {
+        Ok(report)
+    } else {
+        Err(Error::file(
+            keg,
+            format!("the bottle check failed:\n  {}", problems.join("\n  ")),
+        ))
+    }
+}
+
+/// What is wrong with the programs [`NAMED`] and, for a line with TLS, `tls_s2n.so`: missing,
+/// or not of the bottle's CPU.
+fn named_files(layout: &Layout, keg: &Path, cpu: u32) -> Vec<String> {
+    let mut problems = Vec::new();
     for n in NAMED {
         let p = keg.join(n);
         if !p.is_file() {
@@ -113,23 +139,5 @@ pub fn check(root: &Path, layout: &Layout, keg: &Path) -> Result<Report> {
             problems.push(format!("{n}: not a plugin of the bottle's CPU: {bad}"));
         }
     }
-    let plist = keg.join(slurm_mac::service::plist::file_name(
-        slurm_mac::service::plist::Daemon::Slurmd,
-    ));
-    for n in [plist, keg.join("INSTALL_RECEIPT.json")] {
-        if !n.is_file() {
-            problems.push(format!("{} is missing", n.display()));
-        }
-    }
-    if report.macho_files == 0 {
-        problems.push("no Mach-O file at all".into());
-    }
-    if problems.is_empty() {
-        Ok(report)
-    } else {
-        Err(Error::file(
-            keg,
-            format!("the bottle check failed:\n  {}", problems.join("\n  ")),
-        ))
-    }
+    problems
 }

@@ -1,8 +1,8 @@
 //! Lane 4 of `cargo xtask ci` and `lines verify`: the Mach-O cross build (with s2n-tls where
 //! the line has tls/s2n) and its bottle.
 
-use super::report::Report;
 use super::Builds;
+use super::report::Report;
 use crate::build_slurm::BuildOutput;
 use crate::cli::{BuildArgs, DepsArgs};
 use driver_common::personality::Personality;
