@@ -2,7 +2,8 @@
 //! [--out DIR]`: a Homebrew bottle of Slurm, built on Linux.
 //!
 //! 1. The target's third-party libraries (`cargo xtask deps`), static, so the bottle needs no
-//!    Homebrew formula at run time.
+//!    Homebrew formula at run time; for 25.05 and later also s2n-tls (`cargo xtask s2n
+//!    --target T`), linked into the keg's `tls_s2n.so`.
 //! 2. The Mach-O build (`build-slurm --target T`) configured for the keg:
 //!    `--prefix <cellar>/slurm-wlm/<v> --sysconfdir <hb>/etc/slurm --localstatedir <hb>/var`
 //!    and staged with DESTDIR under `target/bottle/stage/<triple>` ([`build_args`]; `cargo xtask
@@ -130,6 +131,12 @@ impl Layout {
             opt: self.opt(),
         }
     }
+    /// Whether the keg has Slurm's TLS (`tls/s2n` with s2n-tls linked in statically): lines
+    /// from [`crate::s2n::FIRST_LINE`] on, where the plugin exists.
+    pub fn has_tls(&self) -> bool {
+        driver_common::lines::Line::from_name(&self.line, "the bottle's line")
+            .is_ok_and(|l| l >= crate::s2n::FIRST_LINE)
+    }
     /// `<formula>/<version>`: the tarball's top directories.
     pub fn top(&self) -> PathBuf {
         Path::new(&self.formula).join(&self.version)
@@ -181,7 +188,7 @@ pub fn build_args(root: &Path, layout: &Layout, deps: &Path, jobs: Option<usize>
         jobs,
         deps_prefix: Some(deps.to_path_buf()),
         macos_min: None,
-        with_s2n: false,
+        with_s2n: layout.has_tls(),
         s2n_prefix: None,
     }
 }
@@ -222,6 +229,16 @@ pub fn run(sh: &Shell, root: &Path, args: BottleArgs) -> Result<Made> {
             macos_min: None,
         },
     )?;
+    if layout.has_tls() {
+        crate::s2n::run(
+            sh,
+            root,
+            crate::cli::S2nArgs {
+                jobs: args.jobs,
+                target: Some(layout.target.rust.to_string()),
+            },
+        )?;
+    }
     let built =
         crate::build_slurm::build(sh, root, &build_args(root, &layout, &deps.dir, args.jobs))?;
     let t = Instant::now();

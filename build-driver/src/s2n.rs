@@ -43,6 +43,9 @@ pub const PIN_FILE: &str = "slurm-src/s2n.toml";
 /// The first Slurm release line with `tls/s2n`.
 pub const FIRST_LINE: Line = Line::L25_05;
 
+/// The plugin s2n-tls is for, relative to an installation's prefix.
+pub const PLUGIN: &str = "lib/slurm/tls_s2n.so";
+
 /// `slurm-src/s2n.toml`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -412,7 +415,7 @@ pub fn stamp_of(dir: &Path) -> String {
 /// After a `--with-s2n` build: the plugin must be there (configure only warns when it does
 /// not find s2n).
 pub fn check_plugin(prefix: &Path, configure_log: &Path) -> Result<()> {
-    let so = prefix.join("lib/slurm/tls_s2n.so");
+    let so = prefix.join(PLUGIN);
     if so.is_file() {
         eprintln!("build-slurm: tls/s2n built ({})", so.display());
         return Ok(());

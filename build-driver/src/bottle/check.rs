@@ -4,7 +4,8 @@
 //! names a poured keg may carry ([`super::linkage::violations`]); no file names a directory of
 //! the build machine ([`super::scan`]); no text file keeps a literal Cellar or prefix path
 //! (they must be placeholders); the programs the formula and the service name, and the node
-//! tool, exist and are executables of the bottle's CPU ([`crate::cross::macho::check_file`]).
+//! tool, exist and are executables of the bottle's CPU ([`crate::cross::macho::check_file`]);
+//! from 25.05 on, the TLS plugin `tls_s2n.so` is there and is a plugin of that CPU.
 
 use super::{Layout, codesign, linkage, relocate, scan};
 use crate::cross::macho::{Expect, check_file};
@@ -92,14 +93,7 @@ pub fn check(root: &Path, layout: &Layout, keg: &Path) -> Result<Report> {
         }
     }
     let cpu = crate::macho::cpu_type(layout.target)?;
-    for n in NAMED {
-        let p = keg.join(n);
-        if !p.is_file() {
-            problems.push(format!("{n} is missing"));
-        } else if let Some(bad) = check_file(&p, Expect::Program, cpu) {
-            problems.push(format!("{n}: not a program of the bottle's CPU: {bad}"));
-        }
-    }
+    problems.extend(named_files(layout, keg, cpu));
     let plist = keg.join(slurm_mac::service::plist::file_name(
         slurm_mac::service::plist::Daemon::Slurmd,
     ));
@@ -119,4 +113,31 @@ pub fn check(root: &Path, layout: &Layout, keg: &Path) -> Result<Report> {
             format!("the bottle check failed:\n  {}", problems.join("\n  ")),
         ))
     }
+}
+
+/// What is wrong with the programs [`NAMED`] and, for a line with TLS, `tls_s2n.so`: missing,
+/// or not of the bottle's CPU.
+fn named_files(layout: &Layout, keg: &Path, cpu: u32) -> Vec<String> {
+    let mut problems = Vec::new();
+    for n in NAMED {
+        let p = keg.join(n);
+        if !p.is_file() {
+            problems.push(format!("{n} is missing"));
+        } else if let Some(bad) = check_file(&p, Expect::Program, cpu) {
+            problems.push(format!("{n}: not a program of the bottle's CPU: {bad}"));
+        }
+    }
+    if layout.has_tls() {
+        let p = keg.join(crate::s2n::PLUGIN);
+        let n = crate::s2n::PLUGIN;
+        if !p.is_file() {
+            problems.push(format!(
+                "{n} is missing (Slurm {} has TLS: the build needs --with-s2n)",
+                layout.line
+            ));
+        } else if let Some(bad) = check_file(&p, Expect::Plugin, cpu) {
+            problems.push(format!("{n}: not a plugin of the bottle's CPU: {bad}"));
+        }
+    }
+    problems
 }

@@ -59,9 +59,9 @@ pub fn install(s: &Spec) -> String {
 {copies}      triple = Hardware::CPU.arm? ? "aarch64-apple-darwin" : "x86_64-apple-darwin"
       system "cargo", "xtask", "fetch", "--version", version.to_s, "--source", cached_download
       system "cargo", "xtask", "deps", "--target", triple, "--build-all"
-      system "cargo", "xtask", "build-slurm", "--version", version.to_s,
+{tls}      system "cargo", "xtask", "build-slurm", "--version", version.to_s,
              "--deps-prefix", "target/deps/#{{triple}}/prefix",
-             "--prefix", prefix, "--sysconfdir", etc/"slurm", "--localstatedir", var
+             "--prefix", prefix, "--sysconfdir", etc/"slurm", "--localstatedir", var{with_s2n}
       # The node tool (join, service, doctor, gres-conf), as a bottle's keg has it.
       system "cargo", "build", "--release", "--package", "slurm-mac", "--bin", "slurm-mac"
       bin.install "target/release/slurm-mac"
@@ -78,8 +78,21 @@ pub fn install(s: &Spec) -> String {
 "##,
         label = label(s.layout),
         base = Daemon::Slurmd.label(),
+        tls = if s.layout.has_tls() { S2N_STEP } else { "" },
+        with_s2n = if s.layout.has_tls() {
+            ",\n             \"--with-s2n\""
+        } else {
+            ""
+        },
     )
 }
+
+/// Slurm's TLS (25.05 and later), as the bottle has it: s2n-tls from the crate pinned in
+/// `slurm-src/s2n.toml` (cargo fetches it as it fetches the driver's crates; its sha256 is
+/// checked before it is unpacked), static, against the deps' libcrypto.
+const S2N_STEP: &str = r##"      # Slurm's TLS (tls/s2n): s2n-tls from the crate slurm-src/s2n.toml pins (sha256-checked).
+      system "cargo", "xtask", "s2n", "--target", triple
+"##;
 
 /// `def post_install` (runs after a pour and after a source build) and the caveats.
 pub fn post_install_and_caveats(l: &Layout) -> String {

@@ -440,6 +440,15 @@ fn formula__git_release_has_tag_and_revision_and_no_sha256() {
         ),
         "{text}"
     );
+    // 25.11 has TLS: s2n-tls is built before Slurm, which is configured with it; 24.11 not.
+    let s2n = "system \"cargo\", \"xtask\", \"s2n\", \"--target\", triple\n";
+    let at = |t: &str, n: &str| t.find(n).unwrap_or_else(|| panic!("no {n} in\n{t}"));
+    assert!(at(&text, s2n) < at(&text, "\"build-slurm\""), "{text}");
+    assert!(text.contains("\"--localstatedir\", var,\n             \"--with-s2n\"\n"));
+    let old = Layout::new(FORMULA, "24.11.5", "24.11", "aarch64-apple-darwin").unwrap();
+    let source = source_of(&pin()).unwrap();
+    let text_24 = super::formula::render(&project.spec(&old, &source, &[], &[]));
+    assert!(!text_24.contains("s2n") && text_24.contains("\"--localstatedir\", var\n"));
     let sh = xshell::Shell::new().unwrap();
     if crate::testing::have(&sh, &["ruby"]) {
         let (_d, p) = crate::testing::scratch("slurm-wlm@25.11.rb");
@@ -449,4 +458,45 @@ fn formula__git_release_has_tag_and_revision_and_no_sha256() {
     } else {
         println!("ruby not installed: the git formula's syntax is not checked");
     }
+}
+
+/// From 25.05 on the keg must carry tls/s2n: its absence, or a plugin of another CPU, fails
+/// the check. (The fixture's keg is 24.11.5's; only the layout's line decides.)
+#[test]
+fn check__a_line_with_tls_needs_tls_s2n_of_the_bottles_cpu() {
+    assert!(!layout().has_tls());
+    for line in ["25.05", "25.11", "26.05", "26.11"] {
+        let l = Layout::new(FORMULA, "24.11.5", line, "aarch64-apple-darwin").unwrap();
+        assert!(l.has_tls(), "{line}");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (Some(stage), Some(tool), Some(intel)) = (
+        staged(d.path()),
+        node_tool(d.path(), "aarch64-apple-darwin"),
+        node_tool(d.path(), "x86_64-apple-darwin"),
+    ) else {
+        return;
+    };
+    let tls = Layout::new(FORMULA, "24.11.5", "25.05", "aarch64-apple-darwin").unwrap();
+    let root = crate::project_root();
+    let keg = d.path().join("keg");
+    keg::assemble(&tls, &stage, &tool, &keg, "").unwrap();
+    receipt::write_receipt(&tls, &keg, &[], 0).unwrap();
+    check::check(&root, &layout(), &keg).unwrap();
+    let e = check::check(&root, &tls, &keg).unwrap_err().to_string();
+    crate::testing::assert_mentions(&e, &["lib/slurm/tls_s2n.so is missing", "--with-s2n"]);
+    let plugin = keg.join(crate::s2n::PLUGIN);
+    let mut x86 = fs::read(&intel).unwrap();
+    codesign::sign(&mut x86, "tls_s2n.so").unwrap();
+    fs::write(&plugin, &x86).unwrap();
+    let e = check::check(&root, &tls, &keg).unwrap_err().to_string();
+    crate::testing::assert_mentions(
+        &e,
+        &[
+            "lib/slurm/tls_s2n.so: not a plugin of the bottle's CPU",
+            "CPU x86_64 (want arm64)",
+        ],
+    );
+    fs::copy(keg.join("lib/slurm/auth_x.so"), &plugin).unwrap();
+    check::check(&root, &tls, &keg).unwrap();
 }

@@ -1,8 +1,8 @@
-//! Lane 4 of `cargo xtask ci` and `lines verify`: the Mach-O cross build, its bottle, and
-//! (where the line's builds have tls/s2n) the Mach-O build with s2n-tls.
+//! Lane 4 of `cargo xtask ci` and `lines verify`: the Mach-O cross build (with s2n-tls where
+//! the line has tls/s2n) and its bottle.
 
+use super::Builds;
 use super::report::Report;
-use super::{Builds, audit};
 use crate::build_slurm::BuildOutput;
 use crate::cli::{BuildArgs, DepsArgs};
 use driver_common::personality::Personality;
@@ -44,9 +44,11 @@ pub(super) fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<Bui
         .ok()?;
         Some((pin, layout))
     });
-    // tls/s2n where the native and darwin builds have it (`lines verify` of 25.05 and later):
-    // s2n-tls cross-compiled against the deps' libcrypto (s2n/apple.rs).
-    let s2n = match (&deps, builds.s2n) {
+    // tls/s2n where the native and darwin builds have it (`lines verify` of 25.05 and later),
+    // and in a bottle of such a line: s2n-tls cross-compiled against the deps' libcrypto
+    // (s2n/apple.rs).
+    let wants_s2n = builds.s2n || bottle.as_ref().is_some_and(|(_, l)| l.has_tls());
+    let s2n = match (&deps, wants_s2n) {
         (Some(_), true) => report
             .step(
                 "s2n --target aarch64-apple-darwin (static, deps' libcrypto)",
@@ -74,8 +76,14 @@ pub(super) fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<Bui
         s2n_prefix: None,
         ..builds.args(Personality::Native, false)
     };
+    // A bottle of a line with TLS is built with s2n-tls (bottle::build_args), so this one
+    // build, audited below in ci.rs, is the TLS build too.
     let macho = report.step_after(
-        "build-slurm --target aarch64-apple-darwin (zig, deps, Mach-O check)",
+        if s2n {
+            "build-slurm --target aarch64-apple-darwin --with-s2n (zig, deps, Mach-O check)"
+        } else {
+            "build-slurm --target aarch64-apple-darwin (zig, deps, Mach-O check)"
+        },
         &deps,
         |d| {
             let args = match &bottle {
@@ -85,20 +93,6 @@ pub(super) fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<Bui
             builds.build(&args)
         },
     );
-    // The bottle has no tls/s2n yet (a source build of its formula would need s2n-tls's
-    // sources as a resource): the Mach-O build with it is made and audited beside it.
-    if s2n && bottle.is_some() {
-        let with_tls = report.step_after(
-            "build-slurm --target aarch64-apple-darwin --with-s2n (Mach-O tls/s2n, not in the bottle)",
-            &deps,
-            |d| builds.build(&staged_args(d, true)),
-        );
-        report.step_after(
-            "audit: Mach-O install with tls/s2n (plugin linkage)",
-            &with_tls,
-            |b| audit(sh, root, b, "macho-arm64"),
-        );
-    }
     match &bottle {
         Some((pin, layout)) => {
             report.step_after(
