@@ -92,8 +92,13 @@ impl Job<'_> {
 
 /// What a build runs, as data (for the stamp: a changed recipe rebuilds).
 pub fn describe(job: &Job<'_>) -> String {
+    // OpenSSL's recipe changed on its own: its compiler is named through PATH.
+    let revision = match job.lib.build {
+        BuildKind::OpensslSrc => " cc-on-path",
+        _ => "",
+    };
     format!(
-        "recipe v2 {:?} cflags={} deps={:?}",
+        "recipe v2{revision} {:?} cflags={} deps={:?}",
         job.lib.build,
         job.tools.cflags_with(&[]),
         job.deps.iter().map(|(n, _)| n).collect::<Vec<_>>()
@@ -231,6 +236,22 @@ pub fn openssl_config(target: &Target) -> Result<&'static str> {
     }
 }
 
+/// A compiler's file name, and a `PATH` that finds it under that name first: its directory
+/// before this process's `PATH` (unchanged for a compiler given by name).
+pub fn compiler_on_path(cc: &Path) -> Result<(std::ffi::OsString, std::ffi::OsString)> {
+    let current = std::env::var_os("PATH").unwrap_or_default();
+    let (Some(dir), Some(name)) = (cc.parent(), cc.file_name()) else {
+        return Ok((cc.as_os_str().to_owned(), current));
+    };
+    if dir.as_os_str().is_empty() {
+        return Ok((name.to_owned(), current));
+    }
+    let dirs = std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&current));
+    let path = std::env::join_paths(dirs)
+        .map_err(|e| Error::Usage(format!("{}: cannot go on PATH: {e}", dir.display())))?;
+    Ok((name.to_owned(), path))
+}
+
 /// OpenSSL from the source bundled in the `openssl-src` crate, configured here rather than
 /// through the crate's `Build` (which takes no options and builds libssl too): only
 /// `libcrypto.a`, with the pin's `no-*` options. Installed by copying the headers and the
@@ -250,17 +271,23 @@ fn openssl(sh: &Shell, job: &Job<'_>) -> Result<()> {
     // Extra compiler flags go on the command line (added to the target's flags; a CFLAGS
     // variable would replace them). `-arch X` is the config target's own.
     let cflags = without_arch(&job.tools.cflags);
+    // OpenSSL compiles `CC` and its flags into libcrypto ("compiler: ...", for
+    // `OpenSSL_version(OPENSSL_CFLAGS)`), and s2n-tls links that object in: a compiler named
+    // by a path of this machine would end up in the bottle's tls_s2n.so (its check refuses
+    // it). So the compiler is named by its file name and found through PATH.
+    let (cc, path) = compiler_on_path(&job.tools.cc)?;
     let c = cmd!(
         sh,
         "perl Configure {config} {prefix} --openssldir=/private/etc/ssl --libdir=lib {options...} {cflags...}"
     )
-    .env("CC", &job.tools.cc)
+    .env("CC", &cc)
+        .env("PATH", &path)
         .env("AR", &job.tools.ar)
         .env("RANLIB", &job.tools.ranlib)
         .env_remove("CROSS_COMPILE");
     job.run(c, "Configure", "configure")?;
     let jobs = format!("-j{}", job.jobs);
-    let c = cmd!(sh, "make {jobs} build_generated libcrypto.a");
+    let c = cmd!(sh, "make {jobs} build_generated libcrypto.a").env("PATH", &path);
     job.run(c, "make libcrypto.a", "build")?;
     let dest = job
         .destdir
@@ -297,4 +324,20 @@ fn openssl(sh: &Shell, job: &Job<'_>) -> Result<()> {
     .map_err(|e| Error::io(&pc, e))?;
     let _ = fs::remove_dir_all(&src);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compiler_on_path__names_the_file_and_puts_its_directory_first() {
+        let (cc, path) = compiler_on_path(Path::new("/t/tools/zig-cc")).unwrap();
+        assert_eq!(cc, "zig-cc");
+        let first = std::env::split_paths(&path).next().unwrap();
+        assert_eq!(first, Path::new("/t/tools"));
+        let (cc, path) = compiler_on_path(Path::new("cc")).unwrap();
+        assert_eq!(cc, "cc");
+        assert_eq!(path, std::env::var_os("PATH").unwrap_or_default());
+    }
 }
