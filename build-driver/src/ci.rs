@@ -55,6 +55,7 @@ use std::time::Duration;
 use xshell::{Shell, cmd};
 
 pub fn run(sh: &Shell, root: &Path, args: CiArgs) -> Result<()> {
+    let start = crate::lines::row::Checkout::of(root);
     let mut report = Report::default();
     println!("ci: {}", disk::free_line(root));
     shim_lane(sh, root, &mut report);
@@ -70,7 +71,13 @@ pub fn run(sh: &Shell, root: &Path, args: CiArgs) -> Result<()> {
         // The line's row (docs/lines/<line>.toml and RELEASE-LINES.md's table): this run's
         // steps, whatever they gave. A row that cannot be written is said, not fatal.
         let command = format!("cargo xtask ci --version {}", args.version);
-        if let Err(e) = crate::lines::record(root, &args.version, Scope::Ci, &command, &report) {
+        let run = crate::lines::row::RunInfo {
+            version: &args.version,
+            scope: Scope::Ci,
+            command: &command,
+            start: &start,
+        };
+        if let Err(e) = crate::lines::record(root, &run, &report) {
             eprintln!("ci: the line's row was not written: {e}");
         }
     }

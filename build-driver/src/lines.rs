@@ -44,6 +44,7 @@ fn verify(sh: &Shell, root: &Path, args: LinesVerifyArgs) -> Result<()> {
     // Every check that needs no build first: an unknown version, a line without a series,
     // a source not fetched yet (named with the command that fetches it).
     precheck(root, &args.version)?;
+    let start = row::Checkout::of(root);
     let mut report = Report::default();
     let ci_args = CiArgs {
         version: args.version.clone(),
@@ -55,7 +56,13 @@ fn verify(sh: &Shell, root: &Path, args: LinesVerifyArgs) -> Result<()> {
     println!("\n{}", report.table());
     println!("{}", report.counts());
     let command = format!("cargo xtask lines verify --version {}", args.version);
-    let written = record(root, &args.version, Scope::Full, &command, &report)?;
+    let run = row::RunInfo {
+        version: &args.version,
+        scope: Scope::Full,
+        command: &command,
+        start: &start,
+    };
+    let written = record(root, &run, &report)?;
     println!("lines verify: row written: {}", written.display());
     report.result()
 }
@@ -77,16 +84,10 @@ pub fn precheck(root: &Path, version: &str) -> Result<()> {
 
 /// Writes the row of `version`'s line from `report` and regenerates the table; returns the
 /// row's path.
-pub fn record(
-    root: &Path,
-    version: &str,
-    scope: Scope,
-    command: &str,
-    report: &Report,
-) -> Result<std::path::PathBuf> {
+pub fn record(root: &Path, run: &row::RunInfo<'_>, report: &Report) -> Result<std::path::PathBuf> {
     let pins = driver_common::pins::Pins::load(root)?;
-    let line = pins.get(version)?.line.clone();
-    let r = row::Row::from_report(root, &line, version, scope, command, report)?;
+    let line = pins.get(run.version)?.line.clone();
+    let r = row::Row::from_report(root, run, &line, report)?;
     let path = row::write(root, &r)?;
     table::regenerate(root)?;
     Ok(path)

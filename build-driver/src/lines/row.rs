@@ -22,9 +22,11 @@ pub struct Row {
     pub command: String,
     /// UTC, `YYYY-MM-DDTHH:MM:SSZ`.
     pub date: String,
-    /// The checkout's commit (`git rev-parse HEAD`), `unknown` outside a git checkout.
+    /// The checkout's commit when the run started (`git rev-parse HEAD`), `unknown` outside
+    /// a git checkout.
     pub commit: String,
-    /// Uncommitted changes to tracked files when the run ended.
+    /// Uncommitted changes to tracked files when the run started or ended, or another commit
+    /// checked out at its end: the run did not use that commit alone.
     pub dirty: bool,
     /// [`series_sha256`] of the line when the run ended.
     pub series_sha256: String,
@@ -57,14 +59,8 @@ pub fn relative_to(root: &Path, detail: &str) -> String {
 }
 
 impl Row {
-    pub fn from_report(
-        root: &Path,
-        line: &str,
-        version: &str,
-        scope: Scope,
-        command: &str,
-        report: &Report,
-    ) -> Result<Row> {
+    pub fn from_report(root: &Path, run: &RunInfo<'_>, line: &str, report: &Report) -> Result<Row> {
+        let (version, scope, command) = (run.version, run.scope, run.command);
         let steps: Vec<Step> = report
             .records()
             .map(|(name, result, detail, d)| Step {
@@ -79,7 +75,7 @@ impl Row {
                 "{version}: no step ran, so there is no row to write"
             )));
         }
-        let (commit, dirty) = checkout_state(root);
+        let (commit, dirty) = run.start.judged_with(&Checkout::of(root));
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
@@ -132,6 +128,44 @@ fn read(path: &Path) -> Result<Vec<u8>> {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What a row says about its run: the version, suite and command, and the checkout when
+/// the run started.
+pub struct RunInfo<'a> {
+    pub version: &'a str,
+    pub scope: Scope,
+    pub command: &'a str,
+    pub start: &'a Checkout,
+}
+
+/// The checkout's commit and whether tracked files differ from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkout {
+    pub commit: String,
+    pub dirty: bool,
+}
+
+impl Checkout {
+    /// Now; `unknown` outside a git checkout.
+    pub fn of(root: &Path) -> Checkout {
+        let (commit, dirty) = checkout_state(root);
+        Checkout { commit, dirty }
+    }
+
+    /// The row's commit (this one, the start's) and whether it is dirty: uncommitted changes
+    /// at the start or at the `end`, or another commit at the end (said on stderr).
+    pub fn judged_with(&self, end: &Checkout) -> (String, bool) {
+        let moved = end.commit != self.commit;
+        if moved {
+            eprintln!(
+                "lines: the checkout moved during the run ({} -> {}): the row is marked as \
+                 not one commit's",
+                self.commit, end.commit
+            );
+        }
+        (self.commit.clone(), self.dirty || end.dirty || moved)
+    }
 }
 
 /// The commit and whether tracked files differ from it; `unknown` outside a git checkout.

@@ -42,7 +42,7 @@ pub fn render(rows: &[Row]) -> String {
                     r.date.get(..10).unwrap_or(&r.date),
                     r.commit.get(..10).unwrap_or(&r.commit),
                     if r.dirty {
-                        " (uncommitted changes)"
+                        " (not one commit: uncommitted or moved)"
                     } else {
                         ""
                     },

@@ -226,3 +226,22 @@ fn relative_to__the_checkout_path_is_left_out() {
     );
     assert_eq!(row::relative_to(Path::new("/"), "/a/b"), "/a/b");
 }
+
+/// A row names the commit its run started at; a checkout that moved or had uncommitted
+/// changes at either end makes the row "not one commit's" (dirty).
+#[test]
+fn checkout__row_names_the_start_commit_and_a_moved_or_changed_checkout_is_dirty() {
+    use super::row::Checkout;
+    let at = |c: &str, dirty: bool| Checkout {
+        commit: c.into(),
+        dirty,
+    };
+    let start = at("aaa", false);
+    assert_eq!(start.judged_with(&at("aaa", false)), ("aaa".into(), false));
+    assert_eq!(start.judged_with(&at("bbb", false)), ("aaa".into(), true));
+    assert_eq!(start.judged_with(&at("aaa", true)), ("aaa".into(), true));
+    assert_eq!(
+        at("aaa", true).judged_with(&at("aaa", false)),
+        ("aaa".into(), true)
+    );
+}
