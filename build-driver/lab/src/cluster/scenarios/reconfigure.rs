@@ -99,8 +99,9 @@ pub fn log_file_change(ctx: &mut Ctx<'_>) -> Result<String> {
     ))
 }
 
-/// How many times [`repeated`] reconfigures.
-const REPEATS: usize = 5;
+/// How many times [`repeated`] reconfigures (on the 26.11 snapshot without 0072 one run of
+/// five reconfigures in six lost slurmctld; ten make the race likelier to be reached).
+const REPEATS: usize = 10;
 
 /// The lines of `text` that tell of a descriptor used after it was closed; not 26.11's
 /// debug line `fd_resolve_path: fcntl(N, F_GETPATH) failed: Bad file descriptor`, which a
@@ -111,10 +112,12 @@ pub fn bad_descriptor_lines(text: &str) -> Vec<&str> {
         .collect()
 }
 
-/// POC D14: `scontrol reconfigure` five times in a row, then a job. slurmd (`-D`, not under
-/// systemd, so it does not fork) re-executes itself in place each time: it keeps its PID,
-/// starts five times, registers each time, runs the job, and neither its log nor its
-/// standard error says `Bad file descriptor`. On the PoC's Mac (26.11) each reconfigure
+/// POC D14: `scontrol reconfigure` [`REPEATS`] times in a row, then a job. slurmd and
+/// slurmctld (`-D`, not under systemd, so they do not fork) re-execute themselves in place each
+/// time: both keep their PIDs, slurmd starts once per reconfigure and registers each time,
+/// the job runs, and neither daemon's log (nor slurmd's standard error) says `Bad file
+/// descriptor`. slurmctld's part is 0072's (26.11: it aborted with `fatal: this should
+/// never happen read(4)=Bad file descriptor`). On the PoC's Mac (26.11) each reconfigure
 /// logged `_handle_poll_event->_interrupt: [POLL] write(5) failed: Bad file descriptor`:
 /// `closeall_except()` ran while conmgr's poll() thread, which 26.11's quiesce leaves
 /// running, still watched and signalled the descriptors it closed.
@@ -123,6 +126,9 @@ pub fn repeated(ctx: &mut Ctx<'_>) -> Result<String> {
     let output = ctx.cluster.output(Daemon::Slurmd(0));
     let (mark_log, mark_out) = (LogMark::take(&log), LogMark::take(&output));
     let pid = ctx.cluster.record(Daemon::Slurmd(0)).map(|d| d.pid);
+    let ctld_log = ctx.cluster.log(Daemon::Slurmctld);
+    let mark_ctld = LogMark::take(&ctld_log);
+    let ctld = ctx.cluster.record(Daemon::Slurmctld).map(|d| d.pid);
     let mut took = Vec::new();
     for _ in 0..REPEATS {
         took.push(super::conf::reconfigure(ctx.cluster)?);
@@ -131,6 +137,10 @@ pub fn repeated(ctx: &mut Ctx<'_>) -> Result<String> {
     ctx.wait_state(job, &["COMPLETED"], JOB_TIMEOUT)?;
     let pid_after = ctx.cluster.record(Daemon::Slurmd(0)).map(|d| d.pid);
     let alive = ctx.cluster.is_running(Daemon::Slurmd(0));
+    let ctld_after = ctx.cluster.record(Daemon::Slurmctld).map(|d| d.pid);
+    let ctld_alive = ctx.cluster.is_running(Daemon::Slurmctld);
+    let ctld_logged = mark_ctld.added();
+    let bad_ctld = bad_descriptor_lines(&ctld_logged);
     let (logged, printed) = (mark_log.added(), mark_out.added());
     let starts = logged.matches("slurmd started on").count();
     // slurmd -D writes its log lines to standard error too: one event, a line in each
@@ -162,15 +172,30 @@ pub fn repeated(ctx: &mut Ctx<'_>) -> Result<String> {
             ),
         ),
     ];
-    super::client::all_hold("after five reconfigures", &checks)?;
+    let ctld_checks = [
+        (
+            ctld.is_some() && ctld == ctld_after && ctld_alive,
+            format!("slurmctld PID {ctld:?} -> {ctld_after:?} (running: {ctld_alive})"),
+        ),
+        (
+            bad_ctld.is_empty(),
+            format!(
+                "Bad file descriptor in slurmctld's log: {}",
+                bad_ctld.join(" | ")
+            ),
+        ),
+    ];
+    super::client::all_hold("after the reconfigures (slurmd)", &checks)?;
+    super::client::all_hold("after the reconfigures (slurmctld)", &ctld_checks)?;
     let secs: Vec<String> = took
         .iter()
         .map(|d| format!("{:.1}", d.as_secs_f64()))
         .collect();
     Ok(format!(
-        "{REPEATS} reconfigures (registered again after {} s); slurmd kept PID {} and started {starts} times; job {job} ran; no Bad file descriptor",
+        "{REPEATS} reconfigures (registered again after {} s); slurmd kept PID {} and started {starts} times, slurmctld kept PID {}; job {job} ran; no Bad file descriptor in either log",
         secs.join(", "),
-        pid.unwrap_or(0)
+        pid.unwrap_or(0),
+        ctld.unwrap_or(0)
     ))
 }
 
