@@ -235,7 +235,10 @@ pub(crate) fn slurm_lanes(
                         .map(|()| "smd-407-tls, mix-span and mix-clients passed".to_string())
                 });
             }
-            (_, _, false) => report.skip(STEP, &tls::no_tls_reason(root, args)),
+            (_, _, false) => match tls::not_applicable_reason(root, args) {
+                Some(why) => report.not_applicable(STEP, &why),
+                None => report.skip(STEP, "s2n-tls did not build (step above)"),
+            },
             _ => report.skip(STEP, "a build above did not succeed"),
         }
     }

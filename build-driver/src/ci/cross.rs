@@ -124,7 +124,7 @@ pub(super) fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<Bui
                 },
             );
         }
-        None => report.skip(
+        None => report.not_applicable(
             "bottle --target aarch64-apple-darwin",
             "a bottle is made of a pinned release tarball only (not --source, not a snapshot)",
         ),

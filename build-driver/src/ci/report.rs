@@ -5,11 +5,17 @@
 use driver_common::error::{Error, Result};
 use std::time::{Duration, Instant};
 
+/// How the table and a line's row write a step that does not apply to the run.
+pub const NOT_APPLICABLE: &str = "n/a";
+
 #[derive(Debug)]
 enum Status {
     Passed(String),
     Failed(String),
     Skipped(String),
+    /// Not a step of this run by design (a snapshot has no bottle, 24.11 no TLS): recorded
+    /// with its reason, and not a failure, unlike a step skipped because another failed.
+    NotApplicable(String),
 }
 
 #[derive(Debug)]
@@ -75,6 +81,16 @@ impl Report {
         }
     }
 
+    /// A step this run has no use for by design, with the reason (recorded as `n/a`).
+    pub fn not_applicable(&mut self, name: &str, reason: &str) {
+        println!("\n==> {name}: not applicable ({reason})");
+        self.steps.push(StepRecord {
+            name: name.to_string(),
+            status: Status::NotApplicable(reason.to_string()),
+            duration: Duration::ZERO,
+        });
+    }
+
     pub fn skip(&mut self, name: &str, reason: &str) {
         println!("\n==> {name}: SKIPPED ({reason})");
         self.steps.push(StepRecord {
@@ -84,14 +100,15 @@ impl Report {
         });
     }
 
-    /// Every step so far as (name, result, detail, duration): result is `ok`, `FAILED` or
-    /// `skipped`, as the table prints it (`lines verify` records them in a line's row).
+    /// Every step so far as (name, result, detail, duration): result is `ok`, `FAILED`,
+    /// `skipped` or `n/a`, as the table prints it (`lines verify` records them in a line's row).
     pub fn records(&self) -> impl Iterator<Item = (&str, &'static str, &str, Duration)> {
         self.steps.iter().map(|s| {
             let (result, detail) = match &s.status {
                 Status::Passed(d) => ("ok", d.as_str()),
                 Status::Failed(d) => ("FAILED", d.as_str()),
                 Status::Skipped(d) => ("skipped", d.as_str()),
+                Status::NotApplicable(d) => (NOT_APPLICABLE, d.as_str()),
             };
             (s.name.as_str(), result, detail, s.duration)
         })
@@ -115,6 +132,7 @@ impl Report {
                 Status::Passed(d) => ("ok", d.as_str()),
                 Status::Failed(d) => ("FAILED", d.as_str()),
                 Status::Skipped(d) => ("skipped", d.as_str()),
+                Status::NotApplicable(d) => (NOT_APPLICABLE, d.as_str()),
             };
             out.push_str(&format!(
                 "{:<width$}  {:<7}  {:>9}  {}\n",
@@ -138,10 +156,11 @@ impl Report {
     pub fn counts(&self) -> String {
         let count = |f: fn(&Status) -> bool| self.steps.iter().filter(|s| f(&s.status)).count();
         format!(
-            "steps: {} passed, {} failed, {} skipped",
+            "steps: {} passed, {} failed, {} skipped ({} not applicable)",
             count(|s| matches!(s, Status::Passed(_))),
             count(|s| matches!(s, Status::Failed(_))),
-            count(|s| matches!(s, Status::Skipped(_)))
+            count(|s| matches!(s, Status::Skipped(_))),
+            count(|s| matches!(s, Status::NotApplicable(_)))
         )
     }
 

@@ -17,16 +17,17 @@ pub(super) fn pinned_line(root: &Path, args: &CiArgs) -> Option<driver_common::l
     driver_common::lines::Line::from_name(&line, "pins.toml").ok()
 }
 
-/// Why a full run has no TLS step (recorded in the line's row).
-pub(super) fn no_tls_reason(root: &Path, args: &CiArgs) -> String {
+/// Why a full run has no TLS step by design (recorded as not applicable in the line's row):
+/// a line before tls/s2n, or a local source; `None` when it should have had one.
+pub(super) fn not_applicable_reason(root: &Path, args: &CiArgs) -> Option<String> {
     match pinned_line(root, args) {
-        Some(l) if l < crate::s2n::FIRST_LINE => format!(
+        Some(l) if l < crate::s2n::FIRST_LINE => Some(format!(
             "Slurm {} has no tls/s2n (it came in {})",
             l.name(),
             crate::s2n::FIRST_LINE.name()
-        ),
-        None => "a local source: its line is not pinned".into(),
-        Some(_) => "s2n-tls did not build (step above)".into(),
+        )),
+        None => Some("a local source: its line is not pinned".into()),
+        Some(_) => None,
     }
 }
 

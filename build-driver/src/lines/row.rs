@@ -41,10 +41,18 @@ pub struct Row {
 #[serde(deny_unknown_fields)]
 pub struct Step {
     pub name: String,
-    /// `ok`, `FAILED` or `skipped`.
+    /// `ok`, `FAILED`, `skipped` (another step failed) or `n/a` (not a step of this run by
+    /// design, with the reason in `detail`).
     pub result: String,
     pub seconds: u64,
     pub detail: String,
+}
+
+impl Step {
+    /// Passed, or does not apply to the run.
+    pub fn is_ok(&self) -> bool {
+        self.result == "ok" || self.result == crate::ci::report::NOT_APPLICABLE
+    }
 }
 
 /// `detail` with the checkout's absolute path left out (`<root>/target/...` becomes
@@ -89,7 +97,7 @@ impl Row {
             commit,
             dirty,
             series_sha256: series_sha256(root, line)?,
-            result: if steps.iter().all(|s| s.result == "ok") {
+            result: if steps.iter().all(|s| s.is_ok()) {
                 "passed"
             } else {
                 "failed"
@@ -101,7 +109,7 @@ impl Row {
     }
 
     pub fn failed_steps(&self) -> impl Iterator<Item = &Step> {
-        self.steps.iter().filter(|s| s.result != "ok")
+        self.steps.iter().filter(|s| !s.is_ok())
     }
 }
 

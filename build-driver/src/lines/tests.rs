@@ -245,3 +245,32 @@ fn checkout__row_names_the_start_commit_and_a_moved_or_changed_checkout_is_dirty
         ("aaa".into(), true)
     );
 }
+
+/// A step that does not apply by design (`n/a`, with its reason) leaves the row passed; a
+/// step skipped because another failed does not.
+#[test]
+fn from_report__not_applicable_passes_and_skipped_fails() {
+    use crate::ci::report::Report;
+    let d = checkout();
+    let start = row::Checkout::of(d.path());
+    let run = row::RunInfo {
+        version: "24.11.5",
+        scope: crate::ci::Scope::Full,
+        command: "cargo xtask lines verify --version 24.11.5",
+        start: &start,
+    };
+    let mut report = Report::default();
+    report.step("build", || Ok("built".to_string()));
+    report.not_applicable("bottle", "a snapshot has no release to bottle");
+    report.result().unwrap();
+    let r = Row::from_report(d.path(), &run, "24.11", &report).unwrap();
+    assert_eq!(r.result, "passed");
+    assert_eq!(r.steps[1].result, "n/a");
+    assert_eq!(r.failed_steps().count(), 0);
+    report.skip("audit", "the step it depends on failed");
+    assert!(report.result().is_err());
+    let r = Row::from_report(d.path(), &run, "24.11", &report).unwrap();
+    assert_eq!(r.result, "failed");
+    let not_ok: Vec<&str> = r.failed_steps().map(|s| s.name.as_str()).collect();
+    assert_eq!(not_ok, ["audit"]);
+}
