@@ -83,6 +83,15 @@ fn node_tool(dir: &Path, triple: &str) -> Option<PathBuf> {
     )
 }
 
+/// [`staged`] and the arm64 and Intel node tools, or `None` where zig is missing.
+fn staged_with_node_tools(dir: &Path) -> Option<(PathBuf, PathBuf, PathBuf)> {
+    Some((
+        staged(dir)?,
+        node_tool(dir, "aarch64-apple-darwin")?,
+        node_tool(dir, "x86_64-apple-darwin")?,
+    ))
+}
+
 fn entries(bottle: &Path) -> Vec<(String, Vec<u8>)> {
     let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(
         fs::File::open(bottle).unwrap(),
@@ -324,11 +333,7 @@ fn check__fails_on_a_build_machine_path_a_bad_signature_and_a_cellar_name() {
 #[test]
 fn check__fails_when_the_node_tool_is_missing_of_another_cpu_or_no_program() {
     let d = tempfile::tempdir().unwrap();
-    let (Some(stage), Some(tool), Some(intel)) = (
-        staged(d.path()),
-        node_tool(d.path(), "aarch64-apple-darwin"),
-        node_tool(d.path(), "x86_64-apple-darwin"),
-    ) else {
+    let Some((stage, tool, intel)) = staged_with_node_tools(d.path()) else {
         return;
     };
     let root = crate::project_root();
@@ -470,11 +475,7 @@ fn check__a_line_with_tls_needs_tls_s2n_of_the_bottles_cpu() {
         assert!(l.has_tls(), "{line}");
     }
     let d = tempfile::tempdir().unwrap();
-    let (Some(stage), Some(tool), Some(intel)) = (
-        staged(d.path()),
-        node_tool(d.path(), "aarch64-apple-darwin"),
-        node_tool(d.path(), "x86_64-apple-darwin"),
-    ) else {
+    let Some((stage, tool, intel)) = staged_with_node_tools(d.path()) else {
         return;
     };
     let tls = Layout::new(FORMULA, "24.11.5", "25.05", "aarch64-apple-darwin").unwrap();

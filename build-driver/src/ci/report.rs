@@ -18,6 +18,18 @@ enum Status {
     NotApplicable(String),
 }
 
+impl Status {
+    /// The result as the table and a line's row write it, and the step's detail.
+    fn result_and_detail(&self) -> (&'static str, &str) {
+        match self {
+            Status::Passed(d) => ("ok", d),
+            Status::Failed(d) => ("FAILED", d),
+            Status::Skipped(d) => ("skipped", d),
+            Status::NotApplicable(d) => (NOT_APPLICABLE, d),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct StepRecord {
     name: String,
@@ -84,18 +96,19 @@ impl Report {
     /// A step this run has no use for by design, with the reason (recorded as `n/a`).
     pub fn not_applicable(&mut self, name: &str, reason: &str) {
         println!("\n==> {name}: not applicable ({reason})");
-        self.steps.push(StepRecord {
-            name: name.to_string(),
-            status: Status::NotApplicable(reason.to_string()),
-            duration: Duration::ZERO,
-        });
+        self.not_run(name, Status::NotApplicable(reason.to_string()));
     }
 
     pub fn skip(&mut self, name: &str, reason: &str) {
         println!("\n==> {name}: SKIPPED ({reason})");
+        self.not_run(name, Status::Skipped(reason.to_string()));
+    }
+
+    /// Records a step that did not run.
+    fn not_run(&mut self, name: &str, status: Status) {
         self.steps.push(StepRecord {
             name: name.to_string(),
-            status: Status::Skipped(reason.to_string()),
+            status,
             duration: Duration::ZERO,
         });
     }
@@ -104,12 +117,7 @@ impl Report {
     /// `skipped` or `n/a`, as the table prints it (`lines verify` records them in a line's row).
     pub fn records(&self) -> impl Iterator<Item = (&str, &'static str, &str, Duration)> {
         self.steps.iter().map(|s| {
-            let (result, detail) = match &s.status {
-                Status::Passed(d) => ("ok", d.as_str()),
-                Status::Failed(d) => ("FAILED", d.as_str()),
-                Status::Skipped(d) => ("skipped", d.as_str()),
-                Status::NotApplicable(d) => (NOT_APPLICABLE, d.as_str()),
-            };
+            let (result, detail) = s.status.result_and_detail();
             (s.name.as_str(), result, detail, s.duration)
         })
     }
@@ -128,12 +136,7 @@ impl Report {
         );
         out.push_str(&format!("{}\n", "-".repeat(width + 30)));
         for s in &self.steps {
-            let (result, detail) = match &s.status {
-                Status::Passed(d) => ("ok", d.as_str()),
-                Status::Failed(d) => ("FAILED", d.as_str()),
-                Status::Skipped(d) => ("skipped", d.as_str()),
-                Status::NotApplicable(d) => (NOT_APPLICABLE, d.as_str()),
-            };
+            let (result, detail) = s.status.result_and_detail();
             out.push_str(&format!(
                 "{:<width$}  {:<7}  {:>9}  {}\n",
                 s.name,

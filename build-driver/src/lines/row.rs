@@ -157,8 +157,27 @@ pub struct Checkout {
 impl Checkout {
     /// Now; `unknown` outside a git checkout.
     pub fn of(root: &Path) -> Checkout {
-        let (commit, dirty) = checkout_state(root);
-        Checkout { commit, dirty }
+        let git = |args: &[&str]| {
+            std::process::Command::new("git")
+                .arg("-C")
+                .arg(root)
+                .args(args)
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        };
+        match git(&["rev-parse", "HEAD"]) {
+            Some(commit) => {
+                let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+                    .is_some_and(|s| !s.is_empty());
+                Checkout { commit, dirty }
+            }
+            None => Checkout {
+                commit: "unknown".to_string(),
+                dirty: false,
+            },
+        }
     }
 
     /// The row's commit (this one, the start's) and whether it is dirty: uncommitted changes
@@ -173,28 +192,6 @@ impl Checkout {
             );
         }
         (self.commit.clone(), self.dirty || end.dirty || moved)
-    }
-}
-
-/// The commit and whether tracked files differ from it; `unknown` outside a git checkout.
-fn checkout_state(root: &Path) -> (String, bool) {
-    let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .arg("-C")
-            .arg(root)
-            .args(args)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
-    match git(&["rev-parse", "HEAD"]) {
-        Some(commit) => {
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|s| !s.is_empty());
-            (commit, dirty)
-        }
-        None => ("unknown".to_string(), false),
     }
 }
 
