@@ -57,6 +57,7 @@ mod site;
 mod spank;
 mod sstat_live;
 mod steps;
+mod stop_accepting;
 mod task_hooks;
 mod tls;
 mod unsupported;
@@ -267,6 +268,10 @@ pub const ALL: &[Scenario] = &[
     one("smd-122-epilog-failure", hooks::epilog_failure),
     one("slurmd-restart-idle", restarts::slurmd_idle),
     one("slurmd-restart-running", restarts::slurmd_running),
+    one(
+        "slurmd-sigterm-while-accepting",
+        stop_accepting::sigterm_while_accepting,
+    ),
     one("slurmctld-restart", restarts::slurmctld),
     one("slurmdbd-outage", accounting::dbd_outage),
     // The proof of concept's test plan (SMD IDs; docs/PARITY.md).

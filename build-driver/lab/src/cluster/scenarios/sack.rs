@@ -52,8 +52,9 @@ pub fn replacement_keeps_socket(ctx: &mut Ctx<'_>) -> Result<String> {
         Ok(m.ino())
     };
     // a slurmd SIGTERMed a fraction of a second after its first start (`cluster test --only`
-    // right after `up`) was seen spinning in conmgr's watch loop until SIGKILL (15 s, the
-    // harness's grace; docs/RESULTS.md): one job through it first lets it settle
+    // right after `up`) could be accepting a connection then, and spun in conmgr's watch loop
+    // until SIGKILL (15 s, the harness's grace) on lines without patch 0073 (docs/RESULTS.md;
+    // slurmd-sigterm-while-accepting tests that): one job through it first lets it settle
     ctx.srun_expect(&["-N1", "/bin/echo", "sack-before"], "sack-before")?;
     // the slurmd to be replaced logs conmgr's decisions; its replacement does not
     ctx.cluster
