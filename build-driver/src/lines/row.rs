@@ -263,8 +263,8 @@ pub fn stale(root: &Path, rows: &[Row]) -> Result<Vec<String>> {
     for r in rows {
         if series_sha256(root, &r.line)? != r.series_sha256 {
             out.push(format!(
-                "{}: its row ({}, {}) is older than patches/{}/series: run `cargo xtask lines verify --version {}` and commit the row",
-                r.line, r.version, r.date, r.line, r.version
+                "{}: its row ({}, {}) is older than patches/{}/series: run `{}` and commit the row",
+                r.line, r.version, r.date, r.line, r.command
             ));
         }
     }

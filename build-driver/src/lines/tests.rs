@@ -88,6 +88,13 @@ fn stale__a_row_older_than_its_series_names_the_command() {
             "cargo xtask lines verify --version 24.11.5",
         ],
     );
+    // CI's line: its row comes from `cargo xtask ci`, and the message says to run that
+    let mut ci_row = rows[0].clone();
+    ci_row.suite = "ci".into();
+    ci_row.command = "cargo xtask ci --version 24.11.5".into();
+    let stale = row::stale(root, &[ci_row]).unwrap();
+    assert_mentions(&stale[0], &["run `cargo xtask ci --version 24.11.5`"]);
+    assert!(!stale[0].contains("lines verify"), "{}", stale[0]);
 }
 
 #[test]
