@@ -344,7 +344,7 @@ fn judged_daemons(list: &str) -> Result<Vec<&'static str>> {
 /// Print every series; returns the processes of the `judged` kinds that are not flat.
 fn report_series(all: &[series::Series], judged: &[&str]) -> Vec<String> {
     println!(
-        "soak: descriptors, threads and RSS (sampled; daemons run with {}; flat = after the warm-up (slurmd {:.0} s, slurmctld {:.0} s), last tenth's median within 5 % of the first tenth's, descriptors within 2):",
+        "soak: descriptors, threads and RSS (sampled; daemons run with {}; flat = after the warm-up (slurmd {:.0} s, slurmctld {:.0} s), last tenth's median at most 5 % above the first tenth's, descriptors at most 2 above):",
         series::allocator_env_shown(),
         series::warmup_s("slurmd"),
         series::warmup_s("slurmctld")
