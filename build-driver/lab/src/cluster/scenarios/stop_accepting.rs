@@ -13,7 +13,6 @@
 //! 3 of 5 such tries (one round each), never with it.
 
 use super::super::daemon::Daemon;
-use super::super::procs::Liveness;
 use super::client::Ctx;
 use driver_common::error::{Error, Result};
 use nix::sys::signal::Signal;
@@ -27,7 +26,6 @@ const CONNECTIONS: usize = 64;
 /// A slurmd that stops cleanly is gone within a second here; 0073's failure never ends.
 const EXIT_TIMEOUT: Duration = Duration::from_secs(5);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
-const POLL: Duration = Duration::from_millis(50);
 
 pub fn sigterm_while_accepting(ctx: &mut Ctx<'_>) -> Result<String> {
     let node = ctx
@@ -47,17 +45,13 @@ pub fn sigterm_while_accepting(ctx: &mut Ctx<'_>) -> Result<String> {
         rec.signal(Signal::SIGTERM)?;
         rec.signal(Signal::SIGCONT)?;
         let t = Instant::now();
-        while rec.liveness() == Liveness::Running && t.elapsed() < EXIT_TIMEOUT {
-            std::thread::sleep(POLL);
-        }
+        let gone = rec.wait_gone(EXIT_TIMEOUT);
         let ran = t.elapsed();
-        let still_running = rec.liveness() == Liveness::Running;
         let connected = conns.len();
         drop(conns);
-        if still_running {
-            // the harness's stop: SIGTERM again, then SIGKILL after its grace
-            ctx.cluster.stop(Daemon::Slurmd(0))?;
-            ctx.cluster.start(ctx.sh, Daemon::Slurmd(0))?;
+        if !gone {
+            // the harness's stop (SIGTERM again, then SIGKILL after its grace) and a new slurmd
+            ctx.cluster.restart(ctx.sh, Daemon::Slurmd(0))?;
             return Err(Error::Scenario(format!(
                 "round {round}: slurmd {} still ran {EXIT_TIMEOUT:?} after SIGTERM, sent while \
                  {connected} connections waited to be accepted (conmgr's shutdown loop: a \

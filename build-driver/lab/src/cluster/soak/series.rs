@@ -271,6 +271,14 @@ mod tests {
         }
     }
 
+    /// The series re-timed as CI's soak samples a slurmd: every 2 s from its start.
+    fn every_2s_from_start(mut s: Series) -> Series {
+        for (i, x) in s.samples.iter_mut().enumerate() {
+            x.t = 2.0 * i as f64;
+        }
+        s
+    }
+
     /// `n` samples one second apart from t = 0: RSS `from + i * step` kB for the first `until`
     /// seconds, then `level` kB.
     fn warming(n: usize, until: usize, (from, step): (u64, u64), level: u64) -> Series {
@@ -366,10 +374,7 @@ mod tests {
             14, 14, 17, 14, 14, 16, 14, 15, 14, 15, 17, 13, 14, 17,
         ];
         // Sampled every 2 s from its start, as there: 21 samples after the warm-up.
-        let mut s = series(|i| (12, T[i], 13_000), T.len());
-        for (i, x) in s.samples.iter_mut().enumerate() {
-            x.t = 2.0 * i as f64;
-        }
+        let s = every_2s_from_start(series(|i| (12, T[i], 13_000), T.len()));
         assert_eq!(s.judged().len(), 21);
         assert!(s.verdict().unwrap().threads.flat, "{:?}", s.verdict());
     }
@@ -378,10 +383,7 @@ mod tests {
     fn verdict__falling_figures_are_not_a_leak() {
         // slurmd-node1's descriptors in a cold CI soak (2026-12-05, seed 20261201): 16 while
         // RPCs were in flight at the start of the judged part, 12 at the end.
-        let mut s = series(|i| (if i < 20 { 16 } else { 12 }, 13, 11_800), 44);
-        for (i, x) in s.samples.iter_mut().enumerate() {
-            x.t = 2.0 * i as f64;
-        }
+        let s = every_2s_from_start(series(|i| (if i < 20 { 16 } else { 12 }, 13, 11_800), 44));
         let v = s.verdict().unwrap();
         assert_eq!((v.fds.first, v.fds.last), (16.0, 12.0), "{v:?}");
         assert!(v.flat(), "{v:?}");
