@@ -34,6 +34,9 @@ pub enum Command {
     /// One release line through the whole suite (`lines verify --version V`): CI's Slurm lanes
     /// and every local scenario, then the line's row in docs/RELEASE-LINES.md.
     Lines(LinesArgs),
+    /// The patch series: `patches refresh` builds every fetched line's patched tree (no
+    /// compile) and checks it against slurm-src/manifests/.
+    Patches(crate::patches::refresh::PatchesArgs),
     /// A local Slurm cluster on loopback from an installed prefix.
     Cluster(ClusterArgs),
     /// Check that every plugin's undefined symbols resolve in every program that loads it.

@@ -55,6 +55,7 @@ fn run(cli: cli::Cli) -> Result<()> {
         cli::Command::BuildSlurm(args) => build_slurm::run(&sh, &root, args).map(|_| ()),
         cli::Command::Ci(args) => ci::run(&sh, &root, args),
         cli::Command::Lines(args) => lines::run(&sh, &root, args),
+        cli::Command::Patches(args) => patches::refresh::run(&sh, &root, args),
         cli::Command::Cluster(args) => slurm_lab::cluster::run(&sh, &root, args),
         cli::Command::Audit(args) => audit::run(&sh, &root, args),
         cli::Command::Deps(args) => deps::run(&sh, &root, args).map(|_| ()),

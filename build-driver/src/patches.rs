@@ -1,6 +1,8 @@
-//! The patch mechanism: `patches/<line>/series` lists `git format-patch` files that are
-//! applied in order, with `git apply -p1`, to a fresh copy of the pristine tree; then the
-//! autotools files are regenerated with `autoreconf -fi`.
+//! The patch mechanism: our own files ([`own`], `patches/src/`) are placed into a fresh copy
+//! of the pristine tree, then the `git format-patch` files `patches/series` lists for the
+//! line ([`series`]) are applied in order, with `git apply -p1`; then the autotools files
+//! are regenerated with `autoreconf -fi`. [`tree`] is the patched tree and its manifest,
+//! [`refresh`] the command that checks every line's.
 //!
 //! Why `git apply` and not `patch`: it applies each patch all-or-nothing, never leaves
 //! `.orig`/`.rej` files, understands format-patch mail headers, renames and modes, and
@@ -27,73 +29,14 @@ const GENERATED: &[&str] = &["configure", "Makefile.in", "aclocal.m4", "config.h
 const AUTOTOOLS_FIX: &str = "install autoconf, automake and libtool (Debian: apt-get install autoconf automake libtool; \
      macOS: brew install autoconf automake libtool)";
 
-/// The patch files listed in `patches/<line>/series`, in order, as absolute paths.
-pub fn series(root: &Path, line: &str) -> Result<Vec<PathBuf>> {
-    let dir = root.join("patches").join(line);
-    let file = dir.join("series");
-    let text = fs::read_to_string(&file).map_err(|e| {
-        Error::io(&file, e).context(format!(
-            "no patch series for line {line} (create patches/{line}/series; it may be empty)"
-        ))
-    })?;
-    parse_series(&dir, &file, &text)
-}
+pub mod own;
+pub mod refresh;
+pub mod series;
+pub mod tree;
 
-/// Parses a series file's text; entries are relative to `dir` and must exist.
-fn parse_series(dir: &Path, file: &Path, text: &str) -> Result<Vec<PathBuf>> {
-    let bad = |n: usize, detail: String| Error::File {
-        path: file.to_path_buf(),
-        problem: format!("line {n}: {detail}"),
-    };
-    let mut out: Vec<PathBuf> = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let n = i + 1;
-        let mut entry = raw.trim();
-        if entry.starts_with('#') {
-            continue;
-        }
-        if let Some(pos) = entry
-            .find([' ', '\t'])
-            .and_then(|p| entry[p..].find('#').map(|q| p + q))
-        {
-            entry = entry[..pos].trim_end();
-        }
-        if entry.is_empty() {
-            continue;
-        }
-        if entry.contains(char::is_whitespace) {
-            return Err(bad(
-                n,
-                format!("`{entry}`: one patch file name per line (options are not supported)"),
-            ));
-        }
-        let rel = Path::new(entry);
-        if rel.is_absolute()
-            || rel
-                .components()
-                .any(|c| !matches!(c, std::path::Component::Normal(_)))
-        {
-            return Err(bad(
-                n,
-                format!(
-                    "`{entry}` must be a plain path relative to {}",
-                    dir.display()
-                ),
-            ));
-        }
-        let path = dir.join(rel);
-        if !path.is_file() {
-            return Err(bad(
-                n,
-                format!("patch file {} does not exist", path.display()),
-            ));
-        }
-        if out.contains(&path) {
-            return Err(bad(n, format!("`{entry}` is listed twice")));
-        }
-        out.push(path);
-    }
-    Ok(out)
+/// The patch files `line` applies, in order, as absolute paths (see [`series`]).
+pub fn series(root: &Path, line: &str) -> Result<Vec<PathBuf>> {
+    series::for_line(root, line)
 }
 
 /// The paths a unified diff touches (old and new names, without the `a/` `b/` prefixes).
@@ -166,6 +109,12 @@ fn patch_name(p: &Path) -> String {
 
 /// Rejects a patch that touches a generated autotools file.
 fn check_sources_of_truth(patch: &Path, text: &str) -> Result<()> {
+    if let Some(l) = text.lines().find(|l| l.starts_with("new file mode")) {
+        return Err(Error::File {
+            path: patch.to_path_buf(),
+            problem: format!("`{l}`: a new file belongs in patches/src/ (once, for every line), not in a patch"),
+        });
+    }
     for f in touched_files(text) {
         let base = f.rsplit('/').next().unwrap_or(&f);
         if GENERATED.contains(&base) {
@@ -445,46 +394,6 @@ diff --git a/src/a.c b/src/a.c\nindex 1111111..2222222 100644\n--- a/src/a.c\n++
     }
 
     #[test]
-    fn series__skips_comments_and_blank_lines_in_order() {
-        let (d, dir) = crate::testing::scratch("patches/24.11");
-        write(&dir.join("0002-b.patch"), GOOD);
-        write(&dir.join("0001-a.patch"), GOOD);
-        write(
-            &dir.join("series"),
-            "# header\n\n0002-b.patch   # trailing comment\n  # indented comment\n0001-a.patch\n",
-        );
-        let s = series(d.path(), "24.11").unwrap();
-        assert_eq!(s, vec![dir.join("0002-b.patch"), dir.join("0001-a.patch")]);
-    }
-
-    #[test]
-    fn series__committed_series_files_parse() {
-        // every known line has a series, and it names only patch files that exist
-        let root = crate::project_root();
-        for f in driver_common::lines::LINES {
-            series(&root, f.name).unwrap();
-        }
-    }
-
-    #[test]
-    fn series__missing_entry_and_bad_names_are_errors() {
-        let (d, dir) = crate::testing::scratch("patches/x");
-        write(&dir.join("a.patch"), GOOD);
-        for (text, needle) in [
-            ("nope.patch\n", "line 1: patch file"),
-            ("a.patch\n../a.patch\n", "line 2"),
-            ("a.patch -p0\n", "options are not supported"),
-            ("a.patch\na.patch\n", "listed twice"),
-        ] {
-            write(&dir.join("series"), text);
-            let e = series(d.path(), "x").unwrap_err().to_string();
-            assert!(e.contains(needle), "{text:?}: {e}");
-        }
-        let e = series(d.path(), "no-such-line").unwrap_err().to_string();
-        assert!(e.contains("no patch series for line no-such-line"), "{e}");
-    }
-
-    #[test]
     fn apply__applies_in_order_and_names_first_failing_patch_and_file() {
         let d = tempfile::tempdir().unwrap();
         let tree = fake_tree(d.path());
@@ -563,6 +472,9 @@ diff --git a/src/a.c b/src/a.c\nindex 1111111..2222222 100644\n--- a/src/a.c\n++
 --- /dev/null\n+++ b/src/new.c\n@@ -0,0 +1 @@\n+x\n";
         assert_eq!(touched_files(diff), vec!["configure.ac", "src/new.c"]);
         assert!(check_sources_of_truth(Path::new("p"), diff).is_ok());
+        let created = "diff --git a/src/new.c b/src/new.c\nnew file mode 100644\n--- /dev/null\n+++ b/src/new.c\n";
+        let e = check_sources_of_truth(Path::new("p"), created).unwrap_err().to_string();
+        assert!(e.contains("belongs in patches/src/"), "{e}");
         let renamed = "diff --git a/x b/Makefile.in\nsimilarity index 100%\nrename from x\nrename to Makefile.in\n";
         assert!(matches!(
             check_sources_of_truth(Path::new("p"), renamed),
@@ -707,9 +619,8 @@ error: src/x y.c: No such file or directory\nerror: corrupt patch at line 9\n";
         let sh = Shell::new().unwrap();
         let (_d, copy) = crate::testing::scratch("src");
         let t = std::time::Instant::now();
-        driver_common::util::fs::copy_tree(tree, &copy).unwrap();
-        eprintln!("copy_tree: {:.2}s", t.elapsed().as_secs_f64());
-        apply(&sh, &series(&crate::project_root(), line).unwrap(), &copy).unwrap();
+        tree::prepare(&sh, &crate::project_root(), line, tree, &copy).unwrap();
+        eprintln!("copy, place, apply: {:.2}s", t.elapsed().as_secs_f64());
         let configure = fs::read(copy.join("configure")).unwrap();
         let t = std::time::Instant::now();
         regenerate(&sh, &copy).unwrap();

@@ -1,6 +1,6 @@
 //! jobacct_gather/darwin's own conversion of Mach absolute time units (issue 13 item 1): the
-//! plugin's `timebase`, `_units_to_usec()` and `init()` are taken as text from each line's
-//! patch 0042 (`patches/<line>/0042-jobacct-gather-darwin.patch`), compiled in
+//! plugin's `timebase`, `_units_to_usec()` and `init()` are taken as text from
+//! the plugin's one source (`patches/src/src/plugins/jobacct_gather/darwin/jobacct_gather_darwin.c`), compiled in
 //! darwin-personality mode against the shim's stand-in headers and linked to the shim, with
 //! a few stand-ins for Slurm's logging. The program measures a child that burnt 0.6 s of CPU
 //! with `proc_pid_rusage(RUSAGE_INFO_V4)` (the shim's answer, in the units of
@@ -15,31 +15,15 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-const PATCH: &str = "0042-jobacct-gather-darwin.patch";
-const PLUGIN: &str = "+++ b/src/plugins/jobacct_gather/darwin/jobacct_gather_darwin.c";
+/// Where the plugin's source lives once for every line (issue 36: our own C as files).
+const PLUGIN: &str = "patches/src/src/plugins/jobacct_gather/darwin/jobacct_gather_darwin.c";
 
-fn patch_path(line: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../patches")
-        .join(line)
-        .join(PATCH)
-}
-
-/// The plugin's source as the patch creates it (a new file: its `+` lines).
+/// The plugin's source, `patches/src/`'s file (the definitions this test takes have no
+/// per-line `SLURM_VERSION` block; `line` names the line in messages).
 fn plugin_source(line: &str) -> String {
-    let path = patch_path(line);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (both lines carry patch {PATCH})", path.display()));
-    let start = text
-        .find(PLUGIN)
-        .unwrap_or_else(|| panic!("{}: no `{PLUGIN}` section", path.display()));
-    text[start..]
-        .lines()
-        .skip(2) // the +++ line and the hunk header
-        .take_while(|l| !l.starts_with("diff --git") && *l != "-- ")
-        .filter_map(|l| l.strip_prefix('+'))
-        .collect::<Vec<_>>()
-        .join("\n")
+    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(PLUGIN);
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{} ({line}): {e}", path.display()))
 }
 
 /// From the line that starts with `head` to the first line that is `}` (a whole top-level
@@ -47,14 +31,14 @@ fn plugin_source(line: &str) -> String {
 fn definition<'a>(src: &'a str, head: &str, line: &str) -> &'a str {
     let at = src
         .find(&format!("\n{head}"))
-        .unwrap_or_else(|| panic!("patch {line}/{PATCH}: no definition starting `{head}`"))
+        .unwrap_or_else(|| panic!("{line}, {PLUGIN}: no definition starting `{head}`"))
         + 1;
     let end = if head.ends_with(';') {
         at + head.len()
     } else {
         at + src[at..]
             .find("\n}\n")
-            .unwrap_or_else(|| panic!("patch {line}/{PATCH}: `{head}` never closes"))
+            .unwrap_or_else(|| panic!("{line}, {PLUGIN}: `{head}` never closes"))
             + 2
     };
     &src[at..end]

@@ -15,7 +15,6 @@ use driver_common::error::{Error, Result};
 use driver_common::lines::Line;
 use driver_common::personality::Personality;
 use driver_common::targets::{self, Os, Target};
-use driver_common::util::fs::sha256_file;
 use driver_common::util::process::{on_path, require_tool};
 use driver_common::util::stamp::{self, Inputs};
 use std::path::{Path, PathBuf};
@@ -93,6 +92,8 @@ pub struct Plan {
     pub dirs: Dirs,
     /// The patches to apply (empty with `--no-patches`).
     pub series: Vec<PathBuf>,
+    /// The checkout (its `patches/` are placed and applied).
+    pub root: PathBuf,
     pub no_patches: bool,
     pub toolchain: Toolchain,
     pub deps_prefix: Option<PathBuf>,
@@ -216,6 +217,7 @@ impl Plan {
             line,
             dirs,
             series,
+            root: root.to_path_buf(),
             no_patches: args.no_patches,
             toolchain,
             deps_prefix,
@@ -315,11 +317,11 @@ impl Plan {
             ),
         );
         if !self.no_patches {
-            let series_file = root.join("patches").join(&self.source.line).join("series");
-            inputs.add("series", sha256_file(&series_file)?);
-            for p in &self.series {
-                inputs.add(format!("patch {}", p.display()), sha256_file(p)?);
-            }
+            // the line's patches and our files as the line gets them (patches::tree)
+            inputs.add(
+                "series",
+                patches::tree::inputs_sha256(root, &self.source.line)?,
+            );
         }
         if let Some(z) = &self.toolchain.zig {
             inputs.add("zig", &z.version);

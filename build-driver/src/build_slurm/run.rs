@@ -28,14 +28,15 @@ fn source(sh: &Shell, plan: &Plan) -> Result<()> {
         src.path.display(),
         dirs.src.display()
     );
-    driver_common::util::fs::copy_tree(&src.path, &dirs.src)?;
-    if !plan.series.is_empty() {
+    if plan.series.is_empty() {
+        driver_common::util::fs::copy_tree(&src.path, &dirs.src)?;
+    } else {
         eprintln!(
-            "build-slurm: applying {} patch(es) from patches/{}/series",
+            "build-slurm: placing patches/src/ and applying {} patch(es) of patches/series for line {}",
             plan.series.len(),
             src.line
         );
-        patches::apply(sh, &plan.series, &dirs.src)?;
+        patches::tree::prepare(sh, &plan.root, &src.line, &src.path, &dirs.src)?;
         patches::regenerate(sh, &dirs.src)?;
     }
     eprintln!(

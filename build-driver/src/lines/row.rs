@@ -5,7 +5,6 @@ use crate::ci::Scope;
 use crate::ci::report::Report;
 use driver_common::error::{Error, Result};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// Where the rows live, relative to the checkout.
@@ -113,18 +112,11 @@ impl Row {
     }
 }
 
-/// sha256 over `patches/<line>/series` and, in its order, each patch it lists (name, then
-/// bytes): a row records the series it ran with, so an edited patch or series makes it stale.
+/// The series hash a row records: [`crate::patches::tree::row_sha256`] (the same while the
+/// line's patched tree is the same; an edited patch, series entry or file of ours that the
+/// line uses makes it another until `patches refresh` proves the tree unchanged).
 pub fn series_sha256(root: &Path, line: &str) -> Result<String> {
-    let series_file = root.join("patches").join(line).join("series");
-    let mut h = Sha256::new();
-    h.update(read(&series_file)?);
-    for patch in crate::patches::series(root, line)? {
-        h.update(patch.file_name().unwrap_or_default().as_encoded_bytes());
-        h.update(b"\0");
-        h.update(read(&patch)?);
-    }
-    Ok(hex(&h.finalize()))
+    crate::patches::tree::row_sha256(root, line)
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
@@ -132,10 +124,6 @@ fn read(path: &Path) -> Result<Vec<u8>> {
         path: path.to_path_buf(),
         source,
     })
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What a row says about its run: the version, suite and command, and the checkout when
@@ -263,7 +251,7 @@ pub fn stale(root: &Path, rows: &[Row]) -> Result<Vec<String>> {
     for r in rows {
         if series_sha256(root, &r.line)? != r.series_sha256 {
             out.push(format!(
-                "{}: its row ({}, {}) is older than patches/{}/series: run `{}` and commit the row",
+                "{}: its row ({}, {}) is older than its series (patches/series for line {}): run `{}` and commit the row",
                 r.line, r.version, r.date, r.line, r.command
             ));
         }

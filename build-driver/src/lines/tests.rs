@@ -10,7 +10,7 @@ fn write(p: &Path, text: &str) {
 
 /// A checkout with one line's series (two patches) and the doc with its markers.
 fn checkout() -> tempfile::TempDir {
-    let (d, dir) = scratch("patches/24.11");
+    let (d, dir) = scratch("patches");
     write(&dir.join("series"), "0001-a.patch\n0002-b.patch  # why\n");
     write(&dir.join("0001-a.patch"), "a\n");
     write(&dir.join("0002-b.patch"), "b\n");
@@ -60,7 +60,7 @@ fn series_sha256__changes_with_a_patch_the_series_or_its_order() {
     let root = d.path();
     let first = row::series_sha256(root, "24.11").unwrap();
     assert_eq!(first, row::series_sha256(root, "24.11").unwrap());
-    let dir = root.join("patches/24.11");
+    let dir = root.join("patches");
     write(&dir.join("0002-b.patch"), "b changed\n");
     let patched = row::series_sha256(root, "24.11").unwrap();
     assert_ne!(first, patched, "an edited patch must change the hash");
@@ -77,14 +77,14 @@ fn stale__a_row_older_than_its_series_names_the_command() {
     let rows = row::load_all(root).unwrap();
     assert_eq!(rows, vec![r]);
     assert!(row::stale(root, &rows).unwrap().is_empty());
-    write(&root.join("patches/24.11/0001-a.patch"), "a, edited\n");
+    write(&root.join("patches/0001-a.patch"), "a, edited\n");
     let stale = row::stale(root, &rows).unwrap();
     assert_eq!(stale.len(), 1, "{stale:?}");
     assert_mentions(
         &stale[0],
         &[
             "24.11",
-            "older than patches/24.11/series",
+            "older than its series (patches/series for line 24.11)",
             "cargo xtask lines verify --version 24.11.5",
         ],
     );

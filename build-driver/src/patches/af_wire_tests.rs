@@ -103,10 +103,12 @@ fn run_line(line: &str, version: &str) {
             pristine.display()
         );
     };
-    let patch = root()
-        .join("patches")
-        .join(line)
-        .join("0029-pack-addr-linux-address-families-on-the-wire.patch");
+    let patch = super::series::patch_of(
+        &root(),
+        line,
+        "0029-pack-addr-linux-address-families-on-the-wire.patch",
+    )
+    .unwrap();
     sh.change_dir(&tree);
     cmd!(sh, "git apply -p1 {patch}").run().unwrap();
     let patched = fs::read_to_string(tree.join("src/common/slurm_protocol_socket.c")).unwrap();

@@ -87,7 +87,7 @@ fn certgen_ca__pristine_fails_on_libressl_patched_works_on_both() {
     let key = String::from_utf8(key.stdout).unwrap();
     let mut lines = 0;
     for line in ["25.05", "25.11", "26.05", "26.11"] {
-        let file = crate::project_root().join("patches").join(line).join(PATCH);
+        let file = super::series::patch_of(&crate::project_root(), line, PATCH).unwrap();
         let (old, new) = scripts(&std::fs::read_to_string(&file).unwrap());
         let (o, n) = (
             d.path().join(format!("old-{line}.sh")),

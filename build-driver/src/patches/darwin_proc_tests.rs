@@ -4,14 +4,15 @@
 //! live cluster cannot either. Re-parenting to launchd that keeps `p_puniqueid`; a pid
 //! reused between a scan and the kill, with and without `proc_signal_with_audittoken`
 //! (macOS 14.4+); the one-call window of the fallback; the double fork that escapes; a
-//! process that vanishes while the table is read. The files are taken from each line's
-//! patch (`git apply --include`), compiled with `cc` against the shim's stand-in headers
+//! process that vanishes while the table is read. The files are `patches/src/`'s as each line
+//! gets them (`patches::own`), compiled with `cc` against the shim's stand-in headers
 //! (the SDK's names and layouts); without `cc` or `git` the test prints why it is skipped.
 
 use std::path::{Path, PathBuf};
 use xshell::{Shell, cmd};
 
-const PATCH: &str = "0041-proctrack-darwin.patch";
+/// Where the tracker's files are, in Slurm's tree and below `patches/src/`.
+const TRACKER: &str = "src/plugins/proctrack/darwin/darwin_proc";
 
 fn root() -> PathBuf {
     crate::project_root()
@@ -28,16 +29,10 @@ fn harness(sh: &Shell, line: &str, dir: &Path) -> Option<PathBuf> {
         println!("darwin_proc ({line}) skipped: no C compiler `cc`");
         return None;
     }
-    let patch = root().join("patches").join(line).join(PATCH);
-    {
-        let _d = sh.push_dir(dir);
-        cmd!(
-            sh,
-            "git apply -p1 --include=src/plugins/proctrack/darwin/darwin_proc.c --include=src/plugins/proctrack/darwin/darwin_proc.h {patch}"
-        )
-        .quiet()
-        .run()
-        .expect("apply the darwin_proc files of the patch");
+    for (rel, text) in super::own::for_line(&root(), line).expect("our files") {
+        if rel.starts_with(TRACKER) {
+            crate::testing::write(&dir.join(&rel), &text);
+        }
     }
     let src = dir.join("src/plugins/proctrack/darwin");
     let includes = [
@@ -119,16 +114,18 @@ fn check_line(line: &str) {
 /// tracker makes the same decisions.
 #[test]
 fn darwin_proc__tracker_decisions_on_a_fake_process_table_every_line() {
-    let lines = super::doc_table_tests::lines(&root());
-    let missing: Vec<&String> = lines
-        .iter()
-        .filter(|l| !root().join("patches").join(l).join(PATCH).is_file())
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "patches/<line>/{PATCH} is missing for {missing:?}: every line carries the darwin plugins"
-    );
-    assert!(lines.len() >= 5, "expected the five lines, found {lines:?}");
+    let lines: Vec<&str> = driver_common::lines::LINES.iter().map(|f| f.name).collect();
+    for line in &lines {
+        let ours = super::own::for_line(&root(), line).unwrap();
+        assert!(
+            ours.iter().any(|(rel, _)| rel == &format!("{TRACKER}.c")),
+            "{line}: patches/src/{TRACKER}.c is not placed: every line carries the darwin plugins"
+        );
+        assert!(
+            super::series::patch_of(&root(), line, "0041-proctrack-darwin.patch").is_ok(),
+            "{line}: no 0041 (the plugin's build registration)"
+        );
+    }
     for line in &lines {
         check_line(line);
     }

@@ -7,23 +7,22 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
-/// The lines with a series: every directory of `patches/` holding a `series` file.
-pub(super) fn lines(root: &Path) -> Vec<String> {
-    let mut out: Vec<String> = fs::read_dir(root.join("patches"))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().join("series").is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    out.sort();
-    out
+/// Every known release line (each has a series: `patches/series`' entries for it).
+pub(super) fn lines(_root: &Path) -> Vec<String> {
+    driver_common::lines::LINES
+        .iter()
+        .map(|f| f.name.to_string())
+        .collect()
 }
 
-/// Every patch of every line's series.
+/// Every patch of the series: its main file, which carries the header (a line's variant,
+/// `patches/<line>/<name>`, is the same change and says so).
 fn all_patches(root: &Path) -> Vec<std::path::PathBuf> {
-    lines(root)
+    let dir = root.join("patches");
+    super::series::entries(root)
+        .unwrap()
         .iter()
-        .flat_map(|line| series(root, line).unwrap())
+        .map(|e| dir.join(&e.name))
         .collect()
 }
 

@@ -1,0 +1,118 @@
+//! `cargo xtask patches refresh`: every line's series checked against its pinned source after
+//! a change to `patches/`. For each manifest whose source is fetched: the patched tree is
+//! built (no compile) and compared with the manifest. A patch that no longer applies names
+//! the line that needs a hand-made variant (`patches/<line>/<name>`, `LINE@LINE` in the
+//! series); a tree equal to the manifest records the line's inputs, so its row stays
+//! current; a different tree fails, unless `--accept` records it (the row is then stale
+//! until the line is run again).
+
+use super::tree::{self, Manifest};
+use clap::Args;
+use driver_common::error::{Error, Result};
+use std::path::Path;
+use xshell::Shell;
+
+#[derive(Debug, Args)]
+pub struct PatchesArgs {
+    #[command(subcommand)]
+    pub command: PatchesCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum PatchesCommand {
+    /// Build every fetched line's patched tree (copy, our files, the series; no compile) and
+    /// compare it with slurm-src/manifests/<version>.toml.
+    Refresh(RefreshArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RefreshArgs {
+    /// Only these pinned versions (default: every manifest).
+    #[arg(long = "version", value_name = "V")]
+    pub versions: Vec<String>,
+    /// Record a tree that differs as the line's new tree (its row goes stale).
+    #[arg(long)]
+    pub accept: bool,
+    /// Fail when a manifest's source is not fetched (default: say so and go on).
+    #[arg(long)]
+    pub require_sources: bool,
+}
+
+pub fn run(sh: &Shell, root: &Path, args: PatchesArgs) -> Result<()> {
+    let PatchesCommand::Refresh(a) = args.command;
+    refresh(sh, root, &a)
+}
+
+/// What one manifest's check gave.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Equal,
+    /// Recorded with `--accept`.
+    Accepted,
+    NotFetched,
+    Differs(Vec<String>),
+    NeedsVariant(String),
+}
+
+pub fn refresh(sh: &Shell, root: &Path, a: &RefreshArgs) -> Result<()> {
+    let work = root.join("target").join("patches-refresh");
+    let mut bad = Vec::new();
+    for m in Manifest::all(root)? {
+        if !a.versions.is_empty() && !a.versions.contains(&m.version) {
+            continue;
+        }
+        let outcome = check_one(sh, root, &m, &work, a.accept)?;
+        println!("patches refresh: {} (line {}): {outcome:?}", m.version, m.line);
+        match outcome {
+            Outcome::Equal | Outcome::Accepted => {}
+            Outcome::NotFetched if !a.require_sources => {}
+            o => bad.push(format!("{}: {o:?}", m.version)),
+        }
+    }
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Usage(format!("patches refresh:\n{}", bad.join("\n"))))
+    }
+}
+
+/// Checks one manifest; rewrites it when the tree is equal (new inputs) or accepted.
+pub fn check_one(sh: &Shell, root: &Path, m: &Manifest, work: &Path, accept: bool) -> Result<Outcome> {
+    let pristine = root.join("slurm-src").join(&m.version);
+    if !pristine.join("configure.ac").is_file() {
+        eprintln!(
+            "patches refresh: {} is not fetched (cargo xtask fetch --version {}): not checked",
+            m.version, m.version
+        );
+        return Ok(Outcome::NotFetched);
+    }
+    let c = match tree::compare(sh, root, m, &pristine, work) {
+        Ok(c) => c,
+        Err(Error::Patch { patch, file, .. }) => {
+            return Ok(Outcome::NeedsVariant(format!(
+                "{patch} does not apply to {file}: line {} needs a hand-made variant (patches/{}/{patch}, `{}@{}` in patches/series)",
+                m.line, m.line, m.line, m.line
+            )));
+        }
+        Err(e) => return Err(e),
+    };
+    let inputs = tree::inputs_sha256(root, &m.line)?;
+    let equal = c.tree_sha256 == m.tree_sha256 && c.differ.is_empty();
+    if !equal && !accept {
+        return Ok(Outcome::Differs(c.differ));
+    }
+    let mut next = m.clone();
+    next.inputs_sha256 = Some(inputs.clone());
+    if !equal {
+        next.tree_sha256 = c.tree_sha256;
+        next.files = c.files;
+        next.changed = c.changed;
+        next.removed = c.removed;
+        next.row_sha256 = inputs;
+    }
+    if &next != m {
+        let p = Manifest::path(root, &m.version);
+        std::fs::write(&p, next.render()).map_err(|e| Error::io(&p, e))?;
+    }
+    Ok(if equal { Outcome::Equal } else { Outcome::Accepted })
+}
