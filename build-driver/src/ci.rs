@@ -6,7 +6,7 @@
 //!    --check`, a type-check of the driver for aarch64-apple-darwin (it runs on the Mac of
 //!    `ci/macos-arm64.yml`), release builds of the shim for aarch64-apple-darwin and
 //!    x86_64-apple-darwin. `--shim-only` stops here.
-//! 2. Linux non-regression: Slurm built natively without and with `patches/<line>/`,
+//! 2. Linux non-regression: Slurm built natively without and with `patches/` (the line's series),
 //!    `make check` in both, and any difference in any test result fails.
 //!    The patched source is scanned by `cargo xtask lint` (hazards on macOS: never-initialised
 //!    pthread objects, /proc paths, ...) and compared exactly with

@@ -26,7 +26,7 @@ pub enum Command {
     /// slurm-src/. With internet access `--version V` alone is enough: the pin has the
     /// release tarball's URL and sha256, or the repository and commit of the release tag.
     Fetch(FetchArgs),
-    /// Copy the pristine source, apply patches/<line>/, regenerate autotools files, build the
+    /// Copy the pristine source, place patches/src/, apply the line's patches/series, regenerate autotools files, build the
     /// shim, configure, make and install Slurm.
     BuildSlurm(BuildArgs),
     /// Everything CI runs: shim tests, codegen --check, Linux non-regression, darwin personality.
@@ -234,7 +234,7 @@ pub struct BuildArgs {
     pub src: SourceArgs,
     #[arg(long, value_enum, default_value = "native")]
     pub personality: Personality,
-    /// Build the pristine tree without patches/<line>/.
+    /// Build the pristine tree without patches/ (no files of patches/src/, no series).
     #[arg(long)]
     pub no_patches: bool,
     /// Rust target triple to build for (default: this machine).

@@ -42,7 +42,7 @@ pub struct SourceTree {
     /// `slurm-src/<version>/`, containing configure.ac. Never modified.
     pub path: PathBuf,
     pub version: String,
-    /// Release line, naming `patches/<line>/series`.
+    /// Release line, selecting its entries of `patches/series`.
     pub line: String,
 }
 

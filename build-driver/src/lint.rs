@@ -232,7 +232,7 @@ pub fn check(source: &Path, expect: Option<&Path>) -> Result<String> {
                     ));
                 }
                 Err(Error::Lint(format!(
-                    "findings differ from {}:\n{msg}fix the code (a patch in patches/<line>/) or, for a real exception, accept it there with a reason",
+                    "findings differ from {}:\n{msg}fix the code (a patch in patches/, see patches/series) or, for a real exception, accept it there with a reason",
                     expect_path.display()
                 )))
             }

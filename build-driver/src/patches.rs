@@ -29,6 +29,7 @@ const GENERATED: &[&str] = &["configure", "Makefile.in", "aclocal.m4", "config.h
 const AUTOTOOLS_FIX: &str = "install autoconf, automake and libtool (Debian: apt-get install autoconf automake libtool; \
      macOS: brew install autoconf automake libtool)";
 
+pub mod doc;
 pub mod own;
 pub mod refresh;
 pub mod series;
@@ -112,7 +113,9 @@ fn check_sources_of_truth(patch: &Path, text: &str) -> Result<()> {
     if let Some(l) = text.lines().find(|l| l.starts_with("new file mode")) {
         return Err(Error::File {
             path: patch.to_path_buf(),
-            problem: format!("`{l}`: a new file belongs in patches/src/ (once, for every line), not in a patch"),
+            problem: format!(
+                "`{l}`: a new file belongs in patches/src/ (once, for every line), not in a patch"
+            ),
         });
     }
     for f in touched_files(text) {
@@ -473,7 +476,9 @@ diff --git a/src/a.c b/src/a.c\nindex 1111111..2222222 100644\n--- a/src/a.c\n++
         assert_eq!(touched_files(diff), vec!["configure.ac", "src/new.c"]);
         assert!(check_sources_of_truth(Path::new("p"), diff).is_ok());
         let created = "diff --git a/src/new.c b/src/new.c\nnew file mode 100644\n--- /dev/null\n+++ b/src/new.c\n";
-        let e = check_sources_of_truth(Path::new("p"), created).unwrap_err().to_string();
+        let e = check_sources_of_truth(Path::new("p"), created)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("belongs in patches/src/"), "{e}");
         let renamed = "diff --git a/x b/Makefile.in\nsimilarity index 100%\nrename from x\nrename to Makefile.in\n";
         assert!(matches!(

@@ -21,9 +21,10 @@ const PLUGIN: &str = "patches/src/src/plugins/jobacct_gather/darwin/jobacct_gath
 /// The plugin's source, `patches/src/`'s file (the definitions this test takes have no
 /// per-line `SLURM_VERSION` block; `line` names the line in messages).
 fn plugin_source(line: &str) -> String {
-    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(PLUGIN);
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{} ({line}): {e}", path.display()))
+    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(PLUGIN);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{} ({line}): {e}", path.display()))
 }
 
 /// From the line that starts with `head` to the first line that is `}` (a whole top-level

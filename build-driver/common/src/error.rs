@@ -65,7 +65,7 @@ pub enum Error {
     #[error("slurm_shim.h is stale: run `cargo xtask codegen` and commit the result")]
     StaleHeader,
     #[error(
-        "unknown Slurm release line `{line}` ({from}); known lines: {known} (each line's facts are in build-driver/common/src/lines.rs, its patches in patches/<line>/series)"
+        "unknown Slurm release line `{line}` ({from}); known lines: {known} (each line's facts are in build-driver/common/src/lines.rs, its patches in patches/series)"
     )]
     UnknownLine {
         line: String,

@@ -1,6 +1,6 @@
 //! The Slurm release lines this project builds, and the facts that differ between them.
 //!
-//! A release line (`24.11`, `25.05`, ...) names the patch series `patches/<line>/series` and
+//! A release line (`24.11`, `25.05`, ...) selects its entries of the patch series `patches/series` and
 //! the expectation files `ci/expectations/*-<line>*.toml`; pins (`slurm-src/pins.toml`) say
 //! which line each pinned version belongs to. Everything the driver decides by line is read
 //! from [`LINES`] here, never by comparing strings elsewhere; a line that is not in the table

@@ -19,7 +19,7 @@ pub const PINS_FILE: &str = "slurm-src/pins.toml";
 pub struct Pin {
     /// The version name, the key in pins.toml (e.g. `24.11.5`, `26.11-snapshot`).
     pub version: String,
-    /// The release line, naming the patch series `patches/<line>/series` (e.g. `24.11`).
+    /// The release line, selecting its entries of the patch series `patches/series` (e.g. `24.11`).
     pub line: String,
     pub source: PinSource,
     /// The Debian source package carrying this tarball as its orig file, if any.

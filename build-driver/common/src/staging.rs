@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 pub struct Manifest {
     /// The Slurm version (a pin, or `<META version>-local`).
     pub version: String,
-    /// The release line, naming `patches/<line>/series`.
+    /// The release line, selecting its entries of `patches/series`.
     pub line: String,
     pub personality: Personality,
     /// The Rust target triple the build is for.

@@ -42,7 +42,11 @@ fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> Result<()>
         if p.is_dir() {
             walk(base, &p, out)?;
         } else {
-            let rel = p.strip_prefix(base).unwrap_or(&p).to_string_lossy().into_owned();
+            let rel = p
+                .strip_prefix(base)
+                .unwrap_or(&p)
+                .to_string_lossy()
+                .into_owned();
             out.push((rel, p));
         }
     }
@@ -59,7 +63,10 @@ fn condition(line: &str) -> Option<(bool, (u32, u32, u32))> {
         (false, rest.strip_prefix(">= ")?)
     };
     let args = rest.strip_prefix("SLURM_VERSION_NUM(")?.strip_suffix(')')?;
-    let v: Vec<u32> = args.split(',').map(|x| x.trim().parse().ok()).collect::<Option<_>>()?;
+    let v: Vec<u32> = args
+        .split(',')
+        .map(|x| x.trim().parse().ok())
+        .collect::<Option<_>>()?;
     (v.len() == 3).then(|| (less, (v[0], v[1], v[2])))
 }
 
@@ -74,16 +81,23 @@ pub fn resolve(text: &str, version: (u32, u32, u32), what: &Path) -> Result<Stri
         if let Some((less, at)) = condition(bare) {
             stack.push((version < at) == less);
         } else if bare == ELSE {
-            let top = stack.last_mut().ok_or_else(|| bad(i + 1, "#else without #if"))?;
+            let top = stack
+                .last_mut()
+                .ok_or_else(|| bad(i + 1, "#else without #if"))?;
             *top = !*top;
         } else if bare == ENDIF {
-            stack.pop().ok_or_else(|| bad(i + 1, "#endif without #if"))?;
+            stack
+                .pop()
+                .ok_or_else(|| bad(i + 1, "#endif without #if"))?;
         } else if stack.iter().all(|&on| on) {
             out.push_str(line);
         }
     }
     if !stack.is_empty() {
-        return Err(bad(text.lines().count(), "a SLURM_VERSION block is not closed"));
+        return Err(bad(
+            text.lines().count(),
+            "a SLURM_VERSION block is not closed",
+        ));
     }
     Ok(out)
 }
@@ -147,7 +161,11 @@ mod tests {
             resolve(TEXT, (26, 11, 0), p).unwrap(),
             "a\nnew\n#ifdef X\nx\n#else\ny\n#endif\nz\n"
         );
-        let e = resolve("#if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(1,2,3)\n", (1, 0, 0), p);
+        let e = resolve(
+            "#if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(1,2,3)\n",
+            (1, 0, 0),
+            p,
+        );
         assert!(e.unwrap_err().to_string().contains("not closed"));
         let e = resolve("#endif /* SLURM_VERSION */\n", (1, 0, 0), p);
         assert!(e.unwrap_err().to_string().contains("without #if"));

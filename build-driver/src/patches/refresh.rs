@@ -23,6 +23,15 @@ pub enum PatchesCommand {
     /// Build every fetched line's patched tree (copy, our files, the series; no compile) and
     /// compare it with slurm-src/manifests/<version>.toml.
     Refresh(RefreshArgs),
+    /// Write docs/PATCHES.md's generated table from the patch headers and patches/series.
+    Doc(DocArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DocArgs {
+    /// Only check that the page is current.
+    #[arg(long)]
+    pub check: bool,
 }
 
 #[derive(Debug, Args)]
@@ -39,8 +48,10 @@ pub struct RefreshArgs {
 }
 
 pub fn run(sh: &Shell, root: &Path, args: PatchesArgs) -> Result<()> {
-    let PatchesCommand::Refresh(a) = args.command;
-    refresh(sh, root, &a)
+    match args.command {
+        PatchesCommand::Refresh(a) => refresh(sh, root, &a),
+        PatchesCommand::Doc(a) => super::doc::run(root, a.check),
+    }
 }
 
 /// What one manifest's check gave.
@@ -62,7 +73,10 @@ pub fn refresh(sh: &Shell, root: &Path, a: &RefreshArgs) -> Result<()> {
             continue;
         }
         let outcome = check_one(sh, root, &m, &work, a.accept)?;
-        println!("patches refresh: {} (line {}): {outcome:?}", m.version, m.line);
+        println!(
+            "patches refresh: {} (line {}): {outcome:?}",
+            m.version, m.line
+        );
         match outcome {
             Outcome::Equal | Outcome::Accepted => {}
             Outcome::NotFetched if !a.require_sources => {}
@@ -72,12 +86,21 @@ pub fn refresh(sh: &Shell, root: &Path, a: &RefreshArgs) -> Result<()> {
     if bad.is_empty() {
         Ok(())
     } else {
-        Err(Error::Usage(format!("patches refresh:\n{}", bad.join("\n"))))
+        Err(Error::Usage(format!(
+            "patches refresh:\n{}",
+            bad.join("\n")
+        )))
     }
 }
 
 /// Checks one manifest; rewrites it when the tree is equal (new inputs) or accepted.
-pub fn check_one(sh: &Shell, root: &Path, m: &Manifest, work: &Path, accept: bool) -> Result<Outcome> {
+pub fn check_one(
+    sh: &Shell,
+    root: &Path,
+    m: &Manifest,
+    work: &Path,
+    accept: bool,
+) -> Result<Outcome> {
     let pristine = root.join("slurm-src").join(&m.version);
     if !pristine.join("configure.ac").is_file() {
         eprintln!(
@@ -114,5 +137,9 @@ pub fn check_one(sh: &Shell, root: &Path, m: &Manifest, work: &Path, accept: boo
         let p = Manifest::path(root, &m.version);
         std::fs::write(&p, next.render()).map_err(|e| Error::io(&p, e))?;
     }
-    Ok(if equal { Outcome::Equal } else { Outcome::Accepted })
+    Ok(if equal {
+        Outcome::Equal
+    } else {
+        Outcome::Accepted
+    })
 }

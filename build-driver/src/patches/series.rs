@@ -78,7 +78,10 @@ pub fn parse(dir: &Path, file: &Path, text: &str) -> Result<Vec<Entry>> {
             continue;
         };
         if !plain(name) {
-            return Err(bad(n, format!("`{name}` must be a file name in {}", dir.display())));
+            return Err(bad(
+                n,
+                format!("`{name}` must be a file name in {}", dir.display()),
+            ));
         }
         let mut lines: Vec<(String, Option<String>)> = Vec::new();
         for w in words {
@@ -90,7 +93,10 @@ pub fn parse(dir: &Path, file: &Path, text: &str) -> Result<Vec<Entry>> {
                 if !known.contains(&l) {
                     return Err(bad(
                         n,
-                        format!("`{w}`: `{l}` is not a release line (known: {})", known.join(", ")),
+                        format!(
+                            "`{w}`: `{l}` is not a release line (known: {})",
+                            known.join(", ")
+                        ),
                     ));
                 }
             }
@@ -130,6 +136,7 @@ pub fn for_line(root: &Path, line: &str) -> Result<Vec<PathBuf>> {
 }
 
 /// The file `line` applies for the patch `name` (the main file or the line's variant).
+#[cfg(test)]
 pub fn patch_of(root: &Path, line: &str, name: &str) -> Result<PathBuf> {
     for_line(root, line)?
         .into_iter()
@@ -145,7 +152,12 @@ mod tests {
     #[test]
     fn for_line__every_line_only_its_lines_and_variants_in_order() {
         let (d, dir) = crate::testing::scratch("patches");
-        for f in ["0002-b.patch", "0001-a.patch", "0003-c.patch", "24.11/0003-c.patch"] {
+        for f in [
+            "0002-b.patch",
+            "0001-a.patch",
+            "0003-c.patch",
+            "24.11/0003-c.patch",
+        ] {
             write(&dir.join(f), "x\n");
         }
         write(
@@ -159,13 +171,24 @@ mod tests {
         );
         assert_eq!(
             for_line(root, "25.05").unwrap(),
-            vec![dir.join("0002-b.patch"), dir.join("0001-a.patch"), dir.join("24.11/0003-c.patch")]
+            vec![
+                dir.join("0002-b.patch"),
+                dir.join("0001-a.patch"),
+                dir.join("24.11/0003-c.patch")
+            ]
         );
         assert_eq!(
             for_line(root, "26.11").unwrap(),
-            vec![dir.join("0002-b.patch"), dir.join("0001-a.patch"), dir.join("0003-c.patch")]
+            vec![
+                dir.join("0002-b.patch"),
+                dir.join("0001-a.patch"),
+                dir.join("0003-c.patch")
+            ]
         );
-        assert_eq!(for_line(root, "25.11").unwrap(), vec![dir.join("0002-b.patch")]);
+        assert_eq!(
+            for_line(root, "25.11").unwrap(),
+            vec![dir.join("0002-b.patch")]
+        );
     }
 
     #[test]

@@ -54,7 +54,12 @@ impl Manifest {
         };
         let mut names: Vec<String> = rd
             .filter_map(|e| e.ok())
-            .filter_map(|e| e.file_name().to_string_lossy().strip_suffix(".toml").map(str::to_string))
+            .filter_map(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .strip_suffix(".toml")
+                    .map(str::to_string)
+            })
             .collect();
         names.sort();
         for v in names {
@@ -84,7 +89,14 @@ inputs_sha256 = \"{i}\"\n"
             ));
         }
         s.push_str("# files the series removes\nremoved = [");
-        s.push_str(&self.removed.iter().map(|r| format!("\"{r}\"")).collect::<Vec<_>>().join(", "));
+        s.push_str(
+            &self
+                .removed
+                .iter()
+                .map(|r| format!("\"{r}\""))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
         s.push_str("]\n\n# files the series adds or changes: \"<sha256> <mode>\"\n[changed]\n");
         for (k, v) in &self.changed {
             s.push_str(&format!("\"{k}\" = \"{v}\"\n"));
@@ -100,15 +112,30 @@ pub fn listing(dir: &Path) -> Result<Vec<(String, String)>> {
         for e in fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
             let p = e.map_err(|e| Error::io(dir, e))?.path();
             let meta = fs::symlink_metadata(&p).map_err(|e| Error::io(&p, e))?;
-            let rel = || p.strip_prefix(base).unwrap_or(&p).to_string_lossy().into_owned();
+            let rel = || {
+                p.strip_prefix(base)
+                    .unwrap_or(&p)
+                    .to_string_lossy()
+                    .into_owned()
+            };
             if meta.file_type().is_symlink() {
                 let t = fs::read_link(&p).map_err(|e| Error::io(&p, e))?;
-                out.push((rel(), format!("{} 120000", hex(&Sha256::digest(t.as_os_str().as_encoded_bytes())))));
+                out.push((
+                    rel(),
+                    format!(
+                        "{} 120000",
+                        hex(&Sha256::digest(t.as_os_str().as_encoded_bytes()))
+                    ),
+                ));
             } else if meta.is_dir() {
                 walk(base, &p, out)?;
             } else {
                 let bytes = fs::read(&p).map_err(|e| Error::io(&p, e))?;
-                let mode = if meta.permissions().mode() & 0o111 != 0 { "100755" } else { "100644" };
+                let mode = if meta.permissions().mode() & 0o111 != 0 {
+                    "100755"
+                } else {
+                    "100644"
+                };
                 out.push((rel(), format!("{} {mode}", hex(&Sha256::digest(&bytes)))));
             }
         }
@@ -191,7 +218,13 @@ pub struct Compared {
 
 /// Builds `version`'s patched tree in a scratch directory below `work` and compares it with
 /// the committed manifest.
-pub fn compare(sh: &Shell, root: &Path, m: &Manifest, pristine: &Path, work: &Path) -> Result<Compared> {
+pub fn compare(
+    sh: &Shell,
+    root: &Path,
+    m: &Manifest,
+    pristine: &Path,
+    work: &Path,
+) -> Result<Compared> {
     let dest = work.join(&m.version).join("src");
     if dest.exists() {
         fs::remove_dir_all(&dest).map_err(|e| Error::io(&dest, e))?;
@@ -207,12 +240,21 @@ pub fn compare(sh: &Shell, root: &Path, m: &Manifest, pristine: &Path, work: &Pa
         .filter(|(p, v)| base.get(*p) != Some(*v))
         .map(|(p, v)| (p.clone(), v.clone()))
         .collect();
-    let removed: Vec<String> = base.keys().filter(|p| !now.contains_key(*p)).cloned().collect();
+    let removed: Vec<String> = base
+        .keys()
+        .filter(|p| !now.contains_key(*p))
+        .cloned()
+        .collect();
     let mut differ: Vec<String> = changed
         .iter()
         .filter(|(p, v)| m.changed.get(*p) != Some(*v))
         .map(|(p, _)| p.clone())
-        .chain(m.changed.keys().filter(|p| !changed.contains_key(*p)).cloned())
+        .chain(
+            m.changed
+                .keys()
+                .filter(|p| !changed.contains_key(*p))
+                .cloned(),
+        )
         .chain(removed.iter().filter(|r| !m.removed.contains(r)).cloned())
         .chain(m.removed.iter().filter(|r| !removed.contains(r)).cloned())
         .collect();

@@ -48,7 +48,12 @@ fn manifest__every_fetched_lines_patched_tree_is_the_recorded_one() {
 fn row_sha256__is_the_recorded_hash_while_the_inputs_are_unchanged() {
     let root = crate::project_root();
     for m in Manifest::all(&root).unwrap() {
-        assert_eq!(row_sha256(&root, &m.line).unwrap(), m.row_sha256, "{}", m.version);
+        assert_eq!(
+            row_sha256(&root, &m.line).unwrap(),
+            m.row_sha256,
+            "{}",
+            m.version
+        );
     }
     // a scratch checkout: an edited patch gives another hash
     let (d, dir) = crate::testing::scratch("patches");
@@ -73,6 +78,11 @@ fn listing__hash_mode_and_links() {
     let l = listing(d.path()).unwrap();
     let names: Vec<&str> = l.iter().map(|(p, _)| p.as_str()).collect();
     assert_eq!(names, ["a", "b/x", "l"]);
-    assert!(l[0].1.ends_with(" 100755") && l[1].1.ends_with(" 100644") && l[2].1.ends_with(" 120000"));
-    assert_eq!(l[0].1[..64], *"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    assert!(
+        l[0].1.ends_with(" 100755") && l[1].1.ends_with(" 100644") && l[2].1.ends_with(" 120000")
+    );
+    assert_eq!(
+        l[0].1[..64],
+        *"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    );
 }
