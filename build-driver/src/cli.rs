@@ -37,6 +37,9 @@ pub enum Command {
     /// The patch series: `patches refresh` builds every fetched line's patched tree (no
     /// compile) and checks it against slurm-src/manifests/.
     Patches(crate::patches::refresh::PatchesArgs),
+    /// The upstreamable changes of a line as a `git format-patch` series against a pinned
+    /// tree, proven with `git am` on a clean copy (SERIES.md says what was left out and why).
+    Upstream(crate::upstream::UpstreamArgs),
     /// A local Slurm cluster on loopback from an installed prefix.
     Cluster(ClusterArgs),
     /// Check that every plugin's undefined symbols resolve in every program that loads it.

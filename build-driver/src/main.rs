@@ -27,6 +27,7 @@ mod patches;
 mod s2n;
 #[cfg(test)]
 mod testing;
+mod upstream;
 
 use clap::Parser;
 use driver_common::error::{Error, Result};
@@ -56,6 +57,7 @@ fn run(cli: cli::Cli) -> Result<()> {
         cli::Command::Ci(args) => ci::run(&sh, &root, args),
         cli::Command::Lines(args) => lines::run(&sh, &root, args),
         cli::Command::Patches(args) => patches::refresh::run(&sh, &root, args),
+        cli::Command::Upstream(args) => upstream::run(&sh, &root, args),
         cli::Command::Cluster(args) => slurm_lab::cluster::run(&sh, &root, args),
         cli::Command::Audit(args) => audit::run(&sh, &root, args),
         cli::Command::Deps(args) => deps::run(&sh, &root, args).map(|_| ()),
