@@ -29,6 +29,7 @@ const GENERATED: &[&str] = &["configure", "Makefile.in", "aclocal.m4", "config.h
 const AUTOTOOLS_FIX: &str = "install autoconf, automake and libtool (Debian: apt-get install autoconf automake libtool; \
      macOS: brew install autoconf automake libtool)";
 
+pub mod derive;
 pub mod doc;
 pub mod own;
 pub mod refresh;
@@ -41,7 +42,7 @@ pub fn series(root: &Path, line: &str) -> Result<Vec<PathBuf>> {
 }
 
 /// The paths a unified diff touches (old and new names, without the `a/` `b/` prefixes).
-fn touched_files(diff: &str) -> Vec<String> {
+pub(crate) fn touched_files(diff: &str) -> Vec<String> {
     fn strip(p: &str) -> Option<String> {
         let p = p.split('\t').next().unwrap_or(p).trim_end();
         if p == "/dev/null" {

@@ -1,6 +1,8 @@
 //! `cargo xtask patches refresh`: every line's series checked against its pinned source after
-//! a change to `patches/`. For each manifest whose source is fetched: the patched tree is
-//! built (no compile) and compared with the manifest. A patch that no longer applies names
+//! a change to `patches/`. For each manifest whose source is fetched: the line's series is
+//! re-derived entry by entry ([`super::derive`]: a redundant variant, a file that no longer
+//! applies and which other files of the entry do), then the patched tree is built (no
+//! compile) and compared with the manifest. A patch that no longer applies names
 //! the line that needs a hand-made variant (`patches/<line>/<name>`, `LINE@LINE` in the
 //! series); a tree equal to the manifest records the line's inputs, so its row stays
 //! current; a different tree fails, unless `--accept` records it (the row is then stale
@@ -93,6 +95,32 @@ pub fn refresh(sh: &Shell, root: &Path, a: &RefreshArgs) -> Result<()> {
     }
 }
 
+fn describe(root: &Path, f: &super::derive::Finding) -> String {
+    let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
+    match f {
+        super::derive::Finding::Redundant {
+            entry,
+            variant,
+            instead,
+        } => format!(
+            "{entry}: the variant {} is redundant, {} makes the same change (drop or change its `@` in patches/series)",
+            rel(variant),
+            rel(instead)
+        ),
+        super::derive::Finding::NeedsVariant { entry, applies } if applies.is_empty() => {
+            format!("{entry}: does not apply; needs a hand-made variant")
+        }
+        super::derive::Finding::NeedsVariant { entry, applies } => format!(
+            "{entry}: does not apply; these apply (check their result): {}",
+            applies
+                .iter()
+                .map(|p| rel(p))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
 /// Checks one manifest; rewrites it when the tree is equal (new inputs) or accepted.
 pub fn check_one(
     sh: &Shell,
@@ -108,6 +136,9 @@ pub fn check_one(
             m.version, m.version
         );
         return Ok(Outcome::NotFetched);
+    }
+    for f in super::derive::derive(sh, root, &m.line, &pristine, &work.join("derive"))? {
+        println!("patches refresh: line {}: {}", m.line, describe(root, &f));
     }
     let c = match tree::compare(sh, root, m, &pristine, work) {
         Ok(c) => c,
