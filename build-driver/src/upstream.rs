@@ -98,6 +98,9 @@ impl Drop for Work {
     }
 }
 
+/// Our files as a line gets them: (path in the tree, text).
+type OurFiles = Vec<(String, String)>;
+
 /// What became of one series entry.
 #[derive(Debug)]
 enum Fate {
@@ -135,8 +138,39 @@ pub fn run(sh: &Shell, root: &Path, args: UpstreamArgs) -> Result<()> {
     let repo = work.path().join("export");
     pristine_repo(sh, &pristine, &repo, &pin.version)?;
     let base = git(sh, &repo, &["rev-parse", "HEAD"])?.trim().to_string();
+    let (fates, unplaced) = commit_series(sh, root, &pin.line, &repo, work.path())?;
+    let range = format!("{base}..HEAD");
+    let outs = out.to_str().unwrap_or_default();
+    git(
+        sh,
+        &repo,
+        &["format-patch", "-q", "--no-signature", "-o", outs, &range],
+    )?;
+    let clean = work.path().join("clean");
+    pristine_repo(sh, &pristine, &clean, &pin.version)?;
+    let (count, tree) = prove(sh, &out, &repo, &clean)?;
+    let rows = fates_rows(&fates);
+    let report = message::series_md(&pin.version, &pin.line, &rows, &unplaced, count, &tree);
+    let md = out.join("SERIES.md");
+    fs::write(&md, report).map_err(|e| Error::io(&md, e))?;
+    println!(
+        "upstream: {count} patch(es) for Slurm {} in {}; git am on a clean copy gives the same tree ({}); see SERIES.md",
+        pin.version,
+        out.display(),
+        &tree[..12.min(tree.len())]
+    );
+    Ok(())
+}
 
-    let line = pin.line.as_str();
+/// Commits every upstreamable entry of `line`'s series in `repo`: what became of each
+/// entry, and our files no exported patch registered.
+fn commit_series(
+    sh: &Shell,
+    root: &Path,
+    line: &str,
+    repo: &Path,
+    work: &Path,
+) -> Result<(Vec<(String, Fate)>, OurFiles)> {
     let dir = root.join("patches");
     let mut ours = own::for_line(root, line)?;
     let mut fates: Vec<(String, Fate)> = Vec::new();
@@ -159,108 +193,79 @@ pub fn run(sh: &Shell, root: &Path, args: UpstreamArgs) -> Result<()> {
         } else {
             file
         };
-        let text = fs::read_to_string(&file).map_err(|err| Error::io(&file, err))?;
-        let abs = file.canonicalize().map_err(|err| Error::io(&file, err))?;
-        let abs = abs.to_str().unwrap_or_default();
-        let mut note = String::new();
-        if git(sh, &repo, &["apply", "-p1", "--whitespace=nowarn", abs]).is_err() {
-            // its context may hold a left-out patch's lines: one line of context each side
-            match git(sh, &repo, &["apply", "-p1", "-C1", "--whitespace=nowarn", abs]) {
-                Ok(_) => note = "applied with one line of context (git apply -C1: a left-out patch's lines were in its context); ".into(),
-                Err(err) => {
-                    fates.push((e.name.clone(), Fate::DoesNotApply(err.to_string())));
-                    continue;
-                }
+        let note = match apply_for_export(sh, repo, &file)? {
+            Ok(note) => note,
+            Err(why) => {
+                fates.push((e.name.clone(), Fate::DoesNotApply(why)));
+                continue;
             }
-        }
+        };
         // our files this patch registers (its diff names their directory's Makefile or
         // the file itself) go into its commit
+        let text = fs::read_to_string(&file).map_err(|err| Error::io(&file, err))?;
         let (mine, rest): (Vec<_>, Vec<_>) =
             ours.into_iter().partition(|(rel, _)| registers(&text, rel));
         ours = rest;
         for (rel, body) in &mine {
             let p = repo.join(rel);
-            fs::create_dir_all(p.parent().unwrap_or(&repo)).map_err(|err| Error::io(&p, err))?;
+            fs::create_dir_all(p.parent().unwrap_or(repo)).map_err(|err| Error::io(&p, err))?;
             fs::write(&p, body).map_err(|err| Error::io(&p, err))?;
         }
-        let msg = message::commit_message(&h);
-        let msg_file = work.path().join("msg");
-        fs::write(&msg_file, &msg).map_err(|err| Error::io(&msg_file, err))?;
-        git(sh, &repo, &["add", "-A", "-f"])?;
-        git(
-            sh,
-            &repo,
-            &[
-                "commit",
-                "-q",
-                "--no-verify",
-                "-F",
-                msg_file.to_str().unwrap_or_default(),
-            ],
-        )?;
+        let msg_file = work.join("msg");
+        fs::write(&msg_file, message::commit_message(&h))
+            .map_err(|err| Error::io(&msg_file, err))?;
+        git(sh, repo, &["add", "-A", "-f"])?;
+        let msg = msg_file.to_str().unwrap_or_default();
+        git(sh, repo, &["commit", "-q", "--no-verify", "-F", msg])?;
         let files: Vec<&str> = mine.iter().map(|(r, _)| r.as_str()).collect();
-        fates.push((
-            e.name.clone(),
-            Fate::Exported(format!("{note}{}", files.join(", "))),
-        ));
+        let detail = format!("{note}{}", files.join(", "));
+        fates.push((e.name.clone(), Fate::Exported(detail)));
     }
-    let outs = out.to_str().unwrap_or_default();
-    git(
-        sh,
-        &repo,
-        &[
-            "format-patch",
-            "-q",
-            "--no-signature",
-            "-o",
-            outs,
-            &format!("{base}..HEAD"),
-        ],
-    )?;
+    Ok((fates, ours))
+}
 
-    // the proof: git am on a fresh repository of the pristine tree gives the same tree
-    let clean = work.path().join("clean");
-    pristine_repo(sh, &pristine, &clean, &pin.version)?;
-    let mut patches: Vec<PathBuf> = fs::read_dir(&out)
-        .map_err(|e| Error::io(&out, e))?
+/// Applies `file` in `repo`: `Ok(Ok(note))` when it applied (the note says how, if not
+/// exactly), `Ok(Err(why))` when it does not.
+fn apply_for_export(
+    sh: &Shell,
+    repo: &Path,
+    file: &Path,
+) -> Result<std::result::Result<String, String>> {
+    let abs = file.canonicalize().map_err(|err| Error::io(file, err))?;
+    let abs = abs.to_str().unwrap_or_default();
+    if git(sh, repo, &["apply", "-p1", "--whitespace=nowarn", abs]).is_ok() {
+        return Ok(Ok(String::new()));
+    }
+    // its context may hold a left-out patch's lines: one line of context each side
+    Ok(match git(sh, repo, &["apply", "-p1", "-C1", "--whitespace=nowarn", abs]) {
+        Ok(_) => Ok("applied with one line of context (git apply -C1: a left-out patch's lines were in its context); ".into()),
+        Err(err) => Err(err.to_string()),
+    })
+}
+
+/// The proof: `git am` of the series in `out` on `clean` (a fresh repository of the
+/// pristine tree) gives `repo`'s tree. Returns the number of patches and the tree id.
+fn prove(sh: &Shell, out: &Path, repo: &Path, clean: &Path) -> Result<(usize, String)> {
+    let mut patches: Vec<PathBuf> = fs::read_dir(out)
+        .map_err(|e| Error::io(out, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "patch"))
         .collect();
     patches.sort();
-    let names: Vec<&str> = patches.iter().filter_map(|p| p.to_str()).collect();
     let mut am = vec!["am", "-q", "--whitespace=nowarn"];
-    am.extend(names.iter().copied());
-    git(sh, &clean, &am)?;
-    let (a, b) = (
-        git(sh, &repo, &["rev-parse", "HEAD^{tree}"])?,
-        git(sh, &clean, &["rev-parse", "HEAD^{tree}"])?,
-    );
+    am.extend(patches.iter().filter_map(|p| p.to_str()));
+    git(sh, clean, &am)?;
+    let a = git(sh, repo, &["rev-parse", "HEAD^{tree}"])?;
+    let b = git(sh, clean, &["rev-parse", "HEAD^{tree}"])?;
     if a != b {
         return Err(Error::Usage(format!(
-            "git am of {} gave tree {} , the export's is {}",
+            "git am of {} gave tree {}, the export's is {}",
             out.display(),
             b.trim(),
             a.trim()
         )));
     }
-    let report = message::series_md(
-        &pin.version,
-        line,
-        &fates_rows(&fates),
-        &ours,
-        patches.len(),
-        b.trim(),
-    );
-    let md = out.join("SERIES.md");
-    fs::write(&md, report).map_err(|e| Error::io(&md, e))?;
-    println!(
-        "upstream: {} patch(es) for Slurm {} in {}; git am on a clean copy gives the same tree ({}); see SERIES.md",
-        patches.len(),
-        pin.version,
-        out.display(),
-        &b.trim()[..12.min(b.trim().len())]
-    );
-    Ok(())
+    Ok((patches.len(), b.trim().to_string()))
 }
 
 fn fates_rows(fates: &[(String, Fate)]) -> Vec<(String, &'static str, String)> {
