@@ -11,7 +11,9 @@
 //! commit, the series' hash) and the generated table of RELEASE-LINES.md, both replaced
 //! whole (never half-written). `cargo xtask ci` writes its line's row the same way, marked
 //! `suite = "ci"`. A row whose series hash is not the series' hash today fails a test
-//! ([`row::stale`]): its line was changed after it was verified.
+//! ([`row::stale`]): its line was changed after it was verified. The series' hash stays the
+//! same while the line's patched tree does ([`crate::patches::tree::row_sha256`]: a header
+//! or layout change that `patches refresh` proves leaves the tree as it was keeps the row).
 
 pub mod row;
 pub mod table;
