@@ -246,12 +246,7 @@ fn apply_for_export(
 /// The proof: `git am` of the series in `out` on `clean` (a fresh repository of the
 /// pristine tree) gives `repo`'s tree. Returns the number of patches and the tree id.
 fn prove(sh: &Shell, out: &Path, repo: &Path, clean: &Path) -> Result<(usize, String)> {
-    let mut patches: Vec<PathBuf> = fs::read_dir(out)
-        .map_err(|e| Error::io(out, e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "patch"))
-        .collect();
-    patches.sort();
+    let patches = driver_common::util::fs::files_with_extension(out, "patch")?;
     let mut am = vec!["am", "-q", "--whitespace=nowarn"];
     am.extend(patches.iter().filter_map(|p| p.to_str()));
     git(sh, clean, &am)?;

@@ -74,13 +74,7 @@ fn remove_la_files(lib: &Path) -> Result<()> {
 
 /// The `lib*.a` files directly in `dir`, sorted.
 pub fn archives_in(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut v: Vec<PathBuf> = fs::read_dir(dir)
-        .map_err(|e| Error::io(dir, e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "a"))
-        .collect();
-    v.sort();
-    Ok(v)
+    driver_common::util::fs::files_with_extension(dir, "a")
 }
 
 /// Merges the members of `others` into `archive` (an `ar` MRI script: CREATE, ADDLIB each,

@@ -27,30 +27,15 @@ const ENDIF: &str = "#endif /* SLURM_VERSION */";
 /// Every file below `patches/src/` as (path in Slurm's tree, file), sorted by path.
 pub fn files(root: &Path) -> Result<Vec<(String, PathBuf)>> {
     let dir = root.join(DIR);
-    let mut out = Vec::new();
     if !dir.is_dir() {
-        return Ok(out);
+        return Ok(Vec::new());
     }
-    walk(&dir, &dir, &mut out)?;
+    let mut out: Vec<(String, PathBuf)> = driver_common::util::fs::walk_files(&dir)?
+        .into_iter()
+        .map(|rel| (rel.to_string_lossy().into_owned(), dir.join(rel)))
+        .collect();
     out.sort();
     Ok(out)
-}
-
-fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> Result<()> {
-    for e in fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
-        let p = e.map_err(|e| Error::io(dir, e))?.path();
-        if p.is_dir() {
-            walk(base, &p, out)?;
-        } else {
-            let rel = p
-                .strip_prefix(base)
-                .unwrap_or(&p)
-                .to_string_lossy()
-                .into_owned();
-            out.push((rel, p));
-        }
-    }
-    Ok(())
 }
 
 /// `(major, minor, micro)` of `#if SLURM_VERSION_NUMBER <op> SLURM_VERSION_NUM(a,b,c)`, with

@@ -6,6 +6,7 @@
 
 use super::{own, series};
 use driver_common::error::{Error, Result};
+use driver_common::util::fs::hex;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -105,44 +106,24 @@ inputs_sha256 = \"{i}\"\n"
     }
 }
 
-/// `(path, "<sha256> <mode>")` of every file below `dir`, sorted by path; a symbolic link
-/// is hashed as its target (mode 120000).
+/// `(path, "<sha256> <mode>")` of every file below `dir`, sorted by path (bytes); a
+/// symbolic link is hashed as its target (mode 120000).
 pub fn listing(dir: &Path) -> Result<Vec<(String, String)>> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, String)>) -> Result<()> {
-        for e in fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
-            let p = e.map_err(|e| Error::io(dir, e))?.path();
-            let meta = fs::symlink_metadata(&p).map_err(|e| Error::io(&p, e))?;
-            let rel = || {
-                p.strip_prefix(base)
-                    .unwrap_or(&p)
-                    .to_string_lossy()
-                    .into_owned()
-            };
-            if meta.file_type().is_symlink() {
-                let t = fs::read_link(&p).map_err(|e| Error::io(&p, e))?;
-                out.push((
-                    rel(),
-                    format!(
-                        "{} 120000",
-                        hex(&Sha256::digest(t.as_os_str().as_encoded_bytes()))
-                    ),
-                ));
-            } else if meta.is_dir() {
-                walk(base, &p, out)?;
-            } else {
-                let bytes = fs::read(&p).map_err(|e| Error::io(&p, e))?;
-                let mode = if meta.permissions().mode() & 0o111 != 0 {
-                    "100755"
-                } else {
-                    "100644"
-                };
-                out.push((rel(), format!("{} {mode}", hex(&Sha256::digest(&bytes)))));
-            }
-        }
-        Ok(())
-    }
     let mut out = Vec::new();
-    walk(dir, dir, &mut out)?;
+    for rel in driver_common::util::fs::walk_files(dir)? {
+        let p = dir.join(&rel);
+        let meta = fs::symlink_metadata(&p).map_err(|e| Error::io(&p, e))?;
+        let (bytes, mode) = if meta.file_type().is_symlink() {
+            let t = fs::read_link(&p).map_err(|e| Error::io(&p, e))?;
+            (t.into_os_string().into_encoded_bytes(), "120000")
+        } else {
+            let x = meta.permissions().mode() & 0o111 != 0;
+            let bytes = fs::read(&p).map_err(|e| Error::io(&p, e))?;
+            (bytes, if x { "100755" } else { "100644" })
+        };
+        let hash = hex(&Sha256::digest(&bytes));
+        out.push((rel.to_string_lossy().into_owned(), format!("{hash} {mode}")));
+    }
     out.sort();
     Ok(out)
 }
@@ -154,10 +135,6 @@ pub fn listing_sha256(listing: &[(String, String)]) -> String {
         h.update(format!("{v}  {p}\n").as_bytes());
     }
     hex(&h.finalize())
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// sha256 over what makes `line`'s patched tree besides the pristine source: each patch it

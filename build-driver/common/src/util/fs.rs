@@ -207,6 +207,17 @@ pub fn write_script(path: &Path, text: &str) -> Result<()> {
     write_atomic(path, text.as_bytes(), 0o755)
 }
 
+/// The files directly in `dir` whose name ends in `.ext`, sorted.
+pub fn files_with_extension(dir: &Path, ext: &str) -> Result<Vec<PathBuf>> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
 /// Every path below `dir`, sorted, relative to it (directories before their contents);
 /// links are listed, not followed.
 pub fn walk(dir: &Path) -> Result<Vec<PathBuf>> {
