@@ -41,7 +41,8 @@ pub struct RefreshArgs {
     /// Only these pinned versions (default: every manifest).
     #[arg(long = "version", value_name = "V")]
     pub versions: Vec<String>,
-    /// Record a tree that differs as the line's new tree (its row goes stale).
+    /// Record a tree that differs as the line's new tree (its row goes stale); with
+    /// `--version V` of a pin that has no manifest yet, record its first.
     #[arg(long)]
     pub accept: bool,
     /// Fail when a manifest's source is not fetched (default: say so and go on).
@@ -70,7 +71,13 @@ pub enum Outcome {
 pub fn refresh(sh: &Shell, root: &Path, a: &RefreshArgs) -> Result<()> {
     let work = root.join("target").join("patches-refresh");
     let mut bad = Vec::new();
-    for m in Manifest::all(root)? {
+    let mut manifests = Manifest::all(root)?;
+    for v in &a.versions {
+        if !manifests.iter().any(|m| &m.version == v) {
+            manifests.push(new_manifest(root, v, a.accept)?);
+        }
+    }
+    for m in manifests {
         if !a.versions.is_empty() && !a.versions.contains(&m.version) {
             continue;
         }
@@ -119,6 +126,29 @@ fn describe(root: &Path, f: &super::derive::Finding) -> String {
                 .join(", ")
         ),
     }
+}
+
+/// A pin without a manifest yet: with `--accept` its first manifest is recorded (an empty
+/// one compared, so the tree is accepted as it is); else an error saying so.
+fn new_manifest(root: &Path, version: &str, accept: bool) -> Result<Manifest> {
+    let pins = driver_common::pins::Pins::load(root)?;
+    let pin = pins.get(version)?;
+    if !accept {
+        return Err(Error::Usage(format!(
+            "{version} has no manifest ({}): record its first with --accept",
+            Manifest::path(root, version).display()
+        )));
+    }
+    Ok(Manifest {
+        version: pin.version.clone(),
+        line: pin.line.clone(),
+        files: 0,
+        tree_sha256: String::new(),
+        row_sha256: String::new(),
+        inputs_sha256: None,
+        changed: Default::default(),
+        removed: Vec::new(),
+    })
 }
 
 /// Checks one manifest; rewrites it when the tree is equal (new inputs) or accepted.
