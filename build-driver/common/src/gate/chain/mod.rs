@@ -1,0 +1,238 @@
+//! Whether root may act on a path: the path and every directory above it, up to `/`, belong
+//! to root (or to the caller, when the caller is not root) and are not writable by group or
+//! others (OpenSSH's StrictModes rule). A sticky directory (`/tmp`) is accepted above an entry
+//! that belongs to root or the caller, since no one else can rename that entry.
+//!
+//! The walk starts at `/` and opens one component at a time relative to the descriptor of
+//! the directory above it, with `O_NOFOLLOW`, and judges what it opened by `fstat`; a link is
+//! read (`readlinkat`), judged by its owner, and its target walked in turn, as the kernel
+//! resolves it. Once every directory of the resolved path is trusted, no other user can
+//! change what the path names: starting a program by its resolved path after the check runs
+//! what was checked.
+
+use crate::error::{Error, Result};
+use nix::fcntl::{OFlag, openat, readlinkat};
+use nix::sys::stat::{FileStat, Mode, SFlag, fstat, fstatat};
+use std::ffi::OsString;
+use std::os::fd::OwnedFd;
+use std::path::{Component, Path, PathBuf};
+
+const STICKY: u32 = 0o1000;
+/// The most links one walk follows (the kernel's own limit on Linux is 40).
+const MAX_LINKS: usize = 40;
+
+/// Who besides root may own what root acts on: nobody when the caller is root; the caller
+/// itself otherwise (a test's scratch tree, a user's own run of `doctor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owners {
+    pub user: u32,
+}
+
+impl Owners {
+    pub const ROOT: Owners = Owners { user: 0 };
+
+    /// Root and the effective user.
+    pub fn caller() -> Owners {
+        Owners {
+            user: nix::unistd::geteuid().as_raw(),
+        }
+    }
+
+    fn allows(self, uid: u32) -> bool {
+        uid == 0 || uid == self.user
+    }
+}
+
+/// What a walk found: the resolved path and, when it exists, its descriptor and status.
+#[derive(Debug)]
+pub struct Walked {
+    /// The path with every link resolved (what a program is started by).
+    pub resolved: PathBuf,
+    /// The leaf, opened without following a link; `None` when it (or a directory on the way)
+    /// does not exist yet.
+    pub leaf: Option<(OwnedFd, FileStat)>,
+}
+
+/// Errors (naming the path, its owner and mode, why and the fix) unless no user but root
+/// and `owners` can change `path` or anything above it. A path that does not exist yet is
+/// judged up to its nearest existing directory.
+pub fn trusted(path: &Path, owners: Owners) -> Result<()> {
+    walk(path, owners).map(drop)
+}
+
+/// [`trusted`], and the path must exist.
+pub fn open(path: &Path, owners: Owners) -> Result<Walked> {
+    let w = walk(path, owners)?;
+    if w.leaf.is_none() {
+        return Err(Error::file(path, "does not exist"));
+    }
+    Ok(w)
+}
+
+/// The walk of [`trusted`]/[`open`].
+pub fn walk(path: &Path, owners: Owners) -> Result<Walked> {
+    let abs = std::path::absolute(path).map_err(|e| Error::io(path, e))?;
+    let root = open_dir_fd(None, Path::new("/"))?;
+    let st = fstat(&root).map_err(|e| errno(Path::new("/"), e))?;
+    judge(Path::new("/"), &st, owners, false)?;
+    let mut todo: Vec<OsString> = names(&abs);
+    todo.reverse();
+    let mut here = PathBuf::from("/");
+    let mut stack: Vec<OwnedFd> = vec![root];
+    let mut links = 0;
+    while let Some(name) = todo.pop() {
+        if name == ".." {
+            if stack.len() > 1 {
+                stack.pop();
+                here.pop();
+            }
+            continue;
+        }
+        let dir = stack.last().expect("the root stays on the stack");
+        let shown = here.join(&name);
+        let st = match fstatat(dir, name.as_os_str(), nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(nix::errno::Errno::ENOENT) => {
+                let mut resolved = shown;
+                while let Some(n) = todo.pop() {
+                    resolved.push(n);
+                }
+                return Ok(Walked {
+                    resolved,
+                    leaf: None,
+                });
+            }
+            Err(e) => return Err(errno(&shown, e)),
+        };
+        let last = todo.is_empty();
+        if kind(&st) == SFlag::S_IFLNK {
+            // A link is judged by its owner (its mode means nothing), then its target is
+            // walked from where the link lies, or from `/`.
+            judge_owner(&shown, &st, owners)?;
+            links += 1;
+            if links > MAX_LINKS {
+                return Err(Error::file(&shown, "has too many levels of links"));
+            }
+            let target = readlinkat(dir, name.as_os_str()).map_err(|e| errno(&shown, e))?;
+            let target = PathBuf::from(target);
+            if target.is_absolute() {
+                stack.truncate(1);
+                here = PathBuf::from("/");
+            }
+            let mut more = names(&target);
+            more.reverse();
+            todo.extend(more);
+            continue;
+        }
+        let is_dir = kind(&st) == SFlag::S_IFDIR;
+        let fd = if is_dir {
+            open_dir_fd(Some(dir), Path::new(&name))
+        } else {
+            openat(
+                dir,
+                name.as_os_str(),
+                OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| errno(&shown, e))
+        }?;
+        // Judged on the descriptor: what was opened, not what the name pointed at a moment
+        // earlier.
+        let st = fstat(&fd).map_err(|e| errno(&shown, e))?;
+        judge(&shown, &st, owners, last)?;
+        here = shown;
+        if last {
+            return Ok(Walked {
+                resolved: here,
+                leaf: Some((fd, st)),
+            });
+        }
+        if kind(&st) != SFlag::S_IFDIR {
+            return Err(Error::file(&here, "is not a directory"));
+        }
+        stack.push(fd);
+    }
+    // The path was `/` itself.
+    let fd = open_dir_fd(None, Path::new("/"))?;
+    let st = fstat(&fd).map_err(|e| errno(Path::new("/"), e))?;
+    Ok(Walked {
+        resolved: here,
+        leaf: Some((fd, st)),
+    })
+}
+
+/// The components of `p` that name something (`.` dropped, `..` kept for the walk).
+fn names(p: &Path) -> Vec<OsString> {
+    p.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some(OsString::from("..")),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A directory opened without following a link (`dir` relative, or absolute when `None`).
+pub(crate) fn open_dir_fd(dir: Option<&OwnedFd>, name: &Path) -> Result<OwnedFd> {
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let r = match dir {
+        Some(d) => openat(d, name, flags, Mode::empty()),
+        None => openat(nix::fcntl::AT_FDCWD, name, flags, Mode::empty()),
+    };
+    r.map_err(|e| errno(name, e))
+}
+
+pub(crate) fn kind(st: &FileStat) -> SFlag {
+    SFlag::from_bits_truncate(st.st_mode as _) & SFlag::S_IFMT
+}
+
+pub(crate) fn errno(path: &Path, e: nix::errno::Errno) -> Error {
+    Error::io(path, std::io::Error::from(e))
+}
+
+/// The owner and mode as messages show them: `owner uid 65534, mode 0777`.
+pub fn owner_mode(st: &FileStat) -> String {
+    format!("owner uid {}, mode {:04o}", st.st_uid, st.st_mode as u32 & 0o7777)
+}
+
+fn judge_owner(p: &Path, st: &FileStat, owners: Owners) -> Result<()> {
+    if owners.allows(st.st_uid) {
+        return Ok(());
+    }
+    Err(Error::Untrusted {
+        path: p.to_path_buf(),
+        why: format!("({}) belongs to another user, not to root", owner_mode(st)),
+        fix: format!(
+            "sudo chown root {}, or use a copy root owns (docs/JOIN.md, \"What root trusts\")",
+            p.display()
+        ),
+    })
+}
+
+/// One object: owned by root (or the caller), not writable by group or others, except a
+/// sticky directory above the leaf.
+pub(crate) fn judge(p: &Path, st: &FileStat, owners: Owners, leaf: bool) -> Result<()> {
+    judge_owner(p, st, owners)?;
+    let mode = st.st_mode as u32;
+    let writable = mode & 0o022 != 0;
+    let sticky_dir = kind(st) == SFlag::S_IFDIR && mode & STICKY != 0;
+    if writable && (leaf || !sticky_dir) {
+        return Err(Error::Untrusted {
+            path: p.to_path_buf(),
+            why: format!(
+                "({}) is writable by {}",
+                owner_mode(st),
+                if mode & 0o002 != 0 {
+                    "every user"
+                } else {
+                    "its group"
+                }
+            ),
+            fix: format!("sudo chmod go-w {}", p.display()),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
