@@ -199,7 +199,11 @@ pub struct Params {
 pub fn examine(p: &Params) -> Vec<Finding> {
     let mut out = key::check(&p.key, p.expect_key.as_deref());
     let key_ok = !out.iter().any(Finding::failed);
-    out.extend(files::check(&p.prefix));
+    let files = files::check(&p.prefix);
+    // The probe runs this prefix's sackd and scontrol: never when the files root would run
+    // failed their check.
+    let files_ok = !files.iter().any(Finding::failed);
+    out.extend(files);
     out.push(sack::check(&p.sack_dir));
     out.push(port::check(&p.bind, p.slurmd_port));
     out.push(name::check(
@@ -209,7 +213,7 @@ pub fn examine(p: &Params) -> Vec<Finding> {
         p.timeout,
     ));
     out.push(sleep::check(p.timeout));
-    out.extend(controller::check(p, key_ok));
+    out.extend(controller::check(p, key_ok, files_ok));
     out.extend(plugins::check(&p.prefix, p.conf.as_deref()));
     let why = "needs the controller's side, which doctor does not log into";
     out.push(Finding::skip(

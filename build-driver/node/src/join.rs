@@ -95,8 +95,10 @@ fn advice(p: &Problem, where_: &str, node: &Version, key: &Path) -> (String, Str
 }
 
 /// Steps 1 to 3: both versions and the rule. Errors name the fix.
+/// Before any program of the prefix runs, the gate: the whole install trusted
+/// ([`crate::keg::trusted_install`]), and a `--conf` file trusted like a program.
 pub fn check(prefix: &Path, source: &Source, key: &Path, timeout: Duration) -> Result<Checked> {
-    let node = ask::local_version(prefix)?;
+    crate::keg::trusted_install(prefix, &[])?;
     require_key(key)?;
     let where_ = match source {
         Source::Configless(c) => c.conf_server(),
@@ -107,9 +109,13 @@ pub fn check(prefix: &Path, source: &Source, key: &Path, timeout: Duration) -> R
                     "no such slurm.conf: pass the controller's slurm.conf (a copy) with --conf, or leave --conf out for configless",
                 ));
             }
+            driver_common::gate::file::read_trusted(f).map_err(|e| {
+                e.context("--conf: root installs and reads this file: give a copy root owns (sudo install -o root -m 644 FILE /etc/slurm-join.conf)")
+            })?;
             format!("the controller named in {}", f.display())
         }
     };
+    let node = ask::local_version(prefix)?;
     let answer = ask::ask(&ask::Ask {
         prefix,
         source,
@@ -290,7 +296,7 @@ fn default_features() -> String {
 
 /// `slurmd -C`: the node's hardware line for the controller.
 fn slurmd_c(prefix: &Path) -> Result<String> {
-    let mut c = std::process::Command::new(prefix.join("sbin/slurmd"));
+    let mut c = driver_common::gate::Program::checked(&prefix.join("sbin/slurmd"))?.command();
     c.arg("-C");
     driver_common::util::process::bounded::read_bounded(c, Duration::from_secs(60))
 }

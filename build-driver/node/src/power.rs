@@ -99,6 +99,10 @@ pub enum PowerError {
         scontrol: PathBuf,
         detail: String,
     },
+    /// The gate refused a program or a file (a map, scontrol, a suspend command, SLURM_CONF)
+    /// another user could change: its message names the path, owner, mode and fix.
+    #[error("power: {0}")]
+    Gate(#[source] Box<driver_common::error::Error>),
     #[error("power: cannot send the magic packet for node {node} to {to}: {source}")]
     Send {
         node: String,
@@ -112,6 +116,12 @@ pub enum PowerError {
         command: String,
         detail: String,
     },
+}
+
+impl From<driver_common::error::Error> for PowerError {
+    fn from(e: driver_common::error::Error) -> Self {
+        PowerError::Gate(Box::new(e))
+    }
 }
 
 impl From<PowerError> for driver_common::error::Error {

@@ -6,8 +6,10 @@
 //! `launchctl bootstrap system`; a label already loaded is booted out first and waited for
 //! ([`launchctl`]: the bootout race). `uninstall` boots it out, waits until launchd no longer
 //! has the label, and removes the file. `status` prints what `launchctl print` says. The
-//! Before anything changes, `install` refuses relative paths, a bad `--conf-server` and a
-//! daemon another user can change (util::trust); a new job that does not load gets the old
+//! Before anything changes, `install` refuses relative paths, a bad `--conf-server` and an
+//! install another user can change (keg::trusted_install: sbin, lib with its plugins, etc,
+//! the spool and log directories; driver_common::gate); launchctl itself (the system's, or
+//! `--launchctl`) is trusted like any program root starts. A new job that does not load gets the old
 //! plist and job back. The three need macOS's launchctl; `--launchctl` names a stand-in (the tests use a fake one).
 
 pub mod launchctl;
@@ -58,7 +60,9 @@ pub(crate) fn launchctl_of(o: &ServiceOptions) -> Result<Launchctl> {
             program.display()
         )));
     }
-    Ok(Launchctl { program })
+    Ok(Launchctl {
+        program: driver_common::gate::Program::checked(&program)?,
+    })
 }
 
 fn plist_path(o: &ServiceOptions) -> PathBuf {
@@ -117,11 +121,10 @@ pub(crate) fn check_options(o: &ServiceOptions, program: &Path) -> Result<()> {
              /opt/slurmmac/opt/slurm-wlm)",
         ));
     }
-    // launchd runs it as root: no one else may be able to replace it (util::trust).
-    let me = nix::unistd::geteuid().as_raw();
-    crate::keg::trusted_program(program, me)?;
-    driver_common::util::trust::trusted(&o.log_dir, me)?;
-    driver_common::util::trust::trusted(&o.launchd_dir, me)
+    // launchd runs it as root: no one else may be able to change it, what it loads, reads
+    // or writes (driver_common::gate).
+    crate::keg::trusted_install(&o.prefix, std::slice::from_ref(&o.log_dir))?;
+    driver_common::gate::chain::trusted(&o.launchd_dir, driver_common::gate::Owners::caller())
 }
 
 /// Writes the plist and (re)loads it. When the new job does not load, the old plist is put
@@ -134,7 +137,7 @@ pub fn install(sh: &Shell, o: &ServiceOptions) -> Result<()> {
     let xml = svc
         .xml()
         .map_err(|e| Error::parse("the LaunchDaemon plist", e))?;
-    std::fs::create_dir_all(&o.log_dir).map_err(|e| Error::io(&o.log_dir, e))?;
+    driver_common::gate::dir::make_dirs(&o.log_dir, 0o755, driver_common::gate::Owners::caller())?;
     let label = o.daemon.label();
     let path = plist_path(o);
     let old = driver_common::util::fs::read_optional(&path)?;

@@ -37,7 +37,11 @@ pub fn make_dirs(path: &Path, mode: u32, owners: Owners) -> Result<()> {
             })?;
         chain::trusted(d, owners)?;
     }
-    chain::trusted(&abs, owners)
+    let w = chain::walk(&abs, owners)?;
+    match w.leaf {
+        Some((_, st)) if kind(&st) == SFlag::S_IFDIR => Ok(()),
+        _ => Err(Error::file(&abs, "exists and is not a directory")),
+    }
 }
 
 /// A directory opened without following a link, and the path it was reached by (messages).
