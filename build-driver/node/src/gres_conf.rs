@@ -24,6 +24,20 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+// The command's arguments (clap), read by `slurm-mac` and `cargo xtask`.
+#[derive(Debug, clap::Args)]
+pub struct GresConfArgs {
+    /// The installed Slurm prefix whose sbin/slurmd is asked (a macOS build on a Mac; on
+    /// Linux a darwin-personality build).
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// Linux, darwin personality: the modelled Mac's hardware file (SLURM_SHIM_MAC_HARDWARE;
+    /// format in shim/src/emulate/mac_hardware.rs). Default: that variable, else the shim's
+    /// default Mac (no GPU).
+    #[arg(long, value_name = "FILE")]
+    pub hardware: Option<PathBuf>,
+}
+
 /// How long `slurmd -C` may take (hwloc's topology scan, the GPU probe).
 const SLURMD_C_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -364,7 +378,7 @@ pub fn report(prefix: &Path, source: &Source) -> Result<Report> {
 pub const HARDWARE_VAR: &str = "SLURM_SHIM_MAC_HARDWARE";
 
 /// `cargo xtask gres-conf`.
-pub fn run(args: crate::cli::GresConfArgs) -> Result<()> {
+pub fn run(args: GresConfArgs) -> Result<()> {
     let slurmd = slurmd_of(&args.prefix)?;
     let source = source_of(&args.prefix, args.hardware.as_deref())?;
     let r = report(&args.prefix, &source)?;

@@ -25,7 +25,6 @@ pub mod manifest;
 pub(crate) mod normalise;
 pub(crate) mod stage;
 
-use crate::cli::{InstallArgs, UninstallArgs};
 use driver_common::error::{Error, Result};
 use driver_common::staging::Manifest as Staged;
 use manifest::Manifest;
@@ -267,3 +266,33 @@ mod attacks;
 mod tests;
 #[cfg(test)]
 use tests::me;
+
+// The command's arguments (clap), read by `slurm-mac` and `cargo xtask`.
+#[derive(Debug, clap::Args)]
+pub struct InstallArgs {
+    /// The prefix the build was configured for (build-slurm --prefix).
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// Install below this root instead of / (a package root, a test).
+    #[arg(long, value_name = "DIR")]
+    pub destdir: Option<PathBuf>,
+    /// The staged build to install: `build-slurm --prefix P --destdir D` stages it in D/P
+    /// (its staging manifest must say it was configured for --prefix). Default:
+    /// target/stage/P, where `build-slurm --prefix P --destdir target/stage` puts it.
+    #[arg(long, value_name = "DIR")]
+    pub from: Option<PathBuf>,
+    /// The cluster's slurm.key (it must be the controller's), copied to <sysconfdir>/slurm.key
+    /// with mode 0600, owned by root.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct UninstallArgs {
+    /// The prefix `install` installed into.
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// The root `install` was given.
+    #[arg(long, value_name = "DIR")]
+    pub destdir: Option<PathBuf>,
+}

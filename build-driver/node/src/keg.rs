@@ -24,12 +24,30 @@
 
 pub mod relocate;
 
-use crate::cli::CopyKegArgs;
 use crate::install::{self, Target};
 use driver_common::error::{Error, Result};
 use driver_common::gate::{self, Owners};
 use std::fs;
 use std::path::{Path, PathBuf};
+
+// The command's arguments (clap), read by `slurm-mac` and `cargo xtask`.
+#[derive(Debug, clap::Args)]
+pub struct CopyKegArgs {
+    /// The Homebrew keg to copy: the formula's directory, `$(brew --prefix slurm-wlm)`.
+    #[arg(long, value_name = "DIR")]
+    pub keg: PathBuf,
+    /// The copy's root, owned by root, with as many bytes as the Homebrew prefix (default:
+    /// /opt/slurmmac for /opt/homebrew, /opt/slurm for /usr/local).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// The cluster's slurm.key (the controller's), copied to <root>/etc/slurm/slurm.key with
+    /// mode 0600, owned by root.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Print the copy's root and change nothing (no root needed).
+    #[arg(long)]
+    pub print_root: bool,
+}
 
 /// The copy's root for a Homebrew prefix: `/opt/slurm` and as much of `mac` as gives the same
 /// length (`/opt/homebrew`: `/opt/slurmmac`; `/usr/local`: `/opt/slurm`); `None` for a prefix

@@ -15,12 +15,56 @@
 pub mod launchctl;
 pub mod plist;
 
-use crate::cli::{ServiceAction, ServiceArgs, ServiceOptions};
 use driver_common::error::{Error, Result};
 use launchctl::Launchctl;
 use plist::Service;
 use std::path::{Path, PathBuf};
 use xshell::Shell;
+
+// The command's arguments (clap), read by `slurm-mac` and `cargo xtask`.
+#[derive(Debug, clap::Args)]
+pub struct ServiceArgs {
+    #[command(subcommand)]
+    pub action: ServiceAction,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ServiceAction {
+    /// Write the plist to /Library/LaunchDaemons and load it (launchctl bootstrap system).
+    Install(ServiceOptions),
+    /// Unload it (launchctl bootout, waiting until the label is gone) and remove the plist.
+    Uninstall(ServiceOptions),
+    /// What launchd says about the label.
+    Status(ServiceOptions),
+    /// Print the plist (any OS).
+    Print(ServiceOptions),
+}
+
+#[derive(Debug, clap::Args, Clone)]
+pub struct ServiceOptions {
+    /// Which daemon.
+    #[arg(long, value_enum, default_value = "slurmd")]
+    pub daemon: crate::launchd::Daemon,
+    /// The prefix holding sbin/slurmd (root's: the default is the root-owned copy
+    /// `slurm-mac copy-keg` makes of the Homebrew keg on Apple Silicon).
+    #[arg(long, default_value = "/opt/slurmmac/opt/slurm-wlm")]
+    pub prefix: PathBuf,
+    /// Where the daemon's stdout and stderr go.
+    #[arg(long, default_value = "/opt/slurmmac/var/log/slurm")]
+    pub log_dir: PathBuf,
+    /// Configless: slurmd --conf-server HOST[:PORT] (the controller).
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub conf_server: Option<String>,
+    /// Run the daemon under `caffeinate -s`: no system sleep while it runs (AC power only).
+    #[arg(long)]
+    pub caffeinate: bool,
+    /// The directory of system daemon plists.
+    #[arg(long, default_value = crate::launchd::LAUNCH_DAEMONS)]
+    pub launchd_dir: PathBuf,
+    /// The launchctl program (default /bin/launchctl).
+    #[arg(long)]
+    pub launchctl: Option<PathBuf>,
+}
 
 /// macOS's launchctl.
 pub const LAUNCHCTL: &str = "/bin/launchctl";

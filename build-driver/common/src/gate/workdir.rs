@@ -17,7 +17,7 @@ pub struct WorkDir {
 impl WorkDir {
     /// A new directory `BASE/<stem>.XXXXXX`, mode 0700, after `BASE` itself was judged.
     pub fn new(stem: &str) -> Result<WorkDir> {
-        chain::trusted(Path::new(BASE), Owners::caller())?;
+        chain::trusted_parent(Path::new(BASE), Owners::caller())?;
         let template = Path::new(BASE).join(format!("{stem}.XXXXXX"));
         let path = nix::unistd::mkdtemp(&template).map_err(|e| chain::errno(&template, e))?;
         // mkdtemp makes it 0700 and ours; judged like everything else root uses.

@@ -83,7 +83,7 @@ fn join__attack_timeout_beyond_the_clock_is_refused_by_the_parser() {
     #[derive(Parser)]
     struct T {
         #[command(flatten)]
-        a: crate::cli::JoinArgs,
+        a: crate::join::JoinArgs,
     }
     let r = T::try_parse_from([
         "t",

@@ -53,7 +53,8 @@
 use super::ask::{Controller, Source, make_run_dir};
 use super::plan::{Install, key_install, quote, render_installs};
 use super::write;
-use crate::cli::{JoinArgs, ServiceOptions};
+use super::JoinArgs;
+use crate::service::ServiceOptions;
 use crate::launchd::{Daemon, LAUNCH_DAEMONS};
 use crate::service;
 use driver_common::error::{Error, Result};

@@ -15,7 +15,7 @@
 //! ```
 
 use super::PowerError;
-use super::wol::Mac;
+use super::mac::Mac;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::cli::ServiceOptions;
+use super::ServiceOptions;
 use crate::service::plist::Daemon;
 use std::os::unix::fs::PermissionsExt;
 

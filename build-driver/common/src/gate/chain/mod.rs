@@ -69,8 +69,20 @@ pub fn open(path: &Path, owners: Owners) -> Result<Walked> {
     Ok(w)
 }
 
+/// [`trusted`] for a directory that will hold entries root makes (a work directory's
+/// parent): judged as a directory above an entry, so a sticky world-writable one (`/tmp`)
+/// passes.
+pub fn trusted_parent(path: &Path, owners: Owners) -> Result<()> {
+    walk_judging(path, owners, false).map(drop)
+}
+
 /// The walk of [`trusted`]/[`open`].
 pub fn walk(path: &Path, owners: Owners) -> Result<Walked> {
+    walk_judging(path, owners, true)
+}
+
+/// The walk; `leaf_is_leaf` false judges the last component as a directory above an entry.
+fn walk_judging(path: &Path, owners: Owners, leaf_is_leaf: bool) -> Result<Walked> {
     let abs = std::path::absolute(path).map_err(|e| Error::io(path, e))?;
     let root = open_dir_fd(None, Path::new("/"))?;
     let st = fstat(&root).map_err(|e| errno(Path::new("/"), e))?;
@@ -139,7 +151,7 @@ pub fn walk(path: &Path, owners: Owners) -> Result<Walked> {
         // Judged on the descriptor: what was opened, not what the name pointed at a moment
         // earlier.
         let st = fstat(&fd).map_err(|e| errno(&shown, e))?;
-        judge(&shown, &st, owners, last)?;
+        judge(&shown, &st, owners, last && leaf_is_leaf)?;
         here = shown;
         if last {
             return Ok(Walked {
