@@ -1,3 +1,4 @@
+#![allow(non_snake_case)]
 //! Every program the node tool starts goes through the gate (`driver_common::gate::Program`):
 //! no other way of starting one in `build-driver/node` or `build-driver/common`, outside
 //! tests and the gate itself. Each allowed exception below says why it is no root path.

@@ -45,10 +45,8 @@ pub fn tree(top: &Path, sink: &mut dyn FnMut(PathBuf, Entry) -> Result<()>) -> R
     Ok(owner)
 }
 
-// `st_mode` is a u16 on macOS and a u32 on Linux.
-#[allow(clippy::useless_conversion)]
 fn mode(st: &FileStat) -> u32 {
-    u32::from(st.st_mode) & 0o7777
+    super::chain::mode(st) & 0o7777
 }
 
 fn walk(

@@ -38,26 +38,22 @@ fn entry_in(d: &Dir, name: &std::ffi::OsStr) -> Result<Option<Entry>> {
     let Some(st) = d.stat(name)? else {
         return Ok(None);
     };
-    let kind = st.st_mode as u32 & libc_ifmt();
-    if kind == 0o120000 {
+    let kind = gate::chain::kind(&st);
+    if kind == nix::sys::stat::SFlag::S_IFLNK {
         let t = d.read_link(name)?;
         return Ok(Some(Entry {
             content: format!("link:{}", t.display()),
             mode: 0,
         }));
     }
-    if kind != 0o100000 {
+    if kind != nix::sys::stat::SFlag::S_IFREG {
         return Ok(None);
     }
     let data = d.read_file(name)?;
     Ok(Some(Entry {
         content: format!("sha256:{}", driver_common::util::fs::sha256_hex(&data)),
-        mode: st.st_mode as u32 & 0o7777,
+        mode: gate::chain::mode(&st) & 0o7777,
     }))
-}
-
-const fn libc_ifmt() -> u32 {
-    0o170000
 }
 
 fn entry(path: &Path) -> Result<Option<Entry>> {

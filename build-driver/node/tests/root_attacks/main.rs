@@ -12,6 +12,7 @@
 
 mod kit;
 
+mod bad_input;
 mod doctor;
 mod gres_conf;
 mod install;

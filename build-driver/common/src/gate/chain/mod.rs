@@ -194,8 +194,14 @@ pub(crate) fn open_dir_fd(dir: Option<&OwnedFd>, name: &Path) -> Result<OwnedFd>
     r.map_err(|e| errno(name, e))
 }
 
-pub(crate) fn kind(st: &FileStat) -> SFlag {
-    SFlag::from_bits_truncate(st.st_mode as _) & SFlag::S_IFMT
+pub fn kind(st: &FileStat) -> SFlag {
+    SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT
+}
+
+/// `st_mode` as a u32 (a u16 on macOS, a u32 on Linux).
+#[allow(clippy::useless_conversion)]
+pub fn mode(st: &FileStat) -> u32 {
+    u32::from(st.st_mode)
 }
 
 pub(crate) fn errno(path: &Path, e: nix::errno::Errno) -> Error {
@@ -204,7 +210,7 @@ pub(crate) fn errno(path: &Path, e: nix::errno::Errno) -> Error {
 
 /// The owner and mode as messages show them: `owner uid 65534, mode 0777`.
 pub fn owner_mode(st: &FileStat) -> String {
-    format!("owner uid {}, mode {:04o}", st.st_uid, st.st_mode as u32 & 0o7777)
+    format!("owner uid {}, mode {:04o}", st.st_uid, mode(st) & 0o7777)
 }
 
 fn judge_owner(p: &Path, st: &FileStat, owners: Owners) -> Result<()> {
@@ -225,7 +231,7 @@ fn judge_owner(p: &Path, st: &FileStat, owners: Owners) -> Result<()> {
 /// sticky directory above the leaf.
 pub(crate) fn judge(p: &Path, st: &FileStat, owners: Owners, leaf: bool) -> Result<()> {
     judge_owner(p, st, owners)?;
-    let mode = st.st_mode as u32;
+    let mode = self::mode(st);
     let writable = mode & 0o022 != 0;
     let sticky_dir = kind(st) == SFlag::S_IFDIR && mode & STICKY != 0;
     if writable && (leaf || !sticky_dir) {

@@ -34,7 +34,7 @@ impl Program {
             other => other,
         })?;
         let (_, st) = w.leaf.as_ref().expect("open returns an existing leaf");
-        if chain::kind(st) != SFlag::S_IFREG || st.st_mode as u32 & 0o111 == 0 {
+        if chain::kind(st) != SFlag::S_IFREG || chain::mode(st) & 0o111 == 0 {
             return Err(Error::file(
                 path,
                 format!(
