@@ -190,7 +190,11 @@ fn install_tree(from: &Path, t: &Target, owner: u32) -> Result<bool> {
         .dir
         .parent()
         .ok_or_else(|| Error::file(&t.dir, "has no parent directory"))?;
-    driver_common::gate::dir::make_dirs(parent, 0o755, driver_common::gate::Owners { user: owner })?;
+    driver_common::gate::dir::make_dirs(
+        parent,
+        0o755,
+        driver_common::gate::Owners { user: owner },
+    )?;
     let staging = driver_common::util::fs::Staging::new(parent, "install")?;
     let tree = staging.dir.join("tree");
     stage::copy(from, &tree, &mut stage::Same)?;

@@ -354,9 +354,9 @@ impl install::stage::Rewrite for Relocate<'_> {
     fn link(&mut self, target: PathBuf) -> PathBuf {
         let bytes = std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str());
         match relocate::rewrite(bytes, self.keg.prefix.as_bytes(), self.root.as_bytes()) {
-            Some(b) => PathBuf::from(
-                <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(b),
-            ),
+            Some(b) => {
+                PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(b))
+            }
             None => target,
         }
     }

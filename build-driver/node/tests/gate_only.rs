@@ -19,7 +19,10 @@ const STARTERS: &[&str] = &[
 /// Files that may start programs, and why.
 const ALLOWED: &[(&str, &str)] = &[
     ("common/src/gate/program/mod.rs", "the gate itself"),
-    ("common/src/testing.rs", "test helpers (the `testing` feature, dev-dependencies only)"),
+    (
+        "common/src/testing.rs",
+        "test helpers (the `testing` feature, dev-dependencies only)",
+    ),
 ];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -79,7 +82,10 @@ fn starts(root: &Path) -> Vec<(String, usize, &'static str)> {
 }
 
 fn driver_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 #[test]
@@ -105,5 +111,8 @@ fn gate__the_scan_finds_a_start_outside_the_gate() {
     )
     .unwrap();
     let found = starts(d.path());
-    assert_eq!(found, vec![("node/src/sleep.rs".to_string(), 2, "Command::new(")]);
+    assert_eq!(
+        found,
+        vec![("node/src/sleep.rs".to_string(), 2, "Command::new(")]
+    );
 }

@@ -57,6 +57,5 @@ pub(crate) fn read_fd(path: &Path, fd: OwnedFd) -> Result<Vec<u8>> {
 
 /// [`read_trusted`] as UTF-8 text; an error names the file, never its content.
 pub fn read_trusted_text(path: &Path) -> Result<String> {
-    String::from_utf8(read_trusted(path)?)
-        .map_err(|_| Error::file(path, "is not UTF-8 text"))
+    String::from_utf8(read_trusted(path)?).map_err(|_| Error::file(path, "is not UTF-8 text"))
 }

@@ -30,10 +30,10 @@
 
 use super::lines::{BadVersion, Version};
 use driver_common::error::{Error, Result};
-use driver_common::util::process::bounded::{poll, run_bounded};
-use std::path::{Path, PathBuf};
 use driver_common::gate::workdir::WorkDir;
 use driver_common::gate::{Owners, Program, env};
+use driver_common::util::process::bounded::{poll, run_bounded};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -276,7 +276,13 @@ pub fn ask(a: &Ask<'_>) -> Result<Answer> {
     let key = work.path.join("slurm.key");
     let bytes = driver_common::gate::file::read_nofollow(a.key)?;
     driver_common::util::fs::write_atomic(&key, &bytes, 0o600)?;
-    ask_in(&Ask { key: &key, ..a.clone() }, &work.path)
+    ask_in(
+        &Ask {
+            key: &key,
+            ..a.clone()
+        },
+        &work.path,
+    )
 }
 
 fn ask_in(a: &Ask<'_>, work: &Path) -> Result<Answer> {

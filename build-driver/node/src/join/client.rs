@@ -50,13 +50,13 @@
 //! very code `slurm-mac service install --daemon sackd` runs: the plist's program arguments
 //! are [`ClientPlan::sackd`]. If the service does not load, the key is taken back.
 
+use super::JoinArgs;
 use super::ask::{Controller, Source, make_run_dir};
 use super::plan::{Install, key_install, quote, render_installs};
 use super::write;
-use super::JoinArgs;
-use crate::service::ServiceOptions;
 use crate::launchd::{Daemon, LAUNCH_DAEMONS};
 use crate::service;
+use crate::service::ServiceOptions;
 use driver_common::error::{Error, Result};
 use driver_common::gate::{Owners, chain::trusted};
 use std::path::{Path, PathBuf};

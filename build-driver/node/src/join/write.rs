@@ -8,9 +8,9 @@
 
 use super::plan::{Install, Plan};
 use driver_common::error::{Error, Result};
+use driver_common::gate::{Owners, Program};
 use driver_common::util::fs::write_atomic;
 use driver_common::util::process::bounded::run_bounded;
-use driver_common::gate::{Owners, Program};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

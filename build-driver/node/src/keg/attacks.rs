@@ -3,8 +3,8 @@
 
 use super::tests::{me, scratch_keg};
 use super::*;
-use std::os::unix::fs::PermissionsExt;
 use driver_common::testing::{assert_mentions, write as put};
+use std::os::unix::fs::PermissionsExt;
 
 /// Nothing of the copy exists below `root`.
 fn nothing_copied(root: &str) {

@@ -19,7 +19,8 @@ pub fn expand(expr: &str, scontrol: &Path, timeout: Duration) -> Result<Vec<Stri
             scontrol: scontrol.to_path_buf(),
             detail,
         };
-        let program = Program::system(&scontrol.to_string_lossy()).map_err(|e| fail(e.to_string()))?;
+        let program =
+            Program::system(&scontrol.to_string_lossy()).map_err(|e| fail(e.to_string()))?;
         let mut cmd = program.command();
         cmd.args(["show", "hostnames", expr]);
         // slurmctld gives its programs SLURM_CONF: passed on only when the gate trusts it.

@@ -1,5 +1,5 @@
-use super::*;
 use super::ServiceOptions;
+use super::*;
 use crate::service::plist::Daemon;
 use std::os::unix::fs::PermissionsExt;
 

@@ -9,8 +9,15 @@ fn doctor(k: &Kit) -> std::process::Output {
     let ctl = l.local_addr().unwrap().to_string();
     let key = k.key();
     k.run(&[
-        "doctor", "--prefix", k.prefix.to_str().unwrap(), "--controller", &ctl, "--key",
-        key.to_str().unwrap(), "--timeout", "3",
+        "doctor",
+        "--prefix",
+        k.prefix.to_str().unwrap(),
+        "--controller",
+        &ctl,
+        "--key",
+        key.to_str().unwrap(),
+        "--timeout",
+        "3",
     ])
 }
 
@@ -23,12 +30,20 @@ fn doctor__attack_a_failing_slurmd_is_reported_and_nothing_is_probed() {
     give_away(&k.prefix.join("sbin/slurmd"));
     let o = doctor(&k);
     refused(&k, &o, &k.prefix.join("sbin/slurmd"), &["owner uid 65534"]);
-    assert!(text(&o).contains("not asked: the files root runs failed"), "{}", text(&o));
+    assert!(
+        text(&o).contains("not asked: the files root runs failed"),
+        "{}",
+        text(&o)
+    );
     // The control: a trusted prefix is probed (its sackd runs, as root, environment clean).
     let k = Kit::new();
     let o = doctor(&k);
     ran_clean(&k, &o);
-    assert!(k.ran().iter().any(|l| l.contains("sbin/sackd")), "{:?}", k.ran());
+    assert!(
+        k.ran().iter().any(|l| l.contains("sbin/sackd")),
+        "{:?}",
+        k.ran()
+    );
 }
 
 #[test]
@@ -43,6 +58,9 @@ fn doctor__a_users_prefix_is_one_finding_with_its_fix() {
     let o = doctor(&k);
     let t = text(&o);
     assert_eq!(t.matches("owner uid 65534").count(), 1, "{t}");
-    assert!(t.contains("install the build into a root-owned prefix"), "{t}");
+    assert!(
+        t.contains("install the build into a root-owned prefix"),
+        "{t}"
+    );
     assert!(k.ran().is_empty(), "{:?}", k.ran());
 }

@@ -31,7 +31,11 @@ fn gres_conf__attack_a_root_only_hardware_file_is_not_quoted() {
     put(&secret, "root:SECRET-HASH-0xdeadbeef:19000:0:99999:7:::\n");
     chmod(&secret, 0o600);
     let o = k.run(&[
-        "gres-conf", "--prefix", k.prefix.to_str().unwrap(), "--hardware", secret.to_str().unwrap(),
+        "gres-conf",
+        "--prefix",
+        k.prefix.to_str().unwrap(),
+        "--hardware",
+        secret.to_str().unwrap(),
     ]);
     let t = text(&o);
     assert!(!o.status.success(), "{t}");
@@ -40,7 +44,11 @@ fn gres_conf__attack_a_root_only_hardware_file_is_not_quoted() {
     // Another user's hardware file is refused like a program.
     give_away(&secret);
     let o = k.run(&[
-        "gres-conf", "--prefix", k.prefix.to_str().unwrap(), "--hardware", secret.to_str().unwrap(),
+        "gres-conf",
+        "--prefix",
+        k.prefix.to_str().unwrap(),
+        "--hardware",
+        secret.to_str().unwrap(),
     ]);
     refused(&k, &o, &secret, &["owner uid 65534"]);
 }

@@ -22,23 +22,35 @@ fn uninstall__attack_a_symlinked_directory_does_not_lead_outside_the_prefix() {
     put(&victim.join("precious.conf"), "keep me");
     let prefix = k.dir.path().join("inst");
     put(&prefix.join("sbin/slurmd"), "x");
-    let (a, b) = (sha256(&prefix.join("sbin/slurmd")), sha256(&victim.join("precious.conf")));
+    let (a, b) = (
+        sha256(&prefix.join("sbin/slurmd")),
+        sha256(&victim.join("precious.conf")),
+    );
     let manifest = format!(
         "prefix = \"{p}\"\n[files.\"sbin/slurmd\"]\ncontent = \"sha256:{a}\"\nmode = 420\n[files.\"evil/precious.conf\"]\ncontent = \"sha256:{b}\"\nmode = 420\n",
         p = prefix.display(),
         a = a,
         b = b,
     );
-    put(&prefix.join("share/slurm-on-mac/install-manifest.toml"), &manifest);
+    put(
+        &prefix.join("share/slurm-on-mac/install-manifest.toml"),
+        &manifest,
+    );
     chmod(&victim.join("precious.conf"), 0o644);
     chmod(&prefix.join("sbin/slurmd"), 0o644);
     symlink(&victim, prefix.join("evil")).unwrap();
     let o = k.run(&["uninstall", "--prefix", prefix.to_str().unwrap()]);
     let t = text(&o);
-    assert!(victim.join("precious.conf").exists(), "removed through the link:\n{t}");
+    assert!(
+        victim.join("precious.conf").exists(),
+        "removed through the link:\n{t}"
+    );
     assert!(!o.status.success(), "{t}");
     assert!(t.contains("nothing was removed"), "{t}");
-    assert!(prefix.join("sbin/slurmd").exists(), "a refused uninstall removed something");
+    assert!(
+        prefix.join("sbin/slurmd").exists(),
+        "a refused uninstall removed something"
+    );
     // The control: a real directory in its place is removed with the rest.
     std::fs::remove_file(prefix.join("evil")).unwrap();
     put(&prefix.join("evil/precious.conf"), "keep me");
@@ -78,13 +90,24 @@ fn staged(stage: &Path, prefix: &Path) {
 /// The attacker: waits until `install`'s staging tree (beside `prefix`) holds `rel`, that
 /// is until root has looked at the staged `rel` and begun to copy it, then swaps the staged
 /// `rel` for a link to `to`. Gives up at `stop`.
-fn swapper(prefix: PathBuf, stage: PathBuf, rel: &'static str, to: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+fn swapper(
+    prefix: PathBuf,
+    stage: PathBuf,
+    rel: &'static str,
+    to: PathBuf,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let parent = prefix.parent().unwrap().to_path_buf();
         while !stop.load(Ordering::Relaxed) {
-            let started = std::fs::read_dir(&parent).into_iter().flatten().flatten().any(|e| {
-                e.file_name().to_string_lossy().starts_with(".tmp-install") && e.path().join("tree").join(rel).exists()
-            });
+            let started = std::fs::read_dir(&parent)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|e| {
+                    e.file_name().to_string_lossy().starts_with(".tmp-install")
+                        && e.path().join("tree").join(rel).exists()
+                });
             if started {
                 let path = stage.join(rel);
                 let _ = std::fs::rename(&path, path.with_extension("real"));
@@ -105,8 +128,18 @@ fn race(k: &Kit, tag: &str, rel: &'static str, secret: &Path) -> usize {
     let control = k.dir.path().join(format!("control-{tag}/opt/slurm"));
     std::fs::create_dir_all(control.parent().unwrap()).unwrap();
     staged(&stage, &control);
-    let o = k.run(&["install", "--from", stage.to_str().unwrap(), "--prefix", control.to_str().unwrap()]);
-    assert!(o.status.success(), "the control install failed: {}", text(&o));
+    let o = k.run(&[
+        "install",
+        "--from",
+        stage.to_str().unwrap(),
+        "--prefix",
+        control.to_str().unwrap(),
+    ]);
+    assert!(
+        o.status.success(),
+        "the control install failed: {}",
+        text(&o)
+    );
     let (mut breaches, mut installs) = (0, 0);
     for round in 0..30 {
         let prefix = k.dir.path().join(format!("{tag}{round}/opt/slurm"));
@@ -114,18 +147,34 @@ fn race(k: &Kit, tag: &str, rel: &'static str, secret: &Path) -> usize {
         let _ = std::fs::remove_dir_all(stage.parent().unwrap().parent().unwrap());
         staged(&stage, &prefix);
         let stop = Arc::new(AtomicBool::new(false));
-        let s = swapper(prefix.clone(), stage.clone(), rel, secret.to_path_buf(), stop.clone());
-        let o = k.run(&["install", "--from", stage.to_str().unwrap(), "--prefix", prefix.to_str().unwrap()]);
+        let s = swapper(
+            prefix.clone(),
+            stage.clone(),
+            rel,
+            secret.to_path_buf(),
+            stop.clone(),
+        );
+        let o = k.run(&[
+            "install",
+            "--from",
+            stage.to_str().unwrap(),
+            "--prefix",
+            prefix.to_str().unwrap(),
+        ]);
         stop.store(true, Ordering::Relaxed);
         s.join().unwrap();
         installs += usize::from(o.status.success());
         let leaked = driver_common::util::fs::walk_files(&prefix)
             .unwrap_or_default()
             .iter()
-            .any(|r| std::fs::read(prefix.join(r)).is_ok_and(|b| b.windows(6).any(|w| w == b"SECRET")));
+            .any(|r| {
+                std::fs::read(prefix.join(r)).is_ok_and(|b| b.windows(6).any(|w| w == b"SECRET"))
+            });
         breaches += usize::from(leaked);
     }
-    eprintln!("install race ({rel}): {breaches} breaches in 30 runs ({installs} installs succeeded)");
+    eprintln!(
+        "install race ({rel}): {breaches} breaches in 30 runs ({installs} installs succeeded)"
+    );
     breaches
 }
 
@@ -151,5 +200,9 @@ fn install__attack_swapping_staged_paths_for_links_during_the_copy_brings_in_not
     chmod(&secret_conf, 0o600);
     let dir = race(&k, "d", "share/doc", &secret_dir);
     let file = race(&k, "f", "etc/slurm.conf.example", &secret_conf);
-    assert_eq!((dir, file), (0, 0), "installs holding a root-only file's content (directory race, file race)");
+    assert_eq!(
+        (dir, file),
+        (0, 0),
+        "installs holding a root-only file's content (directory race, file race)"
+    );
 }

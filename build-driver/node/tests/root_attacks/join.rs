@@ -42,15 +42,86 @@ fn join__attack_untrusted_program_directory_plugin_or_config_runs_nothing() {
     }
     type Spoil = fn(&Kit) -> std::path::PathBuf;
     let cases: &[(&str, Spoil, &str)] = &[
-        ("slurmd owned by nobody", |k| { let p = k.prefix.join("sbin/slurmd"); give_away(&p); p }, "owner uid 65534"),
-        ("slurmd mode 0777", |k| { let p = k.prefix.join("sbin/slurmd"); chmod(&p, 0o777); p }, "mode 0777"),
-        ("slurmd mode 0775", |k| { let p = k.prefix.join("sbin/slurmd"); chmod(&p, 0o775); p }, "mode 0775"),
-        ("sbin/ owned by nobody", |k| { let p = k.prefix.join("sbin"); give_away(&p); p }, "owner uid 65534"),
-        ("a plugin owned by nobody", |k| { let p = k.prefix.join("lib/slurm/task_darwin.so"); give_away(&p); p }, "owner uid 65534"),
-        ("lib/ owned by nobody", |k| { let p = k.prefix.join("lib"); give_away(&p); p }, "owner uid 65534"),
-        ("slurmstepd owned by nobody", |k| { let p = k.prefix.join("sbin/slurmstepd"); give_away(&p); p }, "owner uid 65534"),
-        ("etc/ owned by nobody", |k| { let p = k.prefix.join("etc"); give_away(&p); p }, "owner uid 65534"),
-        ("the prefix in a user's directory", |k| { give_away(k.dir.path()); k.dir.path().to_path_buf() }, "owner uid 65534"),
+        (
+            "slurmd owned by nobody",
+            |k| {
+                let p = k.prefix.join("sbin/slurmd");
+                give_away(&p);
+                p
+            },
+            "owner uid 65534",
+        ),
+        (
+            "slurmd mode 0777",
+            |k| {
+                let p = k.prefix.join("sbin/slurmd");
+                chmod(&p, 0o777);
+                p
+            },
+            "mode 0777",
+        ),
+        (
+            "slurmd mode 0775",
+            |k| {
+                let p = k.prefix.join("sbin/slurmd");
+                chmod(&p, 0o775);
+                p
+            },
+            "mode 0775",
+        ),
+        (
+            "sbin/ owned by nobody",
+            |k| {
+                let p = k.prefix.join("sbin");
+                give_away(&p);
+                p
+            },
+            "owner uid 65534",
+        ),
+        (
+            "a plugin owned by nobody",
+            |k| {
+                let p = k.prefix.join("lib/slurm/task_darwin.so");
+                give_away(&p);
+                p
+            },
+            "owner uid 65534",
+        ),
+        (
+            "lib/ owned by nobody",
+            |k| {
+                let p = k.prefix.join("lib");
+                give_away(&p);
+                p
+            },
+            "owner uid 65534",
+        ),
+        (
+            "slurmstepd owned by nobody",
+            |k| {
+                let p = k.prefix.join("sbin/slurmstepd");
+                give_away(&p);
+                p
+            },
+            "owner uid 65534",
+        ),
+        (
+            "etc/ owned by nobody",
+            |k| {
+                let p = k.prefix.join("etc");
+                give_away(&p);
+                p
+            },
+            "owner uid 65534",
+        ),
+        (
+            "the prefix in a user's directory",
+            |k| {
+                give_away(k.dir.path());
+                k.dir.path().to_path_buf()
+            },
+            "owner uid 65534",
+        ),
     ];
     for (what, spoil, why) in cases {
         let k = Kit::new();
@@ -72,7 +143,10 @@ fn join__attack_apply_with_a_nobody_sackd_and_a_writable_scontrol_starts_nothing
     let o = join(&k, &["--apply"]);
     // The first culprit is named (sbin is judged before bin); neither ran.
     refused(&k, &o, &k.prefix.join("sbin/sackd"), &["owner uid 65534"]);
-    assert!(!k.prefix.join("etc/slurm.key").exists(), "the key was installed");
+    assert!(
+        !k.prefix.join("etc/slurm.key").exists(),
+        "the key was installed"
+    );
 }
 
 #[test]
@@ -87,15 +161,30 @@ fn join__attack_a_nobody_tmpdir_does_not_hold_roots_work_directory() {
     let key = k.key();
     let o = run_hostile(
         &[
-            "join", "--prefix", k.prefix.to_str().unwrap(), "--controller", "127.0.0.1:9",
-            "--key", key.to_str().unwrap(), "--timeout", "3",
+            "join",
+            "--prefix",
+            k.prefix.to_str().unwrap(),
+            "--controller",
+            "127.0.0.1:9",
+            "--key",
+            key.to_str().unwrap(),
+            "--timeout",
+            "3",
         ],
         &[("TMPDIR", tmp.to_str().unwrap())],
     );
     ran_clean(&k, &o);
-    let sackd = k.ran().into_iter().find(|l| l.contains("sbin/sackd")).unwrap();
+    let sackd = k
+        .ran()
+        .into_iter()
+        .find(|l| l.contains("sbin/sackd"))
+        .unwrap();
     assert!(sackd.contains("SLURM_SACK_KEY=/tmp/slurm-join."), "{sackd}");
-    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "root wrote into the caller's TMPDIR");
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "root wrote into the caller's TMPDIR"
+    );
 }
 
 #[test]
@@ -110,9 +199,16 @@ fn join__attack_a_conf_file_another_user_owns_is_not_taken() {
     let key = k.key();
     let args = |c: &Path| {
         vec![
-            "join".to_string(), "--prefix".into(), k.prefix.display().to_string(),
-            "--conf".into(), c.display().to_string(), "--key".into(), key.display().to_string(),
-            "--timeout".into(), "3".into(), "--apply".into(),
+            "join".to_string(),
+            "--prefix".into(),
+            k.prefix.display().to_string(),
+            "--conf".into(),
+            c.display().to_string(),
+            "--key".into(),
+            key.display().to_string(),
+            "--timeout".into(),
+            "3".into(),
+            "--apply".into(),
         ]
     };
     let a = args(&conf);

@@ -62,7 +62,12 @@ impl Kit {
             prefix,
             record,
         };
-        for p in ["sbin/slurmd", "sbin/sackd", "sbin/slurmstepd", "bin/scontrol"] {
+        for p in [
+            "sbin/slurmd",
+            "sbin/sackd",
+            "sbin/slurmstepd",
+            "bin/scontrol",
+        ] {
             k.stand_in(&k.prefix.join(p));
         }
         put(&k.prefix.join("lib/slurm/task_darwin.so"), "plugin");
@@ -130,7 +135,10 @@ pub fn refused(k: &Kit, o: &Output, culprit: &Path, why: &[&str]) {
     let t = text(o);
     assert!(k.ran().is_empty(), "ran as root: {:?}\n{t}", k.ran());
     assert!(!o.status.success(), "exit 0:\n{t}");
-    assert!(t.contains(&culprit.display().to_string()), "culprit not named:\n{t}");
+    assert!(
+        t.contains(&culprit.display().to_string()),
+        "culprit not named:\n{t}"
+    );
     for w in why {
         assert!(t.contains(w), "`{w}` not said:\n{t}");
     }
@@ -139,11 +147,18 @@ pub fn refused(k: &Kit, o: &Output, culprit: &Path, why: &[&str]) {
 /// The control: the stand-ins ran, as root, and saw nothing of the hostile environment.
 pub fn ran_clean(k: &Kit, o: &Output) {
     let lines = k.ran();
-    assert!(!lines.is_empty(), "nothing ran (the control must run):\n{}", text(o));
+    assert!(
+        !lines.is_empty(),
+        "nothing ran (the control must run):\n{}",
+        text(o)
+    );
     for l in &lines {
         assert!(l.starts_with("uid=0 "), "{l}");
         assert!(l.contains("cwd=/ "), "not started from /: {l}");
-        assert!(!l.contains("/nonexistent/evil"), "the caller's environment reached the child: {l}");
+        assert!(
+            !l.contains("/nonexistent/evil"),
+            "the caller's environment reached the child: {l}"
+        );
         assert!(!l.contains("TMPDIR=/"), "TMPDIR reached the child: {l}");
     }
 }

@@ -30,23 +30,47 @@ fn power__attack_scontrol_on_the_callers_path_is_not_run() {
         &["power", "suspend", "mac[1]", "--map", m.to_str().unwrap()],
         &[("PATH", &path)],
     );
-    assert!(k.ran().is_empty(), "ran from the caller's PATH: {:?}", k.ran());
+    assert!(
+        k.ran().is_empty(),
+        "ran from the caller's PATH: {:?}",
+        k.ran()
+    );
     assert!(!o.status.success());
     // The control: --scontrol names a trusted one, which runs clean.
     // slurmctld gives its programs SLURM_CONF; a trusted one is passed on.
     let sc = k.prefix.join("bin/scontrol");
     let conf = k.prefix.join("etc/slurm.conf");
     let o = run_hostile(
-        &["power", "suspend", "mac[1]", "--map", m.to_str().unwrap(), "--scontrol", sc.to_str().unwrap()],
+        &[
+            "power",
+            "suspend",
+            "mac[1]",
+            "--map",
+            m.to_str().unwrap(),
+            "--scontrol",
+            sc.to_str().unwrap(),
+        ],
         &[("PATH", &path), ("SLURM_CONF", conf.to_str().unwrap())],
     );
     ran_clean(&k, &o);
-    assert!(k.ran()[0].contains(&format!("SLURM_CONF={}", conf.display())), "{:?}", k.ran());
+    assert!(
+        k.ran()[0].contains(&format!("SLURM_CONF={}", conf.display())),
+        "{:?}",
+        k.ran()
+    );
     // Another user's SLURM_CONF is refused, not passed on.
     std::fs::remove_file(&k.record).unwrap();
     give_away(&conf);
     let o = run_hostile(
-        &["power", "suspend", "mac[1]", "--map", m.to_str().unwrap(), "--scontrol", sc.to_str().unwrap()],
+        &[
+            "power",
+            "suspend",
+            "mac[1]",
+            "--map",
+            m.to_str().unwrap(),
+            "--scontrol",
+            sc.to_str().unwrap(),
+        ],
         &[("PATH", &path), ("SLURM_CONF", conf.to_str().unwrap())],
     );
     refused(&k, &o, &conf, &["owner uid 65534"]);

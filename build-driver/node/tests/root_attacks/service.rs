@@ -20,9 +20,18 @@ fn install(k: &Kit, l: &std::path::Path) -> std::process::Output {
     let daemons = k.dir.path().join("LaunchDaemons");
     std::fs::create_dir_all(&daemons).unwrap();
     k.run(&[
-        "service", "install", "--prefix", k.prefix.to_str().unwrap(), "--log-dir",
-        k.dir.path().join("log").to_str().unwrap(), "--launchd-dir", daemons.to_str().unwrap(),
-        "--launchctl", l.to_str().unwrap(), "--conf-server", "127.0.0.1:6817",
+        "service",
+        "install",
+        "--prefix",
+        k.prefix.to_str().unwrap(),
+        "--log-dir",
+        k.dir.path().join("log").to_str().unwrap(),
+        "--launchd-dir",
+        daemons.to_str().unwrap(),
+        "--launchctl",
+        l.to_str().unwrap(),
+        "--conf-server",
+        "127.0.0.1:6817",
     ])
 }
 
@@ -45,9 +54,16 @@ fn service__attack_an_untrusted_launchctl_or_plugin_loads_nothing() {
     let l = launchctl(&k);
     give_away(&k.prefix.join("lib/slurm/task_darwin.so"));
     let o = install(&k, &l);
-    refused(&k, &o, &k.prefix.join("lib/slurm/task_darwin.so"), &["owner uid 65534"]);
+    refused(
+        &k,
+        &o,
+        &k.prefix.join("lib/slurm/task_darwin.so"),
+        &["owner uid 65534"],
+    );
     assert_eq!(
-        std::fs::read_dir(k.dir.path().join("LaunchDaemons")).unwrap().count(),
+        std::fs::read_dir(k.dir.path().join("LaunchDaemons"))
+            .unwrap()
+            .count(),
         0,
         "a plist was written"
     );

@@ -87,90 +87,122 @@ fn walk_judging(path: &Path, owners: Owners, leaf_is_leaf: bool) -> Result<Walke
     let root = open_dir_fd(None, Path::new("/"))?;
     let st = fstat(&root).map_err(|e| errno(Path::new("/"), e))?;
     judge(Path::new("/"), &st, owners, false)?;
-    let mut todo: Vec<OsString> = names(&abs);
-    todo.reverse();
-    let mut here = PathBuf::from("/");
-    let mut stack: Vec<OwnedFd> = vec![root];
-    let mut links = 0;
-    while let Some(name) = todo.pop() {
+    let mut w = Walker {
+        todo: names(&abs).into_iter().rev().collect(),
+        here: PathBuf::from("/"),
+        stack: vec![root],
+        links: 0,
+    };
+    while let Some(name) = w.todo.pop() {
         if name == ".." {
-            if stack.len() > 1 {
-                stack.pop();
-                here.pop();
+            if w.stack.len() > 1 {
+                w.stack.pop();
+                w.here.pop();
             }
             continue;
         }
-        let dir = stack.last().expect("the root stays on the stack");
-        let shown = here.join(&name);
-        let st = match fstatat(dir, name.as_os_str(), nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
+        let dir = w.stack.last().expect("the root stays on the stack");
+        let shown = w.here.join(&name);
+        let st = match fstatat(
+            dir,
+            name.as_os_str(),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        ) {
             Ok(st) => st,
-            Err(nix::errno::Errno::ENOENT) => {
-                let mut resolved = shown;
-                while let Some(n) = todo.pop() {
-                    resolved.push(n);
-                }
-                return Ok(Walked {
-                    resolved,
-                    leaf: None,
-                });
-            }
+            Err(nix::errno::Errno::ENOENT) => return Ok(w.missing(shown)),
             Err(e) => return Err(errno(&shown, e)),
         };
-        let last = todo.is_empty();
         if kind(&st) == SFlag::S_IFLNK {
-            // A link is judged by its owner (its mode means nothing), then its target is
-            // walked from where the link lies, or from `/`.
-            judge_owner(&shown, &st, owners)?;
-            links += 1;
-            if links > MAX_LINKS {
-                return Err(Error::file(&shown, "has too many levels of links"));
-            }
-            let target = readlinkat(dir, name.as_os_str()).map_err(|e| errno(&shown, e))?;
-            let target = PathBuf::from(target);
-            if target.is_absolute() {
-                stack.truncate(1);
-                here = PathBuf::from("/");
-            }
-            let mut more = names(&target);
-            more.reverse();
-            todo.extend(more);
+            w.follow(&name, &shown, &st, owners)?;
             continue;
         }
-        let is_dir = kind(&st) == SFlag::S_IFDIR;
-        let fd = if is_dir {
-            open_dir_fd(Some(dir), Path::new(&name))
-        } else {
-            openat(
-                dir,
-                name.as_os_str(),
-                OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(|e| errno(&shown, e))
-        }?;
+        let fd = open_entry(dir, &name, &shown, kind(&st) == SFlag::S_IFDIR)?;
         // Judged on the descriptor: what was opened, not what the name pointed at a moment
         // earlier.
         let st = fstat(&fd).map_err(|e| errno(&shown, e))?;
+        let last = w.todo.is_empty();
         judge(&shown, &st, owners, last && leaf_is_leaf)?;
-        here = shown;
+        w.here = shown;
         if last {
             return Ok(Walked {
-                resolved: here,
+                resolved: w.here,
                 leaf: Some((fd, st)),
             });
         }
         if kind(&st) != SFlag::S_IFDIR {
-            return Err(Error::file(&here, "is not a directory"));
+            return Err(Error::file(&w.here, "is not a directory"));
         }
-        stack.push(fd);
+        w.stack.push(fd);
     }
     // The path was `/` itself.
     let fd = open_dir_fd(None, Path::new("/"))?;
     let st = fstat(&fd).map_err(|e| errno(Path::new("/"), e))?;
     Ok(Walked {
-        resolved: here,
+        resolved: w.here,
         leaf: Some((fd, st)),
     })
+}
+
+/// The walk's state: names still to resolve (last first), where it is, the descriptors of
+/// the directories down to here, links followed so far.
+struct Walker {
+    todo: Vec<OsString>,
+    here: PathBuf,
+    stack: Vec<OwnedFd>,
+    links: usize,
+}
+
+impl Walker {
+    /// A link is judged by its owner (its mode means nothing), then its target is walked
+    /// from where the link lies, or from `/`.
+    fn follow(
+        &mut self,
+        name: &OsString,
+        shown: &Path,
+        st: &FileStat,
+        owners: Owners,
+    ) -> Result<()> {
+        judge_owner(shown, st, owners)?;
+        self.links += 1;
+        if self.links > MAX_LINKS {
+            return Err(Error::file(shown, "has too many levels of links"));
+        }
+        let dir = self.stack.last().expect("the root stays on the stack");
+        let target = PathBuf::from(readlinkat(dir, name.as_os_str()).map_err(|e| errno(shown, e))?);
+        if target.is_absolute() {
+            self.stack.truncate(1);
+            self.here = PathBuf::from("/");
+        }
+        self.todo.extend(names(&target).into_iter().rev());
+        Ok(())
+    }
+
+    /// The walk's answer when `shown` does not exist: the rest of the path appended.
+    fn missing(&mut self, shown: PathBuf) -> Walked {
+        let mut resolved = shown;
+        while let Some(n) = self.todo.pop() {
+            resolved.push(n);
+        }
+        Walked {
+            resolved,
+            leaf: None,
+        }
+    }
+}
+
+/// `name` in `dir`, opened without following a link (a directory, or any other entry
+/// read-only and non-blocking).
+fn open_entry(dir: &OwnedFd, name: &OsString, shown: &Path, is_dir: bool) -> Result<OwnedFd> {
+    if is_dir {
+        return open_dir_fd(Some(dir), Path::new(name));
+    }
+    openat(
+        dir,
+        name.as_os_str(),
+        OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| errno(shown, e))
 }
 
 /// The components of `p` that name something (`.` dropped, `..` kept for the walk).

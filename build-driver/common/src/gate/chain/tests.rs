@@ -15,15 +15,24 @@ fn trusted__attack_writable_or_foreign_directories_anywhere_above_are_refused() 
     trusted(&deep.join("not-yet/file"), me).unwrap();
     chmod(&d.path().join("a"), 0o777);
     let e = trusted(&deep, me).unwrap_err().to_string();
-    assert!(e.contains("/a (owner uid") && e.contains("mode 0777"), "{e}");
+    assert!(
+        e.contains("/a (owner uid") && e.contains("mode 0777"),
+        "{e}"
+    );
     assert!(e.contains("chmod go-w"), "{e}");
     chmod(&d.path().join("a"), 0o1777);
     trusted(&deep, me).expect("a sticky directory above an owned entry is fine");
     chmod(&deep, 0o1777);
-    assert!(trusted(&deep, me).is_err(), "the leaf itself may not be writable");
+    assert!(
+        trusted(&deep, me).is_err(),
+        "the leaf itself may not be writable"
+    );
     chmod(&deep, 0o755);
     chmod(&d.path().join("a/b"), 0o775);
-    assert!(trusted(&deep.join("x"), me).is_err(), "group-writable above");
+    assert!(
+        trusted(&deep.join("x"), me).is_err(),
+        "group-writable above"
+    );
     chmod(&d.path().join("a/b"), 0o755);
     // A link to a writable place: the place it leads to is judged.
     let opendir = d.path().join("open");
@@ -49,7 +58,10 @@ fn trusted__attack_foreign_owner_of_an_entry_or_a_link_is_refused() {
     open(&f, Owners::ROOT).unwrap();
     std::os::unix::fs::chown(&f, Some(65534), None).unwrap();
     let e = open(&f, Owners::ROOT).unwrap_err().to_string();
-    assert!(e.contains("owner uid 65534") && e.contains("chown root"), "{e}");
+    assert!(
+        e.contains("owner uid 65534") && e.contains("chown root"),
+        "{e}"
+    );
     // A link nobody owns, in a sticky directory: nobody may replace it.
     let sticky = d.path().join("tmp");
     fs::create_dir(&sticky).unwrap();

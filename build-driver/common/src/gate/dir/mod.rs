@@ -76,13 +76,13 @@ impl Dir {
                 ));
             };
             let path = here.path.join(name);
-            let fd = chain::open_dir_fd(Some(&here.fd), Path::new(name)).map_err(|e| {
-                match here.stat(name) {
-                    Ok(Some(st)) if kind(&st) == SFlag::S_IFLNK => {
-                        Error::file(&path, "is a link: root does not follow it")
-                    }
-                    _ => e,
+            let fd = chain::open_dir_fd(Some(&here.fd), Path::new(name)).map_err(|e| match here
+                .stat(name)
+            {
+                Ok(Some(st)) if kind(&st) == SFlag::S_IFLNK => {
+                    Error::file(&path, "is a link: root does not follow it")
                 }
+                _ => e,
             })?;
             here = Dir { fd, path };
         }

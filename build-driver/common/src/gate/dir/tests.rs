@@ -32,9 +32,14 @@ fn make_dirs__attack_no_directory_is_made_below_an_untrusted_one() {
     let open = d.path().join("open");
     fs::create_dir(&open).unwrap();
     fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
-    let e = make_dirs(&open.join("a/b"), 0o755, Owners::caller()).unwrap_err().to_string();
+    let e = make_dirs(&open.join("a/b"), 0o755, Owners::caller())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("mode 0777"), "{e}");
-    assert!(!open.join("a").exists(), "made before its parent was judged");
+    assert!(
+        !open.join("a").exists(),
+        "made before its parent was judged"
+    );
     make_dirs(&d.path().join("ok/a/b"), 0o755, Owners::caller()).unwrap();
     assert!(d.path().join("ok/a/b").is_dir());
 }

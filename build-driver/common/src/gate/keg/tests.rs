@@ -11,7 +11,11 @@ fn keg__attack_a_writable_plugin_deep_in_lib_is_found() {
     fs::create_dir_all(d.path().join("sbin")).unwrap();
     std::os::unix::fs::symlink("task_darwin.so", d.path().join("lib/slurm/alias.so")).unwrap();
     let install = Install {
-        trees: vec![d.path().join("sbin"), d.path().join("lib"), d.path().join("etc")],
+        trees: vec![
+            d.path().join("sbin"),
+            d.path().join("lib"),
+            d.path().join("etc"),
+        ],
         dirs: vec![d.path().join("var/spool")],
     };
     trusted(&install, Owners::caller()).unwrap();
@@ -20,9 +24,16 @@ fn keg__attack_a_writable_plugin_deep_in_lib_is_found() {
     // the plugin, and the link that leads to it
     assert_eq!(found.len(), 2, "{found:?}");
     let e = found[0].to_string();
-    assert!(e.contains("task_darwin.so") && e.contains("mode 0666"), "{e}");
+    assert!(
+        e.contains("task_darwin.so") && e.contains("mode 0666"),
+        "{e}"
+    );
     fs::set_permissions(&plugin, fs::Permissions::from_mode(0o644)).unwrap();
-    fs::set_permissions(d.path().join("lib/slurm"), fs::Permissions::from_mode(0o777)).unwrap();
+    fs::set_permissions(
+        d.path().join("lib/slurm"),
+        fs::Permissions::from_mode(0o777),
+    )
+    .unwrap();
     let e = trusted(&install, Owners::caller()).unwrap_err().to_string();
     assert!(e.contains("lib/slurm") && e.contains("mode 0777"), "{e}");
 }

@@ -37,10 +37,7 @@ impl Program {
         if chain::kind(st) != SFlag::S_IFREG || chain::mode(st) & 0o111 == 0 {
             return Err(Error::file(
                 path,
-                format!(
-                    "is not an executable file ({})",
-                    chain::owner_mode(st)
-                ),
+                format!("is not an executable file ({})", chain::owner_mode(st)),
             ));
         }
         Ok(Program {

@@ -24,10 +24,19 @@ fn program__attack_the_callers_environment_never_reaches_the_child() {
     let out = c.output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("/\n"), "{text}");
-    for bad in ["LD_PRELOAD", "DYLD_INSERT_LIBRARIES", "SLURM_CONF", "HOME=", "TMPDIR"] {
+    for bad in [
+        "LD_PRELOAD",
+        "DYLD_INSERT_LIBRARIES",
+        "SLURM_CONF",
+        "HOME=",
+        "TMPDIR",
+    ] {
         assert!(!text.contains(bad), "{bad} reached the child:\n{text}");
     }
-    assert!(text.contains(&format!("PATH={}", env::SYSTEM_PATH)), "{text}");
+    assert!(
+        text.contains(&format!("PATH={}", env::SYSTEM_PATH)),
+        "{text}"
+    );
     // The control: an allowed variable set on purpose does reach it.
     let mut c = p.command();
     env::allow(&mut c, "SLURM_CONF", "/etc/slurm/slurm.conf");
@@ -52,19 +61,31 @@ fn program__attack_writable_program_or_directory_is_refused_before_it_runs() {
     assert!(e.contains("mode 0777") && e.contains("chmod go-w"), "{e}");
     fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(d.path(), fs::Permissions::from_mode(0o775)).unwrap();
-    assert!(Program::checked(&p).is_err(), "a group-writable directory above");
+    assert!(
+        Program::checked(&p).is_err(),
+        "a group-writable directory above"
+    );
     fs::set_permissions(d.path(), fs::Permissions::from_mode(0o700)).unwrap();
-    let e = Program::checked(&d.path().join("absent")).unwrap_err().to_string();
+    let e = Program::checked(&d.path().join("absent"))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("does not exist"), "{e}");
     fs::write(d.path().join("plain"), "x").unwrap();
-    let e = Program::checked(&d.path().join("plain")).unwrap_err().to_string();
+    let e = Program::checked(&d.path().join("plain"))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("not an executable"), "{e}");
 }
 
 #[test]
 fn program__system_programs_come_from_system_directories_only() {
     let p = Program::system("sh").unwrap();
-    assert!(p.path.starts_with("/usr/bin") || p.path.starts_with("/bin"), "{p:?}");
-    let e = Program::system("no-such-program-here").unwrap_err().to_string();
+    assert!(
+        p.path.starts_with("/usr/bin") || p.path.starts_with("/bin"),
+        "{p:?}"
+    );
+    let e = Program::system("no-such-program-here")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains(env::SYSTEM_PATH), "{e}");
 }
