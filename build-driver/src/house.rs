@@ -9,6 +9,8 @@
 //! `target/debug/build-driver` too, with the test-only features of syn (which cbindgen also
 //! uses), replacing the binary `cargo xtask ci` is running from.
 
+mod circles;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use syn::spanned::Spanned;
@@ -311,4 +313,60 @@ fn crates__depend_only_downwards() {
         "the laboratory uses the node tool's code, never the build driver's"
     );
     assert!(deps("build-driver").contains("slurm-lab"));
+}
+
+#[test]
+fn modules__form_no_circle_in_any_crate() {
+    let root = driver_common::project_root();
+    let mut found = Vec::new();
+    for src in crate_sources() {
+        found.extend(circles::circles(&src, &root));
+    }
+    let text: Vec<String> = found.iter().map(|c| c.to_string()).collect();
+    println!("house: {} import circles", found.len());
+    assert!(
+        found.is_empty(),
+        "{} import circles between modules (move the shared piece into the lower module or a \
+         leaf both use; docs/DRIVER.md, \"Module layers\"):\n{}",
+        found.len(),
+        text.join("\n")
+    );
+}
+
+#[test]
+fn circles__names_the_files_and_the_names_that_tie_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("top")).unwrap();
+    let write = |p: &str, t: &str| std::fs::write(src.join(p), t).unwrap();
+    write("main.rs", "mod cli;\nmod top;\nmod leaf;\nfn main() {}\n");
+    write(
+        "cli.rs",
+        "#[derive(clap::Args)]\npub struct TopArgs {\n    \
+         #[arg(default_value_t = crate::top::PORT)]\n    pub port: u16,\n}\n",
+    );
+    write(
+        "top.rs",
+        "mod inner;\nuse crate::cli::TopArgs;\npub const PORT: u16 = 1;\n\
+         pub fn run(a: TopArgs) { inner::go(); crate::leaf::f(); }\n",
+    );
+    // up to its parent: no arrow; across to the leaf: an arrow out of no circle
+    write(
+        "top/inner.rs",
+        "pub fn go() { let _ = super::PORT; crate::leaf::f(); }\n",
+    );
+    write(
+        "leaf.rs",
+        "pub fn f() {}\n#[cfg(test)]\nmod tests { use crate::top::run; }\n",
+    );
+    let found = circles::circles(&src, dir.path());
+    let text: Vec<String> = found.iter().map(|c| c.to_string()).collect();
+    assert_eq!(
+        text,
+        ["2 files: src/cli.rs, src/top.rs\n  \
+          src/cli.rs -> src/top.rs: PORT\n  \
+          src/top.rs -> src/cli.rs: TopArgs"],
+        "cli.rs's attribute and top.rs's use tie them; top/inner.rs's super:: is no arrow \
+         back, nor leaf.rs's test module"
+    );
 }
