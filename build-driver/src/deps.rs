@@ -62,6 +62,7 @@
 //! hwloc are usable as they are (`--with-json=$(brew --prefix json-c)`), libjwt must be
 //! this 1.x build because Homebrew's libjwt 3 is refused by Slurm's configure.
 
+mod args;
 pub mod pins;
 pub mod prefix;
 pub mod recipes;
@@ -69,7 +70,7 @@ pub mod source;
 pub mod tools;
 
 use crate::build_slurm::link::cargo_target_dir;
-use crate::cli::DepsArgs;
+pub use args::DepsArgs;
 use driver_common::error::{Error, Result};
 use driver_common::targets::{self, Target};
 use driver_common::util::fs::Staging;

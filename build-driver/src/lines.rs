@@ -18,12 +18,44 @@ pub mod table;
 #[cfg(test)]
 mod tests;
 
+use crate::ci::CiArgs;
 use crate::ci::report::Report;
 use crate::ci::{self, Scope};
-use crate::cli::{CiArgs, LinesArgs, LinesCommand, LinesVerifyArgs};
+use clap::{Args, Subcommand};
 use driver_common::error::Result;
 use std::path::Path;
 use xshell::Shell;
+
+#[derive(Debug, Args)]
+pub struct LinesArgs {
+    #[command(subcommand)]
+    pub command: LinesCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LinesCommand {
+    /// Fetched source of a pinned version -> native builds with and without the series and
+    /// `make check` in both, lint, darwin personality and its `make check`, every scenario
+    /// (CI's and the local ones) under `default` and `macos-native`, `site`, multi-node and
+    /// mix, soak, peer subset, Mach-O build, bottle (tarball pins), audits; then writes
+    /// docs/lines/<line>.toml and RELEASE-LINES.md's table, whatever the steps gave. Hours on
+    /// two cores. Fails if any step failed.
+    Verify(LinesVerifyArgs),
+    /// Regenerate RELEASE-LINES.md's table from the rows in docs/lines/ (after a merge of
+    /// rows, say); fails on a row older than its series.
+    Table,
+}
+
+#[derive(Debug, Args)]
+pub struct LinesVerifyArgs {
+    /// A pinned version (slurm-src/pins.toml), already fetched (`cargo xtask fetch --version
+    /// V`), e.g. 25.05.8, 25.11.7, 26.05.3, 26.11-snapshot.
+    #[arg(long)]
+    pub version: String,
+    /// Keep the pristine (unpatched) native build after its `make check`.
+    #[arg(long)]
+    pub keep_builds: bool,
+}
 
 pub fn run(sh: &Shell, root: &Path, args: LinesArgs) -> Result<()> {
     match args.command {
@@ -73,7 +105,7 @@ pub fn precheck(root: &Path, version: &str) -> Result<()> {
     let pins = driver_common::pins::Pins::load(root)?;
     let pin = pins.get(version)?;
     crate::patches::series(root, &pin.line)?;
-    let src = crate::cli::SourceArgs {
+    let src = crate::fetch::SourceArgs {
         version: Some(version.to_string()),
         source: None,
     };

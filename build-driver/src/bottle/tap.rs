@@ -17,12 +17,38 @@
 
 use super::formula::{DepResource, Source, Spec};
 use super::{FORMULA, Layout, PROJECT_GIT, formula, source_of};
-use crate::cli::TapArgs;
+use clap::Args;
 use driver_common::error::{Error, Result};
 use driver_common::util::fs::write_atomic;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use xshell::Shell;
+
+#[derive(Debug, Args)]
+pub struct TapArgs {
+    /// The tap (`ORG/REPO`): `brew install ORG/REPO/slurm-wlm`.
+    #[arg(long, value_name = "ORG/REPO")]
+    pub tap: String,
+    /// Where the bottles are served (`bottle do root_url`; file names
+    /// `<name>-<version>.<tag>.bottle.tar.gz`).
+    #[arg(long, value_name = "URL")]
+    pub root_url: String,
+    /// Where `cargo xtask bottle` wrote the bottles and their .bottle.json (default:
+    /// target/bottle/).
+    #[arg(long, value_name = "DIR")]
+    pub bottles: Option<PathBuf>,
+    /// The tap directory (default: target/tap/).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// A Debian mirror's base URL: the third-party resources' URLs (pool/ paths), unless
+    /// slurm-src/deps.toml gives `urls`.
+    #[arg(long, value_name = "URL")]
+    pub debian_mirror: Option<String>,
+    /// Make the tap directory a git repository with one commit (for `brew tap ORG/REPO
+    /// file://DIR`).
+    #[arg(long)]
+    pub git: bool,
+}
 
 /// This project's source as the formula's `slurm-on-mac` resource.
 #[derive(Clone, Debug)]

@@ -3,8 +3,9 @@
 
 use super::Builds;
 use super::report::Report;
+use crate::build_slurm::BuildArgs;
 use crate::build_slurm::BuildOutput;
-use crate::cli::{BuildArgs, DepsArgs};
+use crate::deps::DepsArgs;
 use driver_common::personality::Personality;
 
 /// Lane 4: the target's json-c, libjwt and hwloc (and s2n-tls where the line's builds have
@@ -56,7 +57,7 @@ pub(super) fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<Bui
                     crate::s2n::run(
                         sh,
                         root,
-                        crate::cli::S2nArgs {
+                        crate::s2n::S2nArgs {
                             jobs: None,
                             target: Some("aarch64-apple-darwin".to_string()),
                         },

@@ -3,7 +3,7 @@
 
 use super::Scope;
 use super::report::Report;
-use crate::cli::CiArgs;
+use crate::ci::CiArgs;
 use std::path::Path;
 use xshell::Shell;
 
@@ -50,7 +50,7 @@ pub(super) fn tls_lane(
             crate::s2n::run(
                 sh,
                 root,
-                crate::cli::S2nArgs {
+                crate::s2n::S2nArgs {
                     jobs: None,
                     target: None,
                 },
