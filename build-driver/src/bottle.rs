@@ -24,6 +24,7 @@ pub mod check;
 pub mod codesign;
 pub mod formula;
 pub mod formula_body;
+pub mod formula_spec;
 pub mod keg;
 pub mod linkage;
 pub mod node_tool;

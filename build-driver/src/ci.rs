@@ -38,19 +38,20 @@
 
 mod cross;
 mod disk;
-pub(crate) mod report;
 mod tls;
+pub mod verify;
 
 use crate::audit::expect as audit_expectations;
 use crate::build_slurm::BuildArgs;
 use crate::build_slurm::{self, BuildOutput};
 use crate::fetch::SourceArgs;
+use crate::lines::row::Scope;
+use crate::report::Report;
 use clap::Args;
 use driver_common::error::{Error, Result};
 use driver_common::lines::CI_VERSION;
 use driver_common::personality::Personality;
 use driver_common::util::process::bounded::run_inherit_bounded;
-use report::Report;
 use slurm_lab::check::{self, Results};
 use slurm_lab::cli::PeerArgs;
 use slurm_lab::expectations::make_check as check_expectations;
@@ -105,23 +106,6 @@ pub fn run(sh: &Shell, root: &Path, args: CiArgs) -> Result<()> {
         }
     }
     report.result()
-}
-
-/// How much of the Slurm lanes runs: CI's set, or CI's set and every local scenario a
-/// one-node darwin cluster runs (`cargo xtask lines verify`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    Ci,
-    Full,
-}
-
-impl Scope {
-    pub fn name(self) -> &'static str {
-        match self {
-            Scope::Ci => "ci",
-            Scope::Full => "full",
-        }
-    }
 }
 
 fn shim_lane(sh: &Shell, root: &Path, report: &mut Report) {

@@ -16,6 +16,7 @@
 //! * `README.md`: `brew tap ORG/REPO URL && brew install ORG/REPO/slurm-wlm`.
 
 use super::formula::{DepResource, Source, Spec};
+pub use super::tap_files::Bottled;
 use super::{FORMULA, Layout, PROJECT_GIT, formula, source_of};
 use clap::Args;
 use driver_common::error::{Error, Result};
@@ -151,19 +152,6 @@ pub fn dep_resources(root: &Path, mirror: Option<&str>) -> Result<Vec<DepResourc
         });
     }
     Ok(out)
-}
-
-/// What a `.bottle.json` says about one bottle.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Bottled {
-    pub version: String,
-    pub root_url: Option<String>,
-    pub tap: Option<String>,
-    pub tag: String,
-    pub sha256: String,
-    /// The name under `root_url` and the local file's name.
-    pub filename: String,
-    pub local_filename: String,
 }
 
 /// Reads one `.bottle.json` (`brew bottle --json`'s shape: one formula, one tag).

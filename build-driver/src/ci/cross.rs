@@ -2,10 +2,10 @@
 //! the line has tls/s2n) and its bottle.
 
 use super::Builds;
-use super::report::Report;
 use crate::build_slurm::BuildArgs;
 use crate::build_slurm::BuildOutput;
 use crate::deps::DepsArgs;
+use crate::report::Report;
 use driver_common::personality::Personality;
 
 /// Lane 4: the target's json-c, libjwt and hwloc (and s2n-tls where the line's builds have
