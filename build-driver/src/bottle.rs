@@ -198,7 +198,7 @@ impl Layout {
 
 /// The DESTDIR the bottle's Mach-O build is staged in.
 pub fn stage_dir(root: &Path, target: &Target) -> PathBuf {
-    crate::build_slurm::link::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok())
+    driver_common::staging::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok())
         .join("bottle")
         .join("stage")
         .join(target.rust)
@@ -284,7 +284,7 @@ pub fn run(sh: &Shell, root: &Path, args: BottleArgs) -> Result<Made> {
     let out = match &args.out {
         Some(o) => std::path::absolute(o).map_err(|e| Error::io(o, e))?,
         None => {
-            crate::build_slurm::link::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok())
+            driver_common::staging::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok())
                 .join("bottle")
         }
     };

@@ -69,9 +69,9 @@ pub mod recipes;
 pub mod source;
 pub mod tools;
 
-use crate::build_slurm::link::cargo_target_dir;
 pub use args::DepsArgs;
 use driver_common::error::{Error, Result};
+use driver_common::staging::cargo_target_dir;
 use driver_common::targets::{self, Target};
 use driver_common::util::fs::Staging;
 use driver_common::util::process::{on_path, require_tool};

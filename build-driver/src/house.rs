@@ -10,6 +10,7 @@
 //! uses), replacing the binary `cargo xtask ci` is running from.
 
 mod circles;
+mod layers;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -368,5 +369,81 @@ fn circles__names_the_files_and_the_names_that_tie_them() {
           src/top.rs -> src/cli.rs: TopArgs"],
         "cli.rs's attribute and top.rs's use tie them; top/inner.rs's super:: is no arrow \
          back, nor leaf.rs's test module"
+    );
+}
+
+#[test]
+fn module_layers__the_map_in_docs_driver_md_holds() {
+    let root = driver_common::project_root();
+    let doc = std::fs::read_to_string(root.join("docs/DRIVER.md")).unwrap();
+    let maps = layers::parse(&doc);
+    let mut wrong = Vec::new();
+    for src in crate_sources() {
+        let folder = format!("{}/", src.strip_prefix(&root).unwrap().display());
+        let (modules, uses) = layers::top_level(&src);
+        let found = match maps.get(&folder) {
+            None => vec![format!("no map (a `### ` line naming `{folder}`)")],
+            Some(map) => layers::problems(map, &modules, &uses),
+        };
+        if !found.is_empty() {
+            let today = layers::render(&layers::today(&modules, &uses));
+            wrong.push(format!(
+                "{folder}:\n  {}\nthe layers the code has today:\n{today}",
+                found.join("\n  ")
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "docs/DRIVER.md, \"{}\", disagrees with the code:\n{}",
+        &layers::SECTION[3..],
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn module_layers__a_module_left_out_a_use_upwards_and_a_false_tie_are_named() {
+    let doc = "# X\n## Module layers\n### `a/src/` (the crate)\n1. `cli`\n2. `ci`, `lines`\n\
+               3. `report` + `fetch`\n## Next\n1. `not` a layer\n";
+    let maps = layers::parse(doc);
+    let set = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+    assert_eq!(
+        maps["a/src/"],
+        [
+            vec![set(&["cli"])],
+            vec![set(&["ci"]), set(&["lines"])],
+            vec![set(&["fetch", "report"])]
+        ]
+    );
+    let modules = set(&["cli", "ci", "lines", "report", "fetch", "patches"]);
+    let uses: layers::Uses = [
+        (("cli", "ci"), "CiArgs"),
+        (("ci", "lines"), "record"),
+        (("report", "cli"), "Cli"),
+        (("report", "fetch"), "resolve"),
+    ]
+    .into_iter()
+    .map(|((a, b), w)| ((a.to_string(), b.to_string()), set(&[w])))
+    .collect();
+    assert_eq!(
+        layers::problems(&maps["a/src/"], &modules, &uses),
+        [
+            "module `patches` is in no layer",
+            "`ci` (layer 2) uses `lines` (layer 2): record",
+            "`report` (layer 3) uses `cli` (layer 1): Cli",
+            "`fetch` + `report` are written tied, but do not all use each other: give each its layer",
+        ]
+    );
+    assert_eq!(
+        layers::render(&layers::today(&modules, &uses)),
+        "1. `report`\n2. `cli`\n3. `ci`\n4. `fetch`, `lines`, `patches`\n"
+    );
+    let tied: layers::Uses = [(("a", "b"), "x"), (("b", "a"), "y"), (("a", "c"), "z")]
+        .into_iter()
+        .map(|((a, b), w)| ((a.to_string(), b.to_string()), set(&[w])))
+        .collect();
+    assert_eq!(
+        layers::render(&layers::today(&set(&["a", "b", "c"]), &tied)),
+        "1. `a` + `b`\n2. `c`\n"
     );
 }

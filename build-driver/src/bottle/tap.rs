@@ -238,7 +238,7 @@ fn tag_rank(tag: &str) -> u8 {
 pub fn run(sh: &Shell, root: &Path, args: TapArgs) -> Result<PathBuf> {
     check_tap_name(&args.tap)?;
     let target =
-        crate::build_slurm::link::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok());
+        driver_common::staging::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok());
     let bottles_dir = args
         .bottles
         .clone()

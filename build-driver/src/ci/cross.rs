@@ -101,7 +101,7 @@ pub(super) fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<Bui
                 &macho,
                 |b| {
                     let node_tool = crate::bottle::node_tool::build(sh, root, layout.target)?;
-                    let out = crate::build_slurm::link::cargo_target_dir(
+                    let out = driver_common::staging::cargo_target_dir(
                         root,
                         std::env::var("CARGO_TARGET_DIR").ok(),
                     )

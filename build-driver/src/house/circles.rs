@@ -4,7 +4,7 @@
 //! type, an attribute or a macro (`crate::a::B`, `super::C`, `child::f(...)`). Every such
 //! reference is an arrow, except a module's use of itself or of one of its ancestors (a child's
 //! `super::`, the crate root's re-exports): a folder module's files are its parts and its own
-//! file their front, as the structure viewer of docs/DRIVER.md ("Module layers") counts them.
+//! file their front.
 //! A parent's bare `mod child;` is no arrow either (it declares, it does not use). A circle is a strongly connected
 //! component of two files or more; it is reported as its files and, for each arrow inside it,
 //! the names the first file takes from the second. Test code (`#[cfg(test)]` items, the files
@@ -21,9 +21,9 @@ use super::{child_paths, is_cfg_test};
 
 /// One module: its path in the crate (`["ci", "report"]`) and the file that holds it.
 #[derive(Debug, Clone)]
-struct Module {
-    path: Vec<String>,
-    file: PathBuf,
+pub(super) struct Module {
+    pub(super) path: Vec<String>,
+    pub(super) file: PathBuf,
 }
 
 /// A circle: its files, and for each arrow between two of them the names that tie them.
@@ -52,7 +52,7 @@ impl fmt::Display for Circle {
 }
 
 /// The module tree of the crate whose source folder is `src`, from each root file there.
-fn modules(src: &Path) -> Vec<Module> {
+pub(super) fn modules(src: &Path) -> Vec<Module> {
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
     for root in ["lib.rs", "main.rs"] {
@@ -249,7 +249,7 @@ fn absolute(
 }
 
 /// The arrows of one crate: (from file, to file) -> the names taken.
-fn arrows(src: &Path) -> BTreeMap<(PathBuf, PathBuf), BTreeSet<String>> {
+pub(super) fn arrows(src: &Path) -> BTreeMap<(PathBuf, PathBuf), BTreeSet<String>> {
     let mods = modules(src);
     let known: BTreeSet<Vec<String>> = mods.iter().map(|m| m.path.clone()).collect();
     let file_of: BTreeMap<&[String], &Path> = mods
