@@ -11,6 +11,7 @@
 
 mod circles;
 mod layers;
+mod readme;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -445,5 +446,51 @@ fn module_layers__a_module_left_out_a_use_upwards_and_a_false_tie_are_named() {
     assert_eq!(
         layers::render(&layers::today(&set(&["a", "b", "c"]), &tied)),
         "1. `a` + `b`\n2. `c`\n"
+    );
+}
+
+#[test]
+fn readme__is_short_and_every_link_resolves() {
+    let root = driver_common::project_root();
+    let text = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let lines = text.lines().count();
+    println!(
+        "house: README.md {lines} lines, {} links",
+        readme::links(&text).len()
+    );
+    assert!(
+        lines <= readme::MAX_LINES,
+        "README.md has {lines} lines (at most {}): figures, caveats and long tables go to \
+         docs/RESULTS.md or the doc that owns them",
+        readme::MAX_LINES
+    );
+    assert!(
+        readme::links(&text).len() >= 10,
+        "README.md links its pages"
+    );
+    let broken = readme::broken_links(&root, Path::new("README.md"), &text);
+    assert!(broken.is_empty(), "README.md's broken links: {broken:?}");
+}
+
+#[test]
+fn readme__a_missing_file_and_a_missing_heading_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("docs")).unwrap();
+    std::fs::write(
+        dir.path().join("docs/A.md"),
+        "# Page A\n## The lanes, and what each proves (2026)\n## Two\n## Two\n",
+    )
+    .unwrap();
+    let text = "# Top\nSee [a](docs/A.md#the-lanes-and-what-each-proves-2026), [b](docs/A.md#two-1), \
+                [c](docs/B.md), [d](docs/A.md#nothing), [e](#top), [f](#gone), \
+                [w](https://example.org/x).\n```sh\n[x](not/checked)\n```\n";
+    std::fs::write(dir.path().join("README.md"), text).unwrap();
+    assert_eq!(
+        readme::broken_links(dir.path(), Path::new("README.md"), text),
+        [
+            "docs/B.md: no such file",
+            "docs/A.md#nothing: no such heading",
+            "#gone: no such heading"
+        ]
     );
 }
