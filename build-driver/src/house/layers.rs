@@ -61,12 +61,7 @@ fn spans(line: &str) -> Vec<String> {
 }
 
 /// The crate's top-level modules, and which uses which (with the names taken).
-pub fn top_level(
-    src: &Path,
-) -> (
-    BTreeSet<String>,
-    BTreeMap<(String, String), BTreeSet<String>>,
-) {
+pub fn top_level(src: &Path) -> (BTreeSet<String>, Uses) {
     let mods = modules(src);
     let top_of: BTreeMap<_, _> = mods
         .iter()
