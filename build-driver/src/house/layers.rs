@@ -129,21 +129,12 @@ pub fn problems(layers: &Layers, modules: &BTreeSet<String>, uses: &Uses) -> Vec
 /// Who uses whom, with the names taken.
 pub type Uses = BTreeMap<(String, String), BTreeSet<String>>;
 
-/// Every module of `group` reaches every other through uses inside the group.
+/// Every module of `group` reaches every other (a module outside the group on the way is
+/// then tied with them too, and its uses of them are named as sideways or up).
 fn tied(group: &BTreeSet<String>, uses: &Uses) -> bool {
-    let reach = |from: &String| {
-        let mut seen = BTreeSet::from([from.clone()]);
-        let mut todo = vec![from.clone()];
-        while let Some(m) = todo.pop() {
-            for (a, b) in uses.keys() {
-                if *a == m && group.contains(b) && seen.insert(b.clone()) {
-                    todo.push(b.clone());
-                }
-            }
-        }
-        seen
-    };
-    group.iter().all(|m| reach(m) == *group)
+    group
+        .iter()
+        .all(|a| group.iter().all(|b| a == b || reaches(a, b, uses)))
 }
 
 /// The layering the uses give, top first: modules that use each other tied in one group,
