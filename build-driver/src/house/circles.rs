@@ -1,14 +1,16 @@
 //! Import circles between the modules of one crate. Each crate's module tree is read from its
 //! root (main.rs, lib.rs) by following `mod name;`; a module's file refers to another module's
 //! file through `use crate::...`, `use super::...`, `use self::child::...`, a path in code, a
-//! type, an attribute or a macro (`crate::a::B`, `super::C`, `child::f(...)`). Every such
-//! reference is an arrow, except a module's use of itself or of one of its ancestors (a child's
-//! `super::`, the crate root's re-exports): a folder module's files are its parts and its own
-//! file their front.
-//! A parent's bare `mod child;` is no arrow either (it declares, it does not use). A circle is a strongly connected
-//! component of two files or more; it is reported as its files and, for each arrow inside it,
-//! the names the first file takes from the second. Test code (`#[cfg(test)]` items, the files
-//! only tests compile) is left out: a test may use what it tests.
+//! type, an attribute or a macro (`crate::a::B`, `super::sibling::C`, `child::f(...)`). Every
+//! such reference is an arrow, except a module's use of itself or of one of its ancestors (a
+//! child's `super::Item`, the crate root's re-exports): a folder module's files are its parts
+//! and its own file their front, so a parent that uses its children while they use its types
+//! is no circle (counting those arrows too finds 10 circles instead of 2 at the time of issue
+//! 35: lint, bottle, fetch, ci, build_slurm and others with their children). A parent's bare
+//! `mod child;` is no arrow either (it declares, it does not use). A circle is a strongly
+//! connected component of two files or more; it is reported as its files and, for each arrow
+//! inside it, the names the first file takes from the second. Test code (`#[cfg(test)]`
+//! items, the files only tests compile) is left out: a test may use what it tests.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
