@@ -87,7 +87,7 @@ pub fn normalised(o: &ServiceOptions) -> Result<Service> {
     svc.conf_server = o
         .conf_server
         .as_deref()
-        .map(|c| crate::join::ask::Controller::parse(c).map(|c| c.conf_server()))
+        .map(|c| crate::controller::Controller::parse(c).map(|c| c.conf_server()))
         .transpose()?;
     Ok(svc)
 }
@@ -154,7 +154,7 @@ pub(crate) fn check_options(o: &ServiceOptions, program: &Path) -> Result<()> {
         }
     }
     if let Some(c) = &o.conf_server {
-        crate::join::ask::Controller::parse(c)
+        crate::controller::Controller::parse(c)
             .map_err(|e| e.context(format!("--conf-server `{}`", c.escape_debug())))?;
     }
     if !driver_common::util::process::is_executable(program) {

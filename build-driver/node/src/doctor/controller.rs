@@ -6,7 +6,8 @@
 //! controller is unreachable or the key failed above.
 
 use super::{Check, Finding, Params, Problem};
-use crate::join::ask::{Controller, DEFAULT_PORT, Source};
+use crate::controller::{Controller, DEFAULT_PORT};
+use crate::join::ask::Source;
 use driver_common::error::Error;
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
