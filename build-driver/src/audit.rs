@@ -23,7 +23,7 @@ pub mod report;
 mod resolve;
 mod tbd;
 
-use crate::cli::AuditArgs;
+use clap::Args;
 use driver_common::error::{Error, Result};
 use image::{Format, Image};
 use resolve::Resolver;
@@ -36,6 +36,21 @@ use xshell::{Shell, cmd};
 pub use expect::Expectations;
 
 pub use report::{Finding, Report};
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// The installed Slurm prefix (with lib/slurm/ and sbin/ or bin/), ELF or Mach-O.
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// Accepted findings (e.g. ci/expectations/audit-24.11-native.toml): succeed only when
+    /// the findings are exactly these.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
+    /// Another SDK stub (.tbd) with system-library exports for a Mach-O prefix, beyond the
+    /// libSystem stubs zig ships (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub tbd: Vec<PathBuf>,
+}
 
 pub fn run(sh: &Shell, root: &Path, args: AuditArgs) -> Result<()> {
     check(sh, root, &args.prefix, args.expect.as_deref(), &args.tbd).map(|_| ())

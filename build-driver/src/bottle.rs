@@ -24,6 +24,7 @@ pub mod check;
 pub mod codesign;
 pub mod formula;
 pub mod formula_body;
+pub mod formula_spec;
 pub mod keg;
 pub mod linkage;
 pub mod node_tool;
@@ -33,13 +34,45 @@ pub mod scan;
 pub mod tap;
 pub mod tap_files;
 
-use crate::cli::{BottleArgs, BuildArgs, DepsArgs, SourceArgs};
+use crate::build_slurm::BuildArgs;
+use crate::deps::DepsArgs;
+use crate::fetch::SourceArgs;
+use clap::Args;
 use driver_common::error::{Error, Result};
+use driver_common::lines::DEFAULT_VERSION;
 use driver_common::personality::Personality;
 use driver_common::targets::{self, Os, Target};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use xshell::Shell;
+
+#[derive(Debug, Args)]
+pub struct BottleArgs {
+    /// A pinned Slurm version (slurm-src/pins.toml), fetched first (`cargo xtask fetch`); the
+    /// default is the newest verified release.
+    #[arg(long, default_value = DEFAULT_VERSION)]
+    pub version: String,
+    /// aarch64-apple-darwin (tag arm64_sonoma, /opt/homebrew) or x86_64-apple-darwin
+    /// (tag sonoma, /usr/local).
+    #[arg(long)]
+    pub target: String,
+    /// Where the bottle, its .bottle.json and the formula go (default: target/bottle/).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Parallel make jobs for the Slurm build (default: the number of CPUs).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Where apt is absent (macOS): a Debian mirror's base URL for the pinned third-party
+    /// tarballs (as `cargo xtask deps --debian-mirror`).
+    #[arg(long, value_name = "URL")]
+    pub debian_mirror: Option<String>,
+    /// The tap the receipt names (`ORG/REPO`; the repository is ORG/homebrew-REPO).
+    #[arg(long, value_name = "ORG/REPO", default_value = DEFAULT_TAP)]
+    pub tap: String,
+    /// Where the bottle will be served (the JSON's root_url; `cargo xtask tap` requires it).
+    #[arg(long, value_name = "URL")]
+    pub root_url: Option<String>,
+}
 
 /// The formula's name (core's `slurm` is another program).
 pub const FORMULA: &str = "slurm-wlm";
@@ -165,7 +198,7 @@ impl Layout {
 
 /// The DESTDIR the bottle's Mach-O build is staged in.
 pub fn stage_dir(root: &Path, target: &Target) -> PathBuf {
-    crate::build_slurm::link::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok())
+    driver_common::staging::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok())
         .join("bottle")
         .join("stage")
         .join(target.rust)
@@ -233,7 +266,7 @@ pub fn run(sh: &Shell, root: &Path, args: BottleArgs) -> Result<Made> {
         crate::s2n::run(
             sh,
             root,
-            crate::cli::S2nArgs {
+            crate::s2n::S2nArgs {
                 jobs: args.jobs,
                 target: Some(layout.target.rust.to_string()),
             },
@@ -251,7 +284,7 @@ pub fn run(sh: &Shell, root: &Path, args: BottleArgs) -> Result<Made> {
     let out = match &args.out {
         Some(o) => std::path::absolute(o).map_err(|e| Error::io(o, e))?,
         None => {
-            crate::build_slurm::link::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok())
+            driver_common::staging::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok())
                 .join("bottle")
         }
     };

@@ -54,7 +54,8 @@ pub mod make;
 pub mod plan;
 mod run;
 
-use crate::cli::BuildArgs;
+use crate::fetch::SourceArgs;
+use clap::Args;
 use driver_common::error::{Error, Result};
 use driver_common::personality::Personality;
 use driver_common::staging::Manifest;
@@ -65,6 +66,56 @@ use plan::Plan;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use xshell::Shell;
+
+#[derive(Debug, Args, Clone)]
+pub struct BuildArgs {
+    #[command(flatten)]
+    pub src: SourceArgs,
+    #[arg(long, value_enum, default_value = "native")]
+    pub personality: Personality,
+    /// Build the pristine tree without patches/ (no files of patches/src/, no series).
+    #[arg(long)]
+    pub no_patches: bool,
+    /// Rust target triple to build for (default: this machine).
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Installation prefix (default: a staging directory under target/). With --destdir it
+    /// is the prefix the programs are configured for, not where the files go.
+    #[arg(long)]
+    pub prefix: Option<PathBuf>,
+    /// Stage the install below this directory (`make install DESTDIR=...`): the files of
+    /// --prefix P land in DIR/P (a Homebrew Cellar path built on another machine).
+    #[arg(long, value_name = "DIR")]
+    pub destdir: Option<PathBuf>,
+    /// configure's --sysconfdir (where slurm.conf is read; default PREFIX/etc).
+    #[arg(long, value_name = "DIR")]
+    pub sysconfdir: Option<PathBuf>,
+    /// configure's --localstatedir (default PREFIX/var).
+    #[arg(long, value_name = "DIR")]
+    pub localstatedir: Option<PathBuf>,
+    /// Parallel make jobs (default: the number of CPUs).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// macOS targets: prefix holding the target's json-c, libjwt and hwloc (for
+    /// auth/slurm, cred/slurm, serializer/json and hwloc topology); without it they are
+    /// configured off.
+    #[arg(long)]
+    pub deps_prefix: Option<PathBuf>,
+    /// macOS targets: the oldest macOS to build for (MAJOR.MINOR, at least 11.0) instead of
+    /// the target table's 12.0, e.g. 11.0 for Darling's macOS 11 userland; the staging
+    /// directory then ends in -macos<MIN>. Give `deps` the same value.
+    #[arg(long, value_name = "MAJOR.MINOR")]
+    pub macos_min: Option<String>,
+    /// Build Slurm's tls/s2n plugin (25.05 and later) against the s2n-tls that `cargo xtask
+    /// s2n [--target T]` installed for the target (or --s2n-prefix); the staging directory
+    /// then ends in -s2n.
+    #[arg(long)]
+    pub with_s2n: bool,
+    /// With --with-s2n: another s2n-tls installation (include/s2n.h, and lib/libs2n.so, or
+    /// lib/libs2n.a for a macOS target).
+    #[arg(long, value_name = "DIR", requires = "with_s2n")]
+    pub s2n_prefix: Option<PathBuf>,
+}
 
 /// What a build produced.
 #[derive(Clone, Debug)]

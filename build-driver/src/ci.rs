@@ -38,21 +38,45 @@
 
 mod cross;
 mod disk;
-pub(crate) mod report;
 mod tls;
+pub mod verify;
 
 use crate::audit::expect as audit_expectations;
+use crate::build_slurm::BuildArgs;
 use crate::build_slurm::{self, BuildOutput};
-use crate::cli::{BuildArgs, CiArgs, PeerArgs, SourceArgs};
+use crate::fetch::SourceArgs;
+use crate::lines::row::Scope;
+use crate::report::Report;
+use clap::Args;
 use driver_common::error::{Error, Result};
+use driver_common::lines::CI_VERSION;
 use driver_common::personality::Personality;
 use driver_common::util::process::bounded::run_inherit_bounded;
-use report::Report;
 use slurm_lab::check::{self, Results};
+use slurm_lab::cli::PeerArgs;
 use slurm_lab::expectations::make_check as check_expectations;
 use std::path::Path;
+use std::path::PathBuf;
 use std::time::Duration;
 use xshell::{Shell, cmd};
+
+#[derive(Debug, Args)]
+pub struct CiArgs {
+    /// Pinned version to build: CI's, the one release a package registry serves to CI's
+    /// machines (Debian's slurm-wlm), not the users' default.
+    #[arg(long, default_value = CI_VERSION)]
+    pub version: String,
+    /// A local Slurm source instead of the pinned version.
+    #[arg(long)]
+    pub source: Option<PathBuf>,
+    /// Only the shim lane (tests, codegen --check, cross builds); no Slurm builds.
+    #[arg(long)]
+    pub shim_only: bool,
+    /// Keep the pristine (unpatched) native build after its `make check` results are
+    /// recorded; by default it is removed to halve the lanes' peak disk use (about 1.5 GiB).
+    #[arg(long)]
+    pub keep_builds: bool,
+}
 
 pub fn run(sh: &Shell, root: &Path, args: CiArgs) -> Result<()> {
     let start = crate::lines::row::Checkout::of(root);
@@ -82,23 +106,6 @@ pub fn run(sh: &Shell, root: &Path, args: CiArgs) -> Result<()> {
         }
     }
     report.result()
-}
-
-/// How much of the Slurm lanes runs: CI's set, or CI's set and every local scenario a
-/// one-node darwin cluster runs (`cargo xtask lines verify`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    Ci,
-    Full,
-}
-
-impl Scope {
-    pub fn name(self) -> &'static str {
-        match self {
-            Scope::Ci => "ci",
-            Scope::Full => "full",
-        }
-    }
 }
 
 fn shim_lane(sh: &Shell, root: &Path, report: &mut Report) {
@@ -433,7 +440,7 @@ fn cluster_lanes(
                     suite,
                     timeout: 240,
                     keep: false,
-                    profile: crate::cli::ProfileArg {
+                    profile: slurm_lab::cli::ProfileArg {
                         profile: slurm_lab::cluster::profile::Profile::Default,
                     },
                     nodes: 1,

@@ -17,12 +17,19 @@
 //! cbindgen is a pinned library dependency (see the workspace manifest), so the output does
 //! not depend on whatever cbindgen binary a machine has.
 
-use crate::cli::CodegenArgs;
+use clap::Args;
 use driver_common::error::{Error, Result};
 use slurm_shim::table::{ENTRIES, Map};
 use std::fmt::Write as _;
 use std::path::Path;
 use xshell::Shell;
+
+#[derive(Debug, Args)]
+pub struct CodegenArgs {
+    /// Fail if the committed header differs from what would be generated.
+    #[arg(long)]
+    pub check: bool,
+}
 
 /// Where the generated header lives, relative to the project root.
 pub const HEADER: &str = "shim/include/slurm_shim.h";

@@ -4,7 +4,8 @@
 //! on every command that takes one, so changing the users' default never changes what CI
 //! builds.
 
-use crate::cli::{Cli, Command};
+use crate::cli::Cli;
+use crate::cli::Command;
 use clap::{CommandFactory, Parser};
 use driver_common::lines::{CI_VERSION, DEFAULT_VERSION};
 

@@ -62,15 +62,16 @@
 //! hwloc are usable as they are (`--with-json=$(brew --prefix json-c)`), libjwt must be
 //! this 1.x build because Homebrew's libjwt 3 is refused by Slurm's configure.
 
+mod args;
 pub mod pins;
 pub mod prefix;
 pub mod recipes;
 pub mod source;
 pub mod tools;
 
-use crate::build_slurm::link::cargo_target_dir;
-use crate::cli::DepsArgs;
+pub use args::DepsArgs;
 use driver_common::error::{Error, Result};
+use driver_common::staging::cargo_target_dir;
 use driver_common::targets::{self, Target};
 use driver_common::util::fs::Staging;
 use driver_common::util::process::{on_path, require_tool};

@@ -17,6 +17,7 @@
 //! written last; a complete tree is reused. Unpacked trees are never modified.
 
 pub(crate) mod archive;
+mod args;
 pub(crate) mod debian;
 mod local;
 pub(crate) mod suite;
@@ -24,8 +25,8 @@ use local::copy_local_tree;
 #[cfg(test)]
 use local::parse_meta;
 
-use crate::cli::{FetchArgs, Origin, SourceArgs};
 use archive::Layout;
+pub use args::{FetchArgs, Origin, SourceArgs};
 use driver_common::error::{Error, Result};
 use driver_common::pins::{Pin, PinSource, Pins};
 use driver_common::util::fs::Staging;

@@ -9,6 +9,10 @@
 //! `target/debug/build-driver` too, with the test-only features of syn (which cbindgen also
 //! uses), replacing the binary `cargo xtask ci` is running from.
 
+mod circles;
+mod layers;
+mod readme;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use syn::spanned::Spanned;
@@ -311,4 +315,182 @@ fn crates__depend_only_downwards() {
         "the laboratory uses the node tool's code, never the build driver's"
     );
     assert!(deps("build-driver").contains("slurm-lab"));
+}
+
+#[test]
+fn modules__form_no_circle_in_any_crate() {
+    let root = driver_common::project_root();
+    let mut found = Vec::new();
+    for src in crate_sources() {
+        found.extend(circles::circles(&src, &root));
+    }
+    let text: Vec<String> = found.iter().map(|c| c.to_string()).collect();
+    println!("house: {} import circles", found.len());
+    assert!(
+        found.is_empty(),
+        "{} import circles between modules (move the shared piece into the lower module or a \
+         leaf both use; docs/DRIVER.md, \"Module layers\"):\n{}",
+        found.len(),
+        text.join("\n")
+    );
+}
+
+#[test]
+fn circles__names_the_files_and_the_names_that_tie_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("top")).unwrap();
+    let write = |p: &str, t: &str| std::fs::write(src.join(p), t).unwrap();
+    write("main.rs", "mod cli;\nmod top;\nmod leaf;\nfn main() {}\n");
+    write(
+        "cli.rs",
+        "#[derive(clap::Args)]\npub struct TopArgs {\n    \
+         #[arg(default_value_t = crate::top::PORT)]\n    pub port: u16,\n}\n",
+    );
+    write(
+        "top.rs",
+        "mod inner;\nuse crate::cli::TopArgs;\npub const PORT: u16 = 1;\n\
+         pub fn run(a: TopArgs) { inner::go(); crate::leaf::f(); }\n",
+    );
+    // up to its parent: no arrow; across to the leaf: an arrow out of no circle
+    write(
+        "top/inner.rs",
+        "pub fn go() { let _ = super::PORT; crate::leaf::f(); }\n",
+    );
+    write(
+        "leaf.rs",
+        "pub fn f() {}\n#[cfg(test)]\nmod tests { use crate::top::run; }\n",
+    );
+    let found = circles::circles(&src, dir.path());
+    let text: Vec<String> = found.iter().map(|c| c.to_string()).collect();
+    assert_eq!(
+        text,
+        ["2 files: src/cli.rs, src/top.rs\n  \
+          src/cli.rs -> src/top.rs: PORT\n  \
+          src/top.rs -> src/cli.rs: TopArgs"],
+        "cli.rs's attribute and top.rs's use tie them; top/inner.rs's super:: is no arrow \
+         back, nor leaf.rs's test module"
+    );
+}
+
+#[test]
+fn module_layers__the_map_in_docs_driver_md_holds() {
+    let root = driver_common::project_root();
+    let doc = std::fs::read_to_string(root.join("docs/DRIVER.md")).unwrap();
+    let maps = layers::parse(&doc);
+    let mut wrong = Vec::new();
+    for src in crate_sources() {
+        let folder = format!("{}/", src.strip_prefix(&root).unwrap().display());
+        let (modules, uses) = layers::top_level(&src);
+        let found = match maps.get(&folder) {
+            None => vec![format!("no map (a `### ` line naming `{folder}`)")],
+            Some(map) => layers::problems(map, &modules, &uses),
+        };
+        if !found.is_empty() {
+            let today = layers::render(&layers::today(&modules, &uses));
+            wrong.push(format!(
+                "{folder}:\n  {}\nthe layers the code has today:\n{today}",
+                found.join("\n  ")
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "docs/DRIVER.md, \"{}\", disagrees with the code:\n{}",
+        &layers::SECTION[3..],
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn module_layers__a_module_left_out_a_use_upwards_and_a_false_tie_are_named() {
+    let doc = "# X\n## Module layers\n### `a/src/` (the crate)\n1. `cli`\n2. `ci`, `lines`\n\
+               3. `report` + `fetch`\n## Next\n1. `not` a layer\n";
+    let maps = layers::parse(doc);
+    let set = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+    assert_eq!(
+        maps["a/src/"],
+        [
+            vec![set(&["cli"])],
+            vec![set(&["ci"]), set(&["lines"])],
+            vec![set(&["fetch", "report"])]
+        ]
+    );
+    let modules = set(&["cli", "ci", "lines", "report", "fetch", "patches"]);
+    let uses: layers::Uses = [
+        (("cli", "ci"), "CiArgs"),
+        (("ci", "lines"), "record"),
+        (("report", "cli"), "Cli"),
+        (("report", "fetch"), "resolve"),
+    ]
+    .into_iter()
+    .map(|((a, b), w)| ((a.to_string(), b.to_string()), set(&[w])))
+    .collect();
+    assert_eq!(
+        layers::problems(&maps["a/src/"], &modules, &uses),
+        [
+            "module `patches` is in no layer",
+            "`ci` (layer 2) uses `lines` (layer 2): record",
+            "`report` (layer 3) uses `cli` (layer 1): Cli",
+            "`fetch` + `report` are written tied, but do not all use each other: give each its layer",
+        ]
+    );
+    assert_eq!(
+        layers::render(&layers::today(&modules, &uses)),
+        "1. `report`\n2. `cli`\n3. `ci`\n4. `fetch`, `lines`, `patches`\n"
+    );
+    let tied: layers::Uses = [(("a", "b"), "x"), (("b", "a"), "y"), (("a", "c"), "z")]
+        .into_iter()
+        .map(|((a, b), w)| ((a.to_string(), b.to_string()), set(&[w])))
+        .collect();
+    assert_eq!(
+        layers::render(&layers::today(&set(&["a", "b", "c"]), &tied)),
+        "1. `a` + `b`\n2. `c`\n"
+    );
+}
+
+#[test]
+fn readme__is_short_and_every_link_resolves() {
+    let root = driver_common::project_root();
+    let text = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let lines = text.lines().count();
+    println!(
+        "house: README.md {lines} lines, {} links",
+        readme::links(&text).len()
+    );
+    assert!(
+        lines <= readme::MAX_LINES,
+        "README.md has {lines} lines (at most {}): figures, caveats and long tables go to \
+         docs/RESULTS.md or the doc that owns them",
+        readme::MAX_LINES
+    );
+    assert!(
+        readme::links(&text).len() >= 10,
+        "README.md links its pages"
+    );
+    let broken = readme::broken_links(&root, Path::new("README.md"), &text);
+    assert!(broken.is_empty(), "README.md's broken links: {broken:?}");
+}
+
+#[test]
+fn readme__a_missing_file_and_a_missing_heading_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("docs")).unwrap();
+    std::fs::write(
+        dir.path().join("docs/A.md"),
+        "# Page A\n## The lanes, and what each proves (2026)\n## Two\n## Two\n",
+    )
+    .unwrap();
+    let text = "# Top\nSee [a](docs/A.md#the-lanes-and-what-each-proves-2026), [b](docs/A.md#two-1), \
+                [c](docs/B.md), [d](docs/A.md#nothing), [e](#top), [f](#gone), \
+                [w](https://example.org/x).\n```sh\n[x](not/checked)\n```\n";
+    std::fs::write(dir.path().join("README.md"), text).unwrap();
+    assert_eq!(
+        readme::broken_links(dir.path(), Path::new("README.md"), text),
+        [
+            "docs/B.md: no such file",
+            "docs/A.md#nothing: no such heading",
+            "#gone: no such heading"
+        ]
+    );
 }

@@ -1,5 +1,7 @@
-//! `cargo xtask lines verify --version V`: one release line through the whole suite, and its
-//! row in docs/RELEASE-LINES.md.
+//! The release lines' rows (docs/lines/<line>.toml) and docs/RELEASE-LINES.md's table, and
+//! `cargo xtask lines table`. `lines verify --version V` (one release line through the whole
+//! suite, then its row) is run by [`crate::ci::verify`], above this module: CI's lanes use
+//! the rows, the rows use no lane.
 //!
 //! The suite is CI's Slurm lanes ([`crate::ci::slurm_lanes`]: native builds without and with
 //! the series and `make check` in both, the lint, the darwin personality and its `make check`,
@@ -20,68 +22,51 @@ pub mod table;
 #[cfg(test)]
 mod tests;
 
-use crate::ci::report::Report;
-use crate::ci::{self, Scope};
-use crate::cli::{CiArgs, LinesArgs, LinesCommand, LinesVerifyArgs};
+use crate::report::Report;
+use clap::{Args, Subcommand};
 use driver_common::error::Result;
 use std::path::Path;
-use xshell::Shell;
 
-pub fn run(sh: &Shell, root: &Path, args: LinesArgs) -> Result<()> {
-    match args.command {
-        LinesCommand::Verify(a) => verify(sh, root, a),
-        LinesCommand::Table => {
-            let stale = row::stale(root, &row::load_all(root)?)?;
-            if !stale.is_empty() {
-                return Err(driver_common::error::Error::Usage(stale.join("\n")));
-            }
-            table::regenerate(root)?;
-            println!("{} regenerated from {}/", table::DOC, row::DIR);
-            Ok(())
-        }
+#[derive(Debug, Args)]
+pub struct LinesArgs {
+    #[command(subcommand)]
+    pub command: LinesCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LinesCommand {
+    /// Fetched source of a pinned version -> native builds with and without the series and
+    /// `make check` in both, lint, darwin personality and its `make check`, every scenario
+    /// (CI's and the local ones) under `default` and `macos-native`, `site`, multi-node and
+    /// mix, soak, peer subset, Mach-O build, bottle (tarball pins), audits; then writes
+    /// docs/lines/<line>.toml and RELEASE-LINES.md's table, whatever the steps gave. Hours on
+    /// two cores. Fails if any step failed.
+    Verify(LinesVerifyArgs),
+    /// Regenerate RELEASE-LINES.md's table from the rows in docs/lines/ (after a merge of
+    /// rows, say); fails on a row older than its series.
+    Table,
+}
+
+#[derive(Debug, Args)]
+pub struct LinesVerifyArgs {
+    /// A pinned version (slurm-src/pins.toml), already fetched (`cargo xtask fetch --version
+    /// V`), e.g. 25.05.8, 25.11.7, 26.05.3, 26.11-snapshot.
+    #[arg(long)]
+    pub version: String,
+    /// Keep the pristine (unpatched) native build after its `make check`.
+    #[arg(long)]
+    pub keep_builds: bool,
+}
+
+/// `lines table`: the table regenerated from the rows, refused while a row is stale.
+pub fn table(root: &Path) -> Result<()> {
+    let stale = row::stale(root, &row::load_all(root)?)?;
+    if !stale.is_empty() {
+        return Err(driver_common::error::Error::Usage(stale.join("\n")));
     }
-}
-
-fn verify(sh: &Shell, root: &Path, args: LinesVerifyArgs) -> Result<()> {
-    // Every check that needs no build first: an unknown version, a line without a series,
-    // a source not fetched yet (named with the command that fetches it).
-    precheck(root, &args.version)?;
-    let start = row::Checkout::of(root);
-    let mut report = Report::default();
-    let ci_args = CiArgs {
-        version: args.version.clone(),
-        source: None,
-        shim_only: false,
-        keep_builds: args.keep_builds,
-    };
-    ci::slurm_lanes(sh, root, &ci_args, Scope::Full, &mut report);
-    println!("\n{}", report.table());
-    println!("{}", report.counts());
-    let command = format!("cargo xtask lines verify --version {}", args.version);
-    let run = row::RunInfo {
-        version: &args.version,
-        scope: Scope::Full,
-        command: &command,
-        start: &start,
-    };
-    let written = record(root, &run, &report)?;
-    println!("lines verify: row written: {}", written.display());
-    report.result()
-}
-
-/// Refuses, before anything runs: a version that is not pinned, a line with no series, a
-/// source (or the Python suite its pin names) that `cargo xtask fetch` has not unpacked.
-pub fn precheck(root: &Path, version: &str) -> Result<()> {
-    let pins = driver_common::pins::Pins::load(root)?;
-    let pin = pins.get(version)?;
-    crate::patches::series(root, &pin.line)?;
-    let src = crate::cli::SourceArgs {
-        version: Some(version.to_string()),
-        source: None,
-    };
-    crate::fetch::resolve(&Shell::new()?, root, &src)?;
-    // A release tag without Slurm's Python suite: the suite its pin names must be there too.
-    crate::fetch::suite::resolve(root, version).map(|_| ())
+    table::regenerate(root)?;
+    println!("{} regenerated from {}/", table::DOC, row::DIR);
+    Ok(())
 }
 
 /// Writes the row of `version`'s line from `report` and regenerates the table; returns the

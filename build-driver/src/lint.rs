@@ -44,15 +44,27 @@ mod source;
 mod tests;
 mod token;
 
-use crate::cli::LintArgs;
+use clap::Args;
 use driver_common::error::{Error, Result};
 use expect::Compare as _;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::path::PathBuf;
 use std::time::Instant;
 use xshell::Shell;
 
 pub use expect::Expectations;
+
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    /// The top of a Slurm source tree (pristine, e.g. slurm-src/24.11.5, or patched).
+    #[arg(long)]
+    pub source: PathBuf,
+    /// Accepted findings (e.g. ci/expectations/lint-24.11.toml): succeed only when the
+    /// findings are exactly these. Without it, any finding fails.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
+}
 
 /// A hazard class (the name is what reports and expectations files use).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -24,6 +24,7 @@ mod macho;
 #[cfg(test)]
 mod macos_workflow;
 mod patches;
+mod report;
 mod s2n;
 #[cfg(test)]
 mod testing;
@@ -55,7 +56,10 @@ fn run(cli: cli::Cli) -> Result<()> {
         cli::Command::Fetch(args) => fetch::run(&sh, &root, args).map(|_| ()),
         cli::Command::BuildSlurm(args) => build_slurm::run(&sh, &root, args).map(|_| ()),
         cli::Command::Ci(args) => ci::run(&sh, &root, args),
-        cli::Command::Lines(args) => lines::run(&sh, &root, args),
+        cli::Command::Lines(args) => match args.command {
+            lines::LinesCommand::Verify(a) => ci::verify::run(&sh, &root, a),
+            lines::LinesCommand::Table => lines::table(&root),
+        },
         cli::Command::Patches(args) => patches::refresh::run(&sh, &root, args),
         cli::Command::Upstream(args) => upstream::run(&sh, &root, args),
         cli::Command::Cluster(args) => slurm_lab::cluster::run(&sh, &root, args),

@@ -22,10 +22,11 @@
 //! that stand for `X_AC_S2N`'s test program, which a cross build cannot run.
 
 mod apple;
+mod args;
 
-use crate::cli::S2nArgs;
 use crate::deps::source::unpack;
 use crate::fetch::archive::verify_sha256;
+pub use args::S2nArgs;
 use driver_common::error::{Error, Result};
 use driver_common::lines::Line;
 use driver_common::targets::{self, Os, Target};

@@ -9,6 +9,7 @@
 pub mod codesign;
 pub mod error;
 pub mod expectations;
+pub mod gate;
 pub mod libressl;
 pub mod lines;
 pub mod node_files;

@@ -132,6 +132,13 @@ pub fn cargo_target_dir(root: &Path, env: Option<String>) -> PathBuf {
     }
 }
 
+/// The build machine's directories for this project ([`crate::util::host_paths`]), with this
+/// run's cargo target directory (`$CARGO_TARGET_DIR`).
+pub fn host_dirs(root: &Path) -> Vec<crate::util::host_paths::PathMap> {
+    let target = cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok());
+    crate::util::host_paths::build_machine_dirs(root, &target)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,6 @@
 //! The laboratory's arguments (clap): `cargo xtask cluster ...`.
 
-use crate::cluster::profile::Profile;
+use crate::profile_name::Profile;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 

@@ -29,6 +29,7 @@ mod bench;
 mod bench_acct;
 mod config;
 pub mod daemon;
+pub mod gaps;
 pub mod handle;
 mod host;
 mod jobs;
@@ -247,16 +248,14 @@ fn failures_and_gaps(failed: usize, dir: &Path, gaps: Result<()>) -> Result<()> 
 pub fn test(sh: &Shell, opts: &TestOptions) -> Result<()> {
     let start = Instant::now();
     let dir = &opts.up.dir;
-    crate::expectations::gaps::check_darwin_builds(
-        opts.up.builds.iter().map(|b| b.prefix.as_path()),
-    )?;
+    gaps::check_darwin_builds(opts.up.builds.iter().map(|b| b.prefix.as_path()))?;
     let (_lock, mut cluster) = fresh_up(sh, &opts.up)?;
     let results = scenarios::run_all(sh, &mut cluster, &opts.only);
     let down_result = down_unless_kept(dir, opts.keep);
     let failed = print_results(&cluster, &results, start);
     down_result?;
     // Judged even when a scenario failed, so an unlisted gap is not hidden behind it.
-    let gaps = crate::expectations::gaps::check_cluster(&cluster, &results);
+    let gaps = gaps::check_cluster(&cluster, &results);
     failures_and_gaps(failed, dir, gaps)?;
     if results.iter().all(|r| r.skipped.is_some()) {
         return Err(Error::Usage(format!(

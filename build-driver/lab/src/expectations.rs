@@ -2,6 +2,5 @@
 
 pub use driver_common::expectations::*;
 
-pub mod gaps;
 pub mod make_check;
 pub mod proc_access;

@@ -11,3 +11,4 @@ pub mod cluster;
 pub mod expectations;
 #[cfg(test)]
 mod join_tests;
+pub mod profile_name;

@@ -25,11 +25,56 @@ mod port;
 mod sack;
 mod sleep;
 
-use crate::cli::DoctorArgs;
 use driver_common::error::{Error, Result};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
+
+// The command's arguments (clap), read by `slurm-mac` and `cargo xtask`.
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// The installed Slurm prefix of this node (sbin/slurmd, sbin/sackd, lib/slurm, etc).
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// The auth/slurm key to check (default <prefix>/etc/slurm.key; for a Homebrew keg or
+    /// its copy, <root>/etc/slurm/slurm.key).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// A copy of the controller's slurm.key: the key must hold the same bytes.
+    #[arg(long, value_name = "FILE")]
+    pub expect_key: Option<PathBuf>,
+    /// The SACK socket directory (default /var/run/slurm on macOS, /run/slurm on Linux).
+    #[arg(long, value_name = "DIR")]
+    pub sack_dir: Option<PathBuf>,
+    /// slurmd's port (SlurmdPort), which must be free.
+    #[arg(long, default_value_t = DEFAULT_SLURMD_PORT)]
+    pub slurmd_port: u16,
+    /// This node's name (default: the short host name), which must resolve.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The address the name must resolve to.
+    #[arg(long, value_name = "ADDR")]
+    pub node_addr: Option<String>,
+    /// The controller, HOST[:PORT] (default port 6817): reached over TCP, then asked its
+    /// release as `join` asks it (the version rule).
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub controller: Option<String>,
+    /// Seconds to wait for a name lookup, a TCP connection or the controller's answer.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub timeout: u64,
+    /// The cluster's slurm.conf (a copy of the controller's) whose plugin choices are
+    /// judged: what this Mac runs instead of cgroup and /proc plugins, and any plugin the
+    /// build lacks. Default: <prefix>/etc/slurm.conf, else the configless copies
+    /// (/var/run/slurm/conf, /var/spool/slurmd/conf-cache); cgroup.conf is read beside it.
+    #[arg(long, value_name = "FILE")]
+    pub conf: Option<PathBuf>,
+    /// Do not ask the controller's release (the probe starts this prefix's sackd once).
+    #[arg(long)]
+    pub no_ask: bool,
+    /// Print the report as JSON: an array of {check, status, detail, fix}.
+    #[arg(long)]
+    pub json: bool,
+}
 
 pub use controller::ControllerProblem;
 pub use files::FileProblem;
@@ -199,7 +244,11 @@ pub struct Params {
 pub fn examine(p: &Params) -> Vec<Finding> {
     let mut out = key::check(&p.key, p.expect_key.as_deref());
     let key_ok = !out.iter().any(Finding::failed);
-    out.extend(files::check(&p.prefix));
+    let files = files::check(&p.prefix);
+    // The probe runs this prefix's sackd and scontrol: never when the files root would run
+    // failed their check.
+    let files_ok = !files.iter().any(Finding::failed);
+    out.extend(files);
     out.push(sack::check(&p.sack_dir));
     out.push(port::check(&p.bind, p.slurmd_port));
     out.push(name::check(
@@ -209,7 +258,7 @@ pub fn examine(p: &Params) -> Vec<Finding> {
         p.timeout,
     ));
     out.push(sleep::check(p.timeout));
-    out.extend(controller::check(p, key_ok));
+    out.extend(controller::check(p, key_ok, files_ok));
     out.extend(plugins::check(&p.prefix, p.conf.as_deref()));
     let why = "needs the controller's side, which doctor does not log into";
     out.push(Finding::skip(

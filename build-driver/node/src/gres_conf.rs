@@ -22,8 +22,21 @@ use driver_common::error::{Error, Result};
 use driver_common::util::process::bounded::run_bounded;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
+
+// The command's arguments (clap), read by `slurm-mac` and `cargo xtask`.
+#[derive(Debug, clap::Args)]
+pub struct GresConfArgs {
+    /// The installed Slurm prefix whose sbin/slurmd is asked (a macOS build on a Mac; on
+    /// Linux a darwin-personality build).
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// Linux, darwin personality: the modelled Mac's hardware file (SLURM_SHIM_MAC_HARDWARE;
+    /// format in shim/src/emulate/mac_hardware.rs). Default: that variable, else the shim's
+    /// default Mac (no GPU).
+    #[arg(long, value_name = "FILE")]
+    pub hardware: Option<PathBuf>,
+}
 
 /// How long `slurmd -C` may take (hwloc's topology scan, the GPU probe).
 const SLURMD_C_TIMEOUT: Duration = Duration::from_secs(60);
@@ -316,11 +329,14 @@ fn hardware_env() -> Option<std::ffi::OsString> {
 /// fail every query and say only that it cannot use the file).
 #[cfg(target_os = "linux")]
 pub fn check_hardware_file(f: &Path) -> Result<()> {
-    let text = std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?;
+    // Trusted like a program (slurmd run as root reads it), and its content never quoted:
+    // root may read what the caller could not.
+    let text = driver_common::gate::file::read_trusted_text(f)?;
     slurm_shim::emulate::mac_hardware::parse(&text).map_err(|e| Error::File {
         path: f.to_path_buf(),
         problem: format!(
-            "not a hardware file ({e}); the format is in shim/src/emulate/mac_hardware.rs"
+            "not a hardware file (line {} is not valid); the format is in shim/src/emulate/mac_hardware.rs",
+            e.line
         ),
     })?;
     Ok(())
@@ -335,11 +351,12 @@ pub fn check_hardware_file(_: &Path) -> Result<()> {
 /// reads its report.
 pub fn report(prefix: &Path, source: &Source) -> Result<Report> {
     let slurmd = slurmd_of(prefix)?;
-    let mut cmd = Command::new(&slurmd);
+    crate::keg::trusted_install(prefix, &[])?;
+    let mut cmd = driver_common::gate::Program::checked(&slurmd)?.command();
     // -v first: -C prints and exits while the options are read.
     cmd.args(["-v", "-C"]);
     if let Source::Seam(Some(f)) = source {
-        cmd.env(HARDWARE_VAR, f);
+        driver_common::gate::env::allow(&mut cmd, HARDWARE_VAR, f);
     }
     let out = run_bounded(cmd, SLURMD_C_TIMEOUT)?;
     let (stdout, stderr) = (
@@ -361,7 +378,7 @@ pub fn report(prefix: &Path, source: &Source) -> Result<Report> {
 pub const HARDWARE_VAR: &str = "SLURM_SHIM_MAC_HARDWARE";
 
 /// `cargo xtask gres-conf`.
-pub fn run(args: crate::cli::GresConfArgs) -> Result<()> {
+pub fn run(args: GresConfArgs) -> Result<()> {
     let slurmd = slurmd_of(&args.prefix)?;
     let source = source_of(&args.prefix, args.hardware.as_deref())?;
     let r = report(&args.prefix, &source)?;

@@ -23,8 +23,8 @@
 pub(crate) mod config;
 pub mod manifest;
 pub(crate) mod normalise;
+pub(crate) mod stage;
 
-use crate::cli::{InstallArgs, UninstallArgs};
 use driver_common::error::{Error, Result};
 use driver_common::staging::Manifest as Staged;
 use manifest::Manifest;
@@ -163,8 +163,9 @@ pub(crate) fn install_as(_sh: &Shell, root: &Path, args: InstallArgs, owner: u32
         eprintln!("install: warning: {w}");
     }
     let t = target(&want, args.destdir.as_deref(), staged.sysconfdir.as_deref())?;
-    driver_common::util::trust::trusted(&t.dir, owner)?;
-    driver_common::util::trust::trusted(&t.etc, owner)?;
+    let owners = driver_common::gate::Owners { user: owner };
+    driver_common::gate::chain::trusted(&t.dir, owners)?;
+    driver_common::gate::chain::trusted(&t.etc, owners)?;
     check_prefix(&t.dir, owner)?;
     let changed = install_tree(&from, &t, owner)?;
     println!(
@@ -176,7 +177,7 @@ pub(crate) fn install_as(_sh: &Shell, root: &Path, args: InstallArgs, owner: u32
             "unchanged (already this build)"
         }
     );
-    for line in config::install_config(&from, &t.etc, key.as_deref(), owner)? {
+    for line in config::install_config(&t.dir, &t.etc, key.as_deref(), owner)? {
         println!("install: {line}");
     }
     Ok(())
@@ -189,10 +190,14 @@ fn install_tree(from: &Path, t: &Target, owner: u32) -> Result<bool> {
         .dir
         .parent()
         .ok_or_else(|| Error::file(&t.dir, "has no parent directory"))?;
-    fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    driver_common::gate::dir::make_dirs(
+        parent,
+        0o755,
+        driver_common::gate::Owners { user: owner },
+    )?;
     let staging = driver_common::util::fs::Staging::new(parent, "install")?;
     let tree = staging.dir.join("tree");
-    driver_common::util::fs::copy_tree(from, &tree)?;
+    stage::copy(from, &tree, &mut stage::Same)?;
     normalise::tree(&tree, &t.prefix, owner)?;
     place(&staging, &tree, t)
 }
@@ -265,3 +270,33 @@ mod attacks;
 mod tests;
 #[cfg(test)]
 use tests::me;
+
+// The command's arguments (clap), read by `slurm-mac` and `cargo xtask`.
+#[derive(Debug, clap::Args)]
+pub struct InstallArgs {
+    /// The prefix the build was configured for (build-slurm --prefix).
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// Install below this root instead of / (a package root, a test).
+    #[arg(long, value_name = "DIR")]
+    pub destdir: Option<PathBuf>,
+    /// The staged build to install: `build-slurm --prefix P --destdir D` stages it in D/P
+    /// (its staging manifest must say it was configured for --prefix). Default:
+    /// target/stage/P, where `build-slurm --prefix P --destdir target/stage` puts it.
+    #[arg(long, value_name = "DIR")]
+    pub from: Option<PathBuf>,
+    /// The cluster's slurm.key (it must be the controller's), copied to <sysconfdir>/slurm.key
+    /// with mode 0600, owned by root.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct UninstallArgs {
+    /// The prefix `install` installed into.
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// The root `install` was given.
+    #[arg(long, value_name = "DIR")]
+    pub destdir: Option<PathBuf>,
+}

@@ -32,12 +32,57 @@ mod lines;
 pub mod plan;
 pub mod write;
 
-use crate::cli::JoinArgs;
 use ask::{Controller, Problem, Source};
 use driver_common::error::{Error, Result};
 use lines::{Verdict, Version};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+// The command's arguments (clap), read by `slurm-mac` and `cargo xtask`.
+#[derive(Debug, clap::Args)]
+pub struct JoinArgs {
+    /// The installed Slurm prefix of this node (sbin/slurmd, sbin/sackd, bin/scontrol).
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// The controller, HOST[:PORT] (SlurmctldPort, default 6817): configless, slurmd fetches
+    /// its configuration from there (the controller needs SlurmctldParameters=enable_configless).
+    #[arg(long, value_name = "HOST[:PORT]", required_unless_present = "conf")]
+    pub controller: Option<String>,
+    /// A local slurm.conf (a copy of the controller's) instead of configless.
+    #[arg(long, value_name = "FILE", conflicts_with = "controller")]
+    pub conf: Option<PathBuf>,
+    /// The cluster's auth/slurm key (a copy of the controller's slurm.key; default
+    /// <etc>/slurm.key).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// A dynamic node (slurmd -Z) with these features, comma-separated (the default shape;
+    /// default features: the OS and architecture, e.g. macos,aarch64).
+    #[arg(long, value_name = "FEATURES", conflicts_with = "node_addr")]
+    pub dynamic: Option<String>,
+    /// A fixed node at this address: prints the NodeName= line the controller needs.
+    #[arg(long, value_name = "ADDR")]
+    pub node_addr: Option<String>,
+    /// The node's name (slurmd -N; default: the short host name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Where this build reads slurm.conf and slurm.key (default: <prefix>/etc; for a
+    /// Homebrew keg or its copy, <root>/etc/slurm).
+    #[arg(long, value_name = "DIR")]
+    pub etc: Option<PathBuf>,
+    /// Seconds to wait for the controller's answer (1 to 3600).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub timeout: u64,
+    /// Install the key (and --conf) and start slurmd, instead of printing the plan only.
+    #[arg(long)]
+    pub apply: bool,
+    /// A submit-only node: the key and sackd (configless, from --controller; a LaunchDaemon
+    /// with --apply), no slurmd; prints the environment the client commands need.
+    #[arg(long, requires = "controller", conflicts_with_all = ["conf", "dynamic", "node_addr", "name"])]
+    pub client: bool,
+    /// With --client: where sackd's LaunchDaemon writes its output (default /var/log/slurm).
+    #[arg(long, value_name = "DIR", requires = "client")]
+    pub log_dir: Option<PathBuf>,
+}
 
 /// What the checks found: both versions and the rule's verdict (accepted).
 #[derive(Debug, Clone)]
@@ -95,8 +140,10 @@ fn advice(p: &Problem, where_: &str, node: &Version, key: &Path) -> (String, Str
 }
 
 /// Steps 1 to 3: both versions and the rule. Errors name the fix.
+/// Before any program of the prefix runs, the gate: the whole install trusted
+/// ([`crate::keg::trusted_install`]), and a `--conf` file trusted like a program.
 pub fn check(prefix: &Path, source: &Source, key: &Path, timeout: Duration) -> Result<Checked> {
-    let node = ask::local_version(prefix)?;
+    crate::keg::trusted_install(prefix, &[])?;
     require_key(key)?;
     let where_ = match source {
         Source::Configless(c) => c.conf_server(),
@@ -107,9 +154,13 @@ pub fn check(prefix: &Path, source: &Source, key: &Path, timeout: Duration) -> R
                     "no such slurm.conf: pass the controller's slurm.conf (a copy) with --conf, or leave --conf out for configless",
                 ));
             }
+            driver_common::gate::file::read_trusted(f).map_err(|e| {
+                e.context("--conf: root installs and reads this file: give a copy root owns (sudo install -o root -m 644 FILE /etc/slurm-join.conf)")
+            })?;
             format!("the controller named in {}", f.display())
         }
     };
+    let node = ask::local_version(prefix)?;
     let answer = ask::ask(&ask::Ask {
         prefix,
         source,
@@ -290,7 +341,7 @@ fn default_features() -> String {
 
 /// `slurmd -C`: the node's hardware line for the controller.
 fn slurmd_c(prefix: &Path) -> Result<String> {
-    let mut c = std::process::Command::new(prefix.join("sbin/slurmd"));
+    let mut c = driver_common::gate::Program::checked(&prefix.join("sbin/slurmd"))?.command();
     c.arg("-C");
     driver_common::util::process::bounded::read_bounded(c, Duration::from_secs(60))
 }

@@ -22,15 +22,32 @@
 //! The one `sudo` that runs the keg's own slurm-mac to make the copy is the admin's act, as
 //! `sudo brew` is; what launchd runs afterwards, at every boot, is the copy.
 
-mod read;
 pub mod relocate;
 
-use crate::cli::CopyKegArgs;
 use crate::install::{self, Target};
 use driver_common::error::{Error, Result};
+use driver_common::gate::{self, Owners};
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+
+// The command's arguments (clap), read by `slurm-mac` and `cargo xtask`.
+#[derive(Debug, clap::Args)]
+pub struct CopyKegArgs {
+    /// The Homebrew keg to copy: the formula's directory, `$(brew --prefix slurm-wlm)`.
+    #[arg(long, value_name = "DIR")]
+    pub keg: PathBuf,
+    /// The copy's root, owned by root, with as many bytes as the Homebrew prefix (default:
+    /// /opt/slurmmac for /opt/homebrew, /opt/slurm for /usr/local).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// The cluster's slurm.key (the controller's), copied to <root>/etc/slurm/slurm.key with
+    /// mode 0600, owned by root.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Print the copy's root and change nothing (no root needed).
+    #[arg(long)]
+    pub print_root: bool,
+}
 
 /// The copy's root for a Homebrew prefix: `/opt/slurm` and as much of `mac` as gives the same
 /// length (`/opt/homebrew`: `/opt/slurmmac`; `/usr/local`: `/opt/slurm`); `None` for a prefix
@@ -98,24 +115,85 @@ pub fn sysconfdir(prefix: &Path) -> PathBuf {
     }
 }
 
-/// [`driver_common::util::trust::trusted`] for a program root runs (`<prefix>/sbin/<daemon>`):
-/// when the prefix is a Homebrew keg, the fix named is its root-owned copy, not a `chown`
-/// of the keg (which its user could still rename, and which breaks `brew upgrade`).
-pub fn trusted_program(program: &Path, owner: u32) -> Result<()> {
-    let prefix = program.parent().and_then(Path::parent).unwrap_or(program);
-    match driver_common::util::trust::trusted(program, owner) {
-        Err(Error::Untrusted { path, why, .. }) if Keg::at(prefix).is_ok() => {
-            Err(Error::Untrusted {
-                path,
-                why,
-                fix: format!(
-                    "this is a Homebrew keg: make its root-owned copy and use that prefix: \
-                     sudo {p}/bin/slurm-mac copy-keg --keg {p} (docs/JOIN.md)",
-                    p = prefix.display()
-                ),
-            })
+/// Slurm's compiled-in `SlurmdSpoolDir` (`/var/spool/slurmd`), used by a prefix that is not
+/// a keg or its copy.
+pub const DEFAULT_SPOOL: &str = "/var/spool/slurmd";
+
+/// The directories a prefix's daemons write: for a keg or its copy `<root>/var/{spool/slurmd,
+/// log/slurm,run}`, else [`DEFAULT_SPOOL`].
+pub fn daemon_dirs(prefix: &Path) -> Vec<PathBuf> {
+    match Keg::at(prefix) {
+        Ok(k) => {
+            let r = Path::new(&k.prefix);
+            vec![
+                r.join("var/spool/slurmd"),
+                r.join("var/log/slurm"),
+                r.join("var/run"),
+            ]
         }
-        other => other,
+        Err(_) => vec![PathBuf::from(DEFAULT_SPOOL)],
+    }
+}
+
+/// What a daemon of `prefix` uses, for the gate: `sbin`, `bin`, `libexec`, `lib` (every
+/// library and plugin) and the sysconfdir to the last file; the prefix, the daemon
+/// directories and `extra` (a log directory) by their chain.
+pub fn install_of(prefix: &Path, extra: &[PathBuf]) -> gate::keg::Install {
+    let mut trees: Vec<PathBuf> = ["sbin", "bin", "libexec", "lib"]
+        .iter()
+        .map(|d| prefix.join(d))
+        .collect();
+    trees.push(sysconfdir(prefix));
+    let mut dirs = vec![prefix.to_path_buf()];
+    dirs.extend(daemon_dirs(prefix));
+    dirs.extend(extra.iter().cloned());
+    gate::keg::Install { trees, dirs }
+}
+
+/// Errors unless root may run `prefix`'s daemons ([`install_of`]), before any of its programs
+/// runs. For a Homebrew keg (its user's) the fix named is its root-owned copy, not a `chown`
+/// of the keg (which its user could still rename, and which breaks `brew upgrade`); for
+/// another prefix the user owns, `install` into a root-owned prefix.
+pub fn trusted_install(prefix: &Path, extra: &[PathBuf]) -> Result<()> {
+    if !prefix.join("sbin").is_dir() && !prefix.join("bin").is_dir() {
+        return Err(Error::NotASlurmPrefix {
+            path: prefix.to_path_buf(),
+            detail: "no sbin/ or bin/ (Homebrew: pass the keg's root-owned copy, \
+                     /opt/slurmmac/opt/slurm-wlm)"
+                .into(),
+        });
+    }
+    let first = gate::keg::examine(&install_of(prefix, extra), Owners::caller())
+        .into_iter()
+        .next();
+    match first {
+        None => Ok(()),
+        Some(Error::Untrusted { path, why, .. }) => Err(Error::Untrusted {
+            path,
+            why,
+            fix: user_prefix_fix(prefix),
+        }),
+        Some(other) => Err(other),
+    }
+}
+
+/// The fix for a prefix another user can change: its root-owned copy (a keg), or an install
+/// into a root-owned prefix.
+pub fn user_prefix_fix(prefix: &Path) -> String {
+    if Keg::at(prefix).is_ok() {
+        format!(
+            "this is a Homebrew keg: make its root-owned copy and use that prefix: \
+             sudo {p}/bin/slurm-mac copy-keg --keg {p} (docs/JOIN.md)",
+            p = prefix.display()
+        )
+    } else {
+        format!(
+            "root runs only what root alone can change: install the build into a root-owned \
+             prefix (`sudo slurm-mac install --from <staged build> --prefix /opt/slurm`) and \
+             use that, or make {} and everything in it root's and not group/world-writable \
+             (docs/JOIN.md, \"What root trusts\")",
+            prefix.display()
+        )
     }
 }
 
@@ -196,7 +274,7 @@ pub(crate) fn copy_as(keg: &Keg, root: &str, key: Option<&Path>, owner: u32) -> 
     // The root and every directory the copy writes into, where they exist already (a root
     // made by hand may hold a `Cellar` or `etc` another user owns).
     for d in dirs(r, &keg_dir) {
-        driver_common::util::trust::trusted(&d, owner)?;
+        gate::chain::trusted(&d, Owners { user: owner })?;
     }
     let t = Target {
         prefix: keg_dir.clone(),
@@ -218,7 +296,6 @@ pub(crate) fn copy_as(keg: &Keg, root: &str, key: Option<&Path>, owner: u32) -> 
     make_dirs(r, parent, owner)?;
     let staging = driver_common::util::fs::Staging::new(parent, "copy-keg")?;
     let tree = staging.dir.join("tree");
-    fs::create_dir(&tree).map_err(|e| Error::io(&tree, e))?;
     let (rewritten, signed) = stage(keg, root, &tree)?;
     install::normalise::tree(&tree, &t.prefix, owner)?;
     let changed = install::place(&staging, &tree, &t)?;
@@ -256,44 +333,46 @@ pub(crate) fn copy_as(keg: &Keg, root: &str, key: Option<&Path>, owner: u32) -> 
     Ok(())
 }
 
+/// The keg's files with its Homebrew prefix rewritten to the copy's root, counted.
+struct Relocate<'a> {
+    keg: &'a Keg,
+    root: &'a str,
+    rewritten: usize,
+    signed: usize,
+}
+
+impl install::stage::Rewrite for Relocate<'_> {
+    fn file(&mut self, rel: &Path, data: Vec<u8>) -> Result<Vec<u8>> {
+        let is_macho = relocate::is_macho(&data);
+        let (data, changed) =
+            relocate::file(&self.keg.dir.join(rel), data, &self.keg.prefix, self.root)?;
+        self.rewritten += usize::from(changed);
+        self.signed += usize::from(changed && is_macho);
+        Ok(data)
+    }
+
+    fn link(&mut self, target: PathBuf) -> PathBuf {
+        let bytes = std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str());
+        match relocate::rewrite(bytes, self.keg.prefix.as_bytes(), self.root.as_bytes()) {
+            Some(b) => {
+                PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(b))
+            }
+            None => target,
+        }
+    }
+}
+
 /// Reads the keg into `tree`, its prefix rewritten to `root`; returns how many files changed
 /// and how many of them were Mach-O files signed again.
 fn stage(keg: &Keg, root: &str, tree: &Path) -> Result<(usize, usize)> {
-    let mut signed = 0usize;
-    let mut rewritten = 0usize;
-    read::keg(&keg.dir, &mut |rel, entry| {
-        let dst = tree.join(&rel);
-        match entry {
-            read::Entry::Dir { mode } => {
-                fs::create_dir(&dst).map_err(|e| Error::io(&dst, e))?;
-                set_mode(&dst, mode)
-            }
-            read::Entry::File { mode, data } => {
-                let is_macho = relocate::is_macho(&data);
-                let (data, changed) = relocate::file(&keg.dir.join(&rel), data, &keg.prefix, root)?;
-                rewritten += usize::from(changed);
-                signed += usize::from(changed && is_macho);
-                fs::write(&dst, data).map_err(|e| Error::io(&dst, e))?;
-                set_mode(&dst, mode)
-            }
-            read::Entry::Link { target } => {
-                let bytes = std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str());
-                let target = match relocate::rewrite(bytes, keg.prefix.as_bytes(), root.as_bytes())
-                {
-                    Some(b) => PathBuf::from(
-                        <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(b),
-                    ),
-                    None => target,
-                };
-                std::os::unix::fs::symlink(&target, &dst).map_err(|e| Error::io(&dst, e))
-            }
-        }
-    })?;
-    Ok((rewritten, signed))
-}
-
-fn set_mode(p: &Path, mode: u32) -> Result<()> {
-    fs::set_permissions(p, fs::Permissions::from_mode(mode)).map_err(|e| Error::io(p, e))
+    let mut rw = Relocate {
+        keg,
+        root,
+        rewritten: 0,
+        signed: 0,
+    };
+    install::stage::copy(&keg.dir, tree, &mut rw)?;
+    Ok((rw.rewritten, rw.signed))
 }
 
 /// The directories of the copy: the keg's, `root/opt`, `root/etc/slurm` and
@@ -310,21 +389,10 @@ fn dirs(root: &Path, keg_dir: &Path) -> [PathBuf; 6] {
 }
 
 /// [`dirs`], with the keg's parent in place of the keg's own (the copy is renamed there),
-/// made with mode 0755 and owned by `owner` where missing.
+/// made with mode 0755 where missing, each after the directory above it was judged.
 fn make_dirs(root: &Path, keg_parent: &Path, owner: u32) -> Result<()> {
-    let gid = install::normalise::group_of(owner);
     for d in dirs(root, keg_parent) {
-        let mut made = Vec::new();
-        let mut p = d.as_path();
-        while fs::symlink_metadata(p).is_err() {
-            made.push(p.to_path_buf());
-            p = p.parent().unwrap_or(Path::new("/"));
-        }
-        for m in made.iter().rev() {
-            fs::create_dir(m).map_err(|e| Error::io(m, e))?;
-            set_mode(m, 0o755)?;
-            std::os::unix::fs::chown(m, Some(owner), Some(gid)).map_err(|e| Error::io(m, e))?;
-        }
+        gate::dir::make_dirs(&d, 0o755, Owners { user: owner })?;
     }
     Ok(())
 }

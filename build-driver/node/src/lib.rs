@@ -7,6 +7,7 @@
 #![cfg_attr(test, allow(non_snake_case))]
 
 pub mod cli;
+pub mod controller;
 pub mod doctor;
 pub mod gres_conf;
 pub mod install;

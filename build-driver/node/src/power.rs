@@ -17,6 +17,7 @@
 //! own parser; a plain comma list is split here ([`hosts`]).
 
 pub mod hosts;
+pub mod mac;
 pub mod map;
 pub mod suspend;
 pub mod wol;
@@ -24,10 +25,29 @@ pub mod wol;
 #[cfg(test)]
 mod tests;
 
-use crate::cli::PowerArgs;
 use map::{Map, Node};
 use std::path::PathBuf;
 use std::time::Duration;
+
+// The command's arguments (clap), read by `slurm-mac` and `cargo xtask`.
+#[derive(Debug, clap::Args)]
+pub struct PowerArgs {
+    /// What slurmctld asks: `resume` (as ResumeProgram) or `suspend` (as SuspendProgram).
+    #[arg(value_enum)]
+    pub action: Action,
+    /// The nodes, as slurmctld passes them: a hostlist expression (`mac[1-3],mini`).
+    pub hostlist: String,
+    /// The map of nodes: each node's MAC address and suspend command, the broadcast address
+    /// (TOML; the format is in docs/JOIN.md, power saving).
+    #[arg(long, value_name = "FILE")]
+    pub map: PathBuf,
+    /// The scontrol that expands a hostlist with brackets (`scontrol show hostnames`).
+    #[arg(long, value_name = "PATH", default_value = "scontrol")]
+    pub scontrol: PathBuf,
+    /// Seconds each suspend command (and scontrol) may take before it is killed.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub timeout: u64,
+}
 
 /// What slurmctld asks of the nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -99,6 +119,10 @@ pub enum PowerError {
         scontrol: PathBuf,
         detail: String,
     },
+    /// The gate refused a program or a file (a map, scontrol, a suspend command, SLURM_CONF)
+    /// another user could change: its message names the path, owner, mode and fix.
+    #[error("power: {0}")]
+    Gate(#[source] Box<driver_common::error::Error>),
     #[error("power: cannot send the magic packet for node {node} to {to}: {source}")]
     Send {
         node: String,
@@ -112,6 +136,12 @@ pub enum PowerError {
         command: String,
         detail: String,
     },
+}
+
+impl From<driver_common::error::Error> for PowerError {
+    fn from(e: driver_common::error::Error) -> Self {
+        PowerError::Gate(Box::new(e))
+    }
 }
 
 impl From<PowerError> for driver_common::error::Error {

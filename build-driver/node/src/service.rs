@@ -6,19 +6,65 @@
 //! `launchctl bootstrap system`; a label already loaded is booted out first and waited for
 //! ([`launchctl`]: the bootout race). `uninstall` boots it out, waits until launchd no longer
 //! has the label, and removes the file. `status` prints what `launchctl print` says. The
-//! Before anything changes, `install` refuses relative paths, a bad `--conf-server` and a
-//! daemon another user can change (util::trust); a new job that does not load gets the old
+//! Before anything changes, `install` refuses relative paths, a bad `--conf-server` and an
+//! install another user can change (keg::trusted_install: sbin, lib with its plugins, etc,
+//! the spool and log directories; driver_common::gate); launchctl itself (the system's, or
+//! `--launchctl`) is trusted like any program root starts. A new job that does not load gets the old
 //! plist and job back. The three need macOS's launchctl; `--launchctl` names a stand-in (the tests use a fake one).
 
 pub mod launchctl;
 pub mod plist;
 
-use crate::cli::{ServiceAction, ServiceArgs, ServiceOptions};
 use driver_common::error::{Error, Result};
 use launchctl::Launchctl;
 use plist::Service;
 use std::path::{Path, PathBuf};
 use xshell::Shell;
+
+// The command's arguments (clap), read by `slurm-mac` and `cargo xtask`.
+#[derive(Debug, clap::Args)]
+pub struct ServiceArgs {
+    #[command(subcommand)]
+    pub action: ServiceAction,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ServiceAction {
+    /// Write the plist to /Library/LaunchDaemons and load it (launchctl bootstrap system).
+    Install(ServiceOptions),
+    /// Unload it (launchctl bootout, waiting until the label is gone) and remove the plist.
+    Uninstall(ServiceOptions),
+    /// What launchd says about the label.
+    Status(ServiceOptions),
+    /// Print the plist (any OS).
+    Print(ServiceOptions),
+}
+
+#[derive(Debug, clap::Args, Clone)]
+pub struct ServiceOptions {
+    /// Which daemon.
+    #[arg(long, value_enum, default_value = "slurmd")]
+    pub daemon: crate::launchd::Daemon,
+    /// The prefix holding sbin/slurmd (root's: the default is the root-owned copy
+    /// `slurm-mac copy-keg` makes of the Homebrew keg on Apple Silicon).
+    #[arg(long, default_value = "/opt/slurmmac/opt/slurm-wlm")]
+    pub prefix: PathBuf,
+    /// Where the daemon's stdout and stderr go.
+    #[arg(long, default_value = "/opt/slurmmac/var/log/slurm")]
+    pub log_dir: PathBuf,
+    /// Configless: slurmd --conf-server HOST[:PORT] (the controller).
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub conf_server: Option<String>,
+    /// Run the daemon under `caffeinate -s`: no system sleep while it runs (AC power only).
+    #[arg(long)]
+    pub caffeinate: bool,
+    /// The directory of system daemon plists.
+    #[arg(long, default_value = crate::launchd::LAUNCH_DAEMONS)]
+    pub launchd_dir: PathBuf,
+    /// The launchctl program (default /bin/launchctl).
+    #[arg(long)]
+    pub launchctl: Option<PathBuf>,
+}
 
 /// macOS's launchctl.
 pub const LAUNCHCTL: &str = "/bin/launchctl";
@@ -41,7 +87,7 @@ pub fn normalised(o: &ServiceOptions) -> Result<Service> {
     svc.conf_server = o
         .conf_server
         .as_deref()
-        .map(|c| crate::join::ask::Controller::parse(c).map(|c| c.conf_server()))
+        .map(|c| crate::controller::Controller::parse(c).map(|c| c.conf_server()))
         .transpose()?;
     Ok(svc)
 }
@@ -58,7 +104,9 @@ pub(crate) fn launchctl_of(o: &ServiceOptions) -> Result<Launchctl> {
             program.display()
         )));
     }
-    Ok(Launchctl { program })
+    Ok(Launchctl {
+        program: driver_common::gate::Program::checked(&program)?,
+    })
 }
 
 fn plist_path(o: &ServiceOptions) -> PathBuf {
@@ -106,7 +154,7 @@ pub(crate) fn check_options(o: &ServiceOptions, program: &Path) -> Result<()> {
         }
     }
     if let Some(c) = &o.conf_server {
-        crate::join::ask::Controller::parse(c)
+        crate::controller::Controller::parse(c)
             .map_err(|e| e.context(format!("--conf-server `{}`", c.escape_debug())))?;
     }
     if !driver_common::util::process::is_executable(program) {
@@ -117,11 +165,10 @@ pub(crate) fn check_options(o: &ServiceOptions, program: &Path) -> Result<()> {
              /opt/slurmmac/opt/slurm-wlm)",
         ));
     }
-    // launchd runs it as root: no one else may be able to replace it (util::trust).
-    let me = nix::unistd::geteuid().as_raw();
-    crate::keg::trusted_program(program, me)?;
-    driver_common::util::trust::trusted(&o.log_dir, me)?;
-    driver_common::util::trust::trusted(&o.launchd_dir, me)
+    // launchd runs it as root: no one else may be able to change it, what it loads, reads
+    // or writes (driver_common::gate).
+    crate::keg::trusted_install(&o.prefix, std::slice::from_ref(&o.log_dir))?;
+    driver_common::gate::chain::trusted(&o.launchd_dir, driver_common::gate::Owners::caller())
 }
 
 /// Writes the plist and (re)loads it. When the new job does not load, the old plist is put
@@ -134,7 +181,7 @@ pub fn install(sh: &Shell, o: &ServiceOptions) -> Result<()> {
     let xml = svc
         .xml()
         .map_err(|e| Error::parse("the LaunchDaemon plist", e))?;
-    std::fs::create_dir_all(&o.log_dir).map_err(|e| Error::io(&o.log_dir, e))?;
+    driver_common::gate::dir::make_dirs(&o.log_dir, 0o755, driver_common::gate::Owners::caller())?;
     let label = o.daemon.label();
     let path = plist_path(o);
     let old = driver_common::util::fs::read_optional(&path)?;

@@ -9,8 +9,8 @@ use super::*;
 const ROOT_URL: &str = "https://example.org/bottles";
 const TAP: &str = "example/slurm";
 
-fn args(out: &Path) -> crate::cli::TapArgs {
-    crate::cli::TapArgs {
+fn args(out: &Path) -> crate::bottle::tap::TapArgs {
+    crate::bottle::tap::TapArgs {
         tap: TAP.into(),
         root_url: ROOT_URL.into(),
         bottles: None,

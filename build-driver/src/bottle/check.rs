@@ -52,7 +52,7 @@ pub const NAMED: &[&str] = &[
 ];
 
 pub fn check(root: &Path, layout: &Layout, keg: &Path) -> Result<Report> {
-    let needles = scan::needles(&crate::build_slurm::link::host_dirs(root));
+    let needles = scan::needles(&driver_common::staging::host_dirs(root));
     let k = layout.keg();
     let mut report = Report::default();
     let mut problems = Vec::new();

@@ -3,7 +3,7 @@
 //! pouring a bottle does not run `install`), the caveats, `service do` and `test do`.
 
 use super::Layout;
-use super::formula::Spec;
+use super::formula_spec::Spec;
 use slurm_mac::service::plist::Daemon;
 
 /// The service label of a formula: `org.slurm-on-mac.slurmd`, and for a versioned formula

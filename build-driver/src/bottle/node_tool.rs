@@ -16,9 +16,10 @@
 //! the node tool goes through the same install-name fix, signature and checks as Slurm's own
 //! programs ([`super::check`] also wants it to be an executable of the bottle's CPU).
 
-use crate::build_slurm::link::{cargo_target_dir, shipped_rustflags};
+use crate::build_slurm::link::shipped_rustflags;
 use crate::cross::{self, rust_linker, zig};
 use driver_common::error::{Error, Result};
+use driver_common::staging::cargo_target_dir;
 use driver_common::targets::{self, Target};
 use driver_common::util::process::run_checked;
 use std::path::{Path, PathBuf};
@@ -142,7 +143,7 @@ mod tests {
             dylibs,
             ["/usr/lib/libSystem.B.dylib", "/usr/lib/libiconv.2.dylib"]
         );
-        let needles = scan::needles(&crate::build_slurm::link::host_dirs(&root));
+        let needles = scan::needles(&driver_common::staging::host_dirs(&root));
         assert_eq!(scan::hits(&data, &needles), Vec::<String>::new());
         codesign::sign(&mut data, "slurm-mac").unwrap();
         codesign::verify(&data).unwrap();

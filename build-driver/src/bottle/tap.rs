@@ -16,13 +16,40 @@
 //! * `README.md`: `brew tap ORG/REPO URL && brew install ORG/REPO/slurm-wlm`.
 
 use super::formula::{DepResource, Source, Spec};
+pub use super::tap_files::Bottled;
 use super::{FORMULA, Layout, PROJECT_GIT, formula, source_of};
-use crate::cli::TapArgs;
+use clap::Args;
 use driver_common::error::{Error, Result};
 use driver_common::util::fs::write_atomic;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use xshell::Shell;
+
+#[derive(Debug, Args)]
+pub struct TapArgs {
+    /// The tap (`ORG/REPO`): `brew install ORG/REPO/slurm-wlm`.
+    #[arg(long, value_name = "ORG/REPO")]
+    pub tap: String,
+    /// Where the bottles are served (`bottle do root_url`; file names
+    /// `<name>-<version>.<tag>.bottle.tar.gz`).
+    #[arg(long, value_name = "URL")]
+    pub root_url: String,
+    /// Where `cargo xtask bottle` wrote the bottles and their .bottle.json (default:
+    /// target/bottle/).
+    #[arg(long, value_name = "DIR")]
+    pub bottles: Option<PathBuf>,
+    /// The tap directory (default: target/tap/).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// A Debian mirror's base URL: the third-party resources' URLs (pool/ paths), unless
+    /// slurm-src/deps.toml gives `urls`.
+    #[arg(long, value_name = "URL")]
+    pub debian_mirror: Option<String>,
+    /// Make the tap directory a git repository with one commit (for `brew tap ORG/REPO
+    /// file://DIR`).
+    #[arg(long)]
+    pub git: bool,
+}
 
 /// This project's source as the formula's `slurm-on-mac` resource.
 #[derive(Clone, Debug)]
@@ -127,19 +154,6 @@ pub fn dep_resources(root: &Path, mirror: Option<&str>) -> Result<Vec<DepResourc
     Ok(out)
 }
 
-/// What a `.bottle.json` says about one bottle.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Bottled {
-    pub version: String,
-    pub root_url: Option<String>,
-    pub tap: Option<String>,
-    pub tag: String,
-    pub sha256: String,
-    /// The name under `root_url` and the local file's name.
-    pub filename: String,
-    pub local_filename: String,
-}
-
 /// Reads one `.bottle.json` (`brew bottle --json`'s shape: one formula, one tag).
 pub fn read_bottle_json(path: &Path) -> Result<Vec<Bottled>> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
@@ -224,7 +238,7 @@ fn tag_rank(tag: &str) -> u8 {
 pub fn run(sh: &Shell, root: &Path, args: TapArgs) -> Result<PathBuf> {
     check_tap_name(&args.tap)?;
     let target =
-        crate::build_slurm::link::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok());
+        driver_common::staging::cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok());
     let bottles_dir = args
         .bottles
         .clone()

@@ -1,11 +1,23 @@
 //! The tap's other pieces: which release lines get a versioned formula, the README, and the
 //! optional git commit (`brew tap ORG/REPO URL` clones a git repository).
 
-use super::tap::Bottled;
 use driver_common::error::Result;
 use driver_common::pins::{Pin, Pins, release_numbers};
 use std::path::Path;
 use xshell::Shell;
+
+/// What a `.bottle.json` says about one bottle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bottled {
+    pub version: String,
+    pub root_url: Option<String>,
+    pub tap: Option<String>,
+    pub tag: String,
+    pub sha256: String,
+    /// The name under `root_url` and the local file's name.
+    pub filename: String,
+    pub local_filename: String,
+}
 
 /// The newest pinned release of every line but `main_line` that a formula can name (a
 /// release tarball or a release tag: no snapshot). Homebrew's docs/Versions.md: a versioned

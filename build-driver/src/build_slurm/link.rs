@@ -42,14 +42,7 @@ pub struct ShimLib {
     pub native_libs: Vec<String>,
 }
 
-pub use driver_common::staging::cargo_target_dir;
-
-/// The build machine's directories for this project ([`driver_common::util::host_paths`]), with
-/// this run's cargo target directory.
-pub fn host_dirs(root: &Path) -> Vec<driver_common::util::host_paths::PathMap> {
-    let target = cargo_target_dir(root, std::env::var("CARGO_TARGET_DIR").ok());
-    driver_common::util::host_paths::build_machine_dirs(root, &target)
-}
+pub use driver_common::staging::{cargo_target_dir, host_dirs};
 
 /// `RUSTFLAGS` for Rust code that ships in a bottle (the shim, the node tool): the user's
 /// `RUSTFLAGS`, then this machine's directories remapped, so no panic location names them.

@@ -7,7 +7,7 @@
 
 use super::configure::{self, Compiler, ConfigureSpec};
 use super::link;
-use crate::cli::BuildArgs;
+use crate::build_slurm::BuildArgs;
 use crate::cross::{self, zig::ZigToolchain};
 use crate::fetch::{self, SourceTree};
 use crate::patches;

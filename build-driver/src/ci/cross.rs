@@ -2,9 +2,10 @@
 //! the line has tls/s2n) and its bottle.
 
 use super::Builds;
-use super::report::Report;
+use crate::build_slurm::BuildArgs;
 use crate::build_slurm::BuildOutput;
-use crate::cli::{BuildArgs, DepsArgs};
+use crate::deps::DepsArgs;
+use crate::report::Report;
 use driver_common::personality::Personality;
 
 /// Lane 4: the target's json-c, libjwt and hwloc (and s2n-tls where the line's builds have
@@ -56,7 +57,7 @@ pub(super) fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<Bui
                     crate::s2n::run(
                         sh,
                         root,
-                        crate::cli::S2nArgs {
+                        crate::s2n::S2nArgs {
                             jobs: None,
                             target: Some("aarch64-apple-darwin".to_string()),
                         },
@@ -100,7 +101,7 @@ pub(super) fn cross_lane(builds: &Builds<'_>, report: &mut Report) -> Option<Bui
                 &macho,
                 |b| {
                     let node_tool = crate::bottle::node_tool::build(sh, root, layout.target)?;
-                    let out = crate::build_slurm::link::cargo_target_dir(
+                    let out = driver_common::staging::cargo_target_dir(
                         root,
                         std::env::var("CARGO_TARGET_DIR").ok(),
                     )

@@ -1,9 +1,9 @@
 //! The TLS part of `lines verify` (25.05 and later): s2n-tls for this machine, and the
 //! reason recorded when a run has no TLS step.
 
-use super::Scope;
-use super::report::Report;
-use crate::cli::CiArgs;
+use crate::ci::CiArgs;
+use crate::lines::row::Scope;
+use crate::report::Report;
 use std::path::Path;
 use xshell::Shell;
 
@@ -50,7 +50,7 @@ pub(super) fn tls_lane(
             crate::s2n::run(
                 sh,
                 root,
-                crate::cli::S2nArgs {
+                crate::s2n::S2nArgs {
                     jobs: None,
                     target: None,
                 },

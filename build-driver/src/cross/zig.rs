@@ -217,9 +217,8 @@ pub fn write_wrappers(
         ranlib: dir.join("ranlib"),
         sdk: sdk.clone(),
     };
-    let after = driver_common::util::host_paths::cc_reproducible(
-        &crate::build_slurm::link::host_dirs(root),
-    );
+    let after =
+        driver_common::util::host_paths::cc_reproducible(&driver_common::staging::host_dirs(root));
     write_script(
         &tc.cc,
         &cc_wrapper(zig, version, target, &sdk, ccache, &after)?,

@@ -117,7 +117,7 @@ impl CrossTools {
             dir.join("zig-ranlib"),
         );
         let after = driver_common::util::host_paths::cc_reproducible(
-            &crate::build_slurm::link::host_dirs(&crate::project_root()),
+            &driver_common::staging::host_dirs(&crate::project_root()),
         );
         write_script(&cc, &zig_cc_script(&cc_zig, &zt, &after))?;
         write_script(&ar, &zig_tool_script(&zig, "ar"))?;

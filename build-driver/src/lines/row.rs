@@ -1,13 +1,29 @@
 //! A line's row: what the last `lines verify` (or `ci`) of that line gave, as data
 //! (`docs/lines/<line>.toml`), with the hash of the series it ran with.
 
-use crate::ci::Scope;
-use crate::ci::report::Report;
+use crate::report::Report;
 use driver_common::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// Where the rows live, relative to the checkout.
+/// How much of the Slurm lanes runs: CI's set, or CI's set and every local scenario a
+/// one-node darwin cluster runs (`cargo xtask lines verify`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Ci,
+    Full,
+}
+
+impl Scope {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Ci => "ci",
+            Scope::Full => "full",
+        }
+    }
+}
+
 pub const DIR: &str = "docs/lines";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,7 +66,7 @@ pub struct Step {
 impl Step {
     /// Passed, or does not apply to the run.
     pub fn is_ok(&self) -> bool {
-        self.result == "ok" || self.result == crate::ci::report::NOT_APPLICABLE
+        self.result == "ok" || self.result == crate::report::NOT_APPLICABLE
     }
 }
 

@@ -171,12 +171,14 @@ fn regenerate__missing_markers_are_an_error_that_changes_nothing() {
 #[test]
 fn precheck__unknown_version_and_unfetched_source_are_refused_before_any_build() {
     let root = driver_common::project_root();
-    let e = super::precheck(&root, "1.2.3").unwrap_err().to_string();
+    let e = crate::ci::verify::precheck(&root, "1.2.3")
+        .unwrap_err()
+        .to_string();
     assert_mentions(&e, &["1.2.3", "24.11.5"]);
     // each pinned version: fetched here (fine) or refused naming the command that fetches it
     let mut refused = 0;
     for v in ["24.11.5", "25.05.8", "25.11.7", "26.05.3", "26.11-snapshot"] {
-        if let Err(e) = super::precheck(&root, v) {
+        if let Err(e) = crate::ci::verify::precheck(&root, v) {
             let e = e.to_string();
             assert_mentions(
                 &e,
@@ -257,12 +259,12 @@ fn checkout__row_names_the_start_commit_and_a_moved_or_changed_checkout_is_dirty
 /// step skipped because another failed does not.
 #[test]
 fn from_report__not_applicable_passes_and_skipped_fails() {
-    use crate::ci::report::Report;
+    use crate::report::Report;
     let d = checkout();
     let start = row::Checkout::of(d.path());
     let run = row::RunInfo {
         version: "24.11.5",
-        scope: crate::ci::Scope::Full,
+        scope: crate::lines::row::Scope::Full,
         command: "cargo xtask lines verify --version 24.11.5",
         start: &start,
     };

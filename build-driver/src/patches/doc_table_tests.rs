@@ -113,17 +113,17 @@ fn absences(root: &Path) -> BTreeSet<(String, String)> {
         .collect()
 }
 
-/// README's "Patches" section says "the same numbers in each where a patch applies" and
+/// RELEASE-LINES.md's "Patches" section (the README's until issue 35) says "the same numbers in each where a patch applies" and
 /// names each exception as "NNNN is not in LINE": exactly the absences the series have.
 #[test]
-fn readme__names_every_patch_a_line_lacks_and_no_other() {
+fn release_lines__names_every_patch_a_line_lacks_and_no_other() {
     let root = crate::project_root();
-    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let readme = fs::read_to_string(root.join("docs/RELEASE-LINES.md")).unwrap();
     let section = readme
         .split("\n## Patches\n")
         .nth(1)
         .and_then(|s| s.split("\n## ").next())
-        .expect("README has a Patches section");
+        .expect("docs/RELEASE-LINES.md has a Patches section");
     let flat = section.split_whitespace().collect::<Vec<_>>().join(" ");
     let said: BTreeSet<(String, String)> = flat
         .match_indices(" is not in ")
@@ -158,6 +158,6 @@ fn readme__names_every_patch_a_line_lacks_and_no_other() {
     let real = absences(&root);
     assert_eq!(
         said, real,
-        "README's Patches section must name each (patch, line) the series lack, as \"NNNN is not in LINE[, LINE or LINE]\""
+        "docs/RELEASE-LINES.md's Patches section must name each (patch, line) the series lack, as \"NNNN is not in LINE[, LINE or LINE]\""
     );
 }

@@ -13,6 +13,11 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Lower-case hex sha256 of bytes.
+pub fn sha256_hex(data: &[u8]) -> String {
+    hex(&Sha256::digest(data))
+}
+
 /// Lower-case hex sha256 of a file's contents (streamed, so large tarballs are fine).
 pub fn sha256_file(path: &Path) -> Result<String> {
     let mut f = fs::File::open(path).map_err(|e| Error::io(path, e))?;

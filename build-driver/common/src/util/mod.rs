@@ -9,4 +9,3 @@ pub mod host_paths;
 pub mod process;
 pub mod signal;
 pub mod stamp;
-pub mod trust;

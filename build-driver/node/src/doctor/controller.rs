@@ -6,7 +6,8 @@
 //! controller is unreachable or the key failed above.
 
 use super::{Check, Finding, Params, Problem};
-use crate::join::ask::{Controller, DEFAULT_PORT, Source};
+use crate::controller::{Controller, DEFAULT_PORT};
+use crate::join::ask::Source;
 use driver_common::error::Error;
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
@@ -66,7 +67,7 @@ fn fail(check: Check, p: ControllerProblem) -> Finding {
     Finding::fail(check, Problem::Controller(p))
 }
 
-pub fn check(p: &Params, key_ok: bool) -> Vec<Finding> {
+pub fn check(p: &Params, key_ok: bool, files_ok: bool) -> Vec<Finding> {
     let Some(spec) = &p.controller else {
         return vec![
             Finding::skip(Check::Controller, "no --controller given: not checked"),
@@ -92,6 +93,11 @@ pub fn check(p: &Params, key_ok: bool) -> Vec<Finding> {
         Finding::skip(
             Check::Version,
             "not asked (--no-ask): the probe starts this prefix's sackd for one question",
+        )
+    } else if !files_ok {
+        Finding::skip(
+            Check::Version,
+            "not asked: the files root runs failed above, and the probe would run this prefix's sackd and scontrol",
         )
     } else if !key_ok {
         Finding::skip(

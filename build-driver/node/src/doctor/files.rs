@@ -1,15 +1,17 @@
 //! What root executes or reads under the prefix: `sbin/` (slurmd, sackd, slurmstepd),
 //! `lib/` (libslurm and the plugins of `lib/slurm`, recursively) and `etc/` (slurm.conf, the
 //! key; for a Homebrew keg or its copy, the root's `etc/slurm`, which its programs read).
-//! A keg another user owns is one finding whose fix is its root-owned copy (`copy-keg`). Each path is judged by driver_common's trust rule (`util::trust::trusted`, owner
-//! root: the path and every directory above it up to `/` belong to root and are not
-//! writable by group or others), the rule `join --apply` and `service install` enforce.
+//! A keg another user owns is one finding whose fix is its root-owned copy (`copy-keg`), and
+//! another prefix a user owns one finding whose fix is `install` into a root-owned prefix.
+//! Each path is judged by the gate's rule (`driver_common::gate::chain`, owner root: the
+//! path and every directory above it up to `/` belong to root and are not writable by group
+//! or others), the rule every root command enforces before it starts a program.
 //! A culprit is reported once, however many files lie below it (a world-writable plugin
 //! directory is one finding, not one per plugin).
 
 use super::{Check, Finding, Problem};
 use driver_common::error::Error;
-use driver_common::util::trust::trusted;
+use driver_common::gate::{Owners, chain::trusted};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -75,7 +77,7 @@ impl FileProblem {
 
 /// One `ok` with the count, or one failure per culprit.
 pub fn check(prefix: &Path) -> Vec<Finding> {
-    if let Some(p) = user_keg(prefix) {
+    if let Some(p) = user_keg(prefix).or_else(|| user_prefix(prefix)) {
         return vec![Finding::fail(Check::Files, Problem::File(p))];
     }
     let mut problems: BTreeMap<PathBuf, FileProblem> = BTreeMap::new();
@@ -90,7 +92,7 @@ pub fn check(prefix: &Path) -> Vec<Finding> {
         walk(&top, 0, &mut paths, &mut problems);
     }
     for p in &paths {
-        if let Err(e) = trusted(p, 0) {
+        if let Err(e) = trusted(p, Owners::ROOT) {
             let problem = match e {
                 Error::Untrusted { path, why, fix } => FileProblem::Untrusted { path, why, fix },
                 other => FileProblem::Unreadable {
@@ -129,6 +131,22 @@ fn user_keg(prefix: &Path) -> Option<FileProblem> {
     (uid != 0).then(|| FileProblem::UserKeg {
         keg: prefix.to_path_buf(),
         uid,
+    })
+}
+
+/// A prefix (not a keg) that belongs to a user other than root: one finding, whose fix is
+/// an install into a root-owned prefix.
+fn user_prefix(prefix: &Path) -> Option<FileProblem> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(prefix).ok()?;
+    (m.uid() != 0).then(|| FileProblem::Untrusted {
+        path: prefix.to_path_buf(),
+        why: format!(
+            "(owner uid {}, mode {:04o}) is a user's prefix: that user's processes could replace what root runs",
+            m.uid(),
+            m.mode() & 0o7777
+        ),
+        fix: crate::keg::user_prefix_fix(prefix),
     })
 }
 

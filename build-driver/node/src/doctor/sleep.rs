@@ -44,7 +44,11 @@ pub fn check(timeout: Duration) -> Finding {
             ),
         );
     }
-    let mut c = std::process::Command::new("/usr/bin/pmset");
+    let mut c = match driver_common::gate::Program::checked(std::path::Path::new("/usr/bin/pmset"))
+    {
+        Ok(p) => p.command(),
+        Err(e) => return Finding::fail(Check::Sleep, Problem::Pmset(e.to_string())),
+    };
     c.arg("-g");
     match driver_common::util::process::bounded::read_bounded(c, timeout) {
         Ok(out) => judge(&out),

@@ -6,13 +6,17 @@ use std::path::Path;
 
 /// Reads the key given with `--key`: it must exist and not be empty.
 pub fn read_key(path: &Path) -> Result<Vec<u8>> {
-    let bytes = fs::read(path).map_err(|e| {
-        let fix = if e.kind() == std::io::ErrorKind::PermissionDenied {
+    // Not following a link: a swap of the file for a link to a root-only file must not make
+    // that file the key.
+    let bytes = driver_common::gate::file::read_nofollow(path).map_err(|e| {
+        let denied = matches!(&e, Error::Io { source, .. }
+            if source.kind() == std::io::ErrorKind::PermissionDenied);
+        let fix = if denied {
             "--key: you may not read it: run the command with sudo (the key is root's), or fix its owner and mode"
         } else {
             "--key: copy the controller's slurm.key (its SlurmctldParameters/AuthInfo key file) to this machine and pass that file"
         };
-        Error::io(path, e).context(fix)
+        e.context(fix)
     })?;
     if bytes.is_empty() {
         return Err(Error::file(
@@ -39,16 +43,17 @@ pub fn key_warning(k: &[u8]) -> Option<String> {
     })
 }
 
-/// Writes the key (0600, root-owned) and the configuration example; returns what it did.
+/// Writes the key (0600, root-owned) and the configuration example of the installed tree
+/// `installed` (root's by now: never the staged tree, which its user can still change);
+/// returns what it did.
 pub fn install_config(
-    from: &Path,
+    installed: &Path,
     etc: &Path,
     key: Option<&[u8]>,
     owner: u32,
 ) -> Result<Vec<String>> {
     let mut said = Vec::new();
-    fs::create_dir_all(etc).map_err(|e| Error::io(etc, e))?;
-    driver_common::util::trust::trusted(etc, owner)?;
+    driver_common::gate::dir::make_dirs(etc, 0o755, driver_common::gate::Owners { user: owner })?;
     if let Some(k) = key {
         let path = etc.join("slurm.key");
         let same = fs::read(&path).map(|old| old == k).unwrap_or(false);
@@ -61,8 +66,8 @@ pub fn install_config(
             if same { "unchanged" } else { "written" }
         ));
     }
-    let example = from.join("etc").join("slurm.conf.example");
-    if let Ok(text) = fs::read(&example) {
+    let example = installed.join("etc").join("slurm.conf.example");
+    if let Ok(text) = driver_common::gate::file::read_nofollow(&example) {
         let conf = etc.join("slurm.conf");
         match fs::read(&conf) {
             Err(_) => {

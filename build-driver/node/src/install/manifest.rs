@@ -3,6 +3,7 @@
 //! second run would change anything, and `uninstall` what to remove.
 
 use driver_common::error::{Error, Result};
+use driver_common::gate::{self, dir::Dir};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs;
@@ -26,6 +27,33 @@ pub struct Manifest {
     pub prefix: PathBuf,
     /// Path relative to the prefix -> entry.
     pub files: BTreeMap<String, Entry>,
+}
+
+fn not_found(e: &Error) -> bool {
+    matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// [`entry`] of `name` in `d`, through its descriptor.
+fn entry_in(d: &Dir, name: &std::ffi::OsStr) -> Result<Option<Entry>> {
+    let Some(st) = d.stat(name)? else {
+        return Ok(None);
+    };
+    let kind = gate::chain::kind(&st);
+    if kind == nix::sys::stat::SFlag::S_IFLNK {
+        let t = d.read_link(name)?;
+        return Ok(Some(Entry {
+            content: format!("link:{}", t.display()),
+            mode: 0,
+        }));
+    }
+    if kind != nix::sys::stat::SFlag::S_IFREG {
+        return Ok(None);
+    }
+    let data = d.read_file(name)?;
+    Ok(Some(Entry {
+        content: format!("sha256:{}", driver_common::util::fs::sha256_hex(&data)),
+        mode: gate::chain::mode(&st) & 0o7777,
+    }))
 }
 
 fn entry(path: &Path) -> Result<Option<Entry>> {
@@ -109,31 +137,61 @@ impl Manifest {
     }
 
     /// Removes the recorded entries that are still as installed, then the directories left
-    /// empty and the manifest; returns what was kept because it changed.
+    /// empty and the manifest; returns what was kept because it changed. Everything goes
+    /// through descriptors (no link followed on the way: `evil -> /etc` in the prefix stops
+    /// the run), and every entry is looked at before the first is removed, so a refused run
+    /// removes nothing.
     pub fn remove(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        let top = Dir::open(dir)?;
+        let nothing = |e: Error| e.context(format!("{}: nothing was removed", dir.display()));
+        let mut remove = Vec::new();
         let mut kept = Vec::new();
         for (rel, want) in &self.files {
-            let p = dir.join(rel);
-            match entry(&p) {
-                Ok(Some(e)) if &e == want => driver_common::util::fs::remove_optional(&p)?,
-                Ok(Some(_)) => kept.push(p),
-                _ => {}
+            let rel = Path::new(rel);
+            let (parent, name) = gate::dir::split(rel)?;
+            let d = match top.sub(parent) {
+                Ok(d) => d,
+                Err(e) if not_found(&e) => continue,
+                Err(e) => return Err(nothing(e)),
+            };
+            match entry_in(&d, name).map_err(nothing)? {
+                Some(e) if &e == want => remove.push(rel),
+                Some(_) => kept.push(dir.join(rel)),
+                None => {}
             }
         }
-        driver_common::util::fs::remove_optional(&dir.join(super::MANIFEST))?;
-        let mut dirs: Vec<PathBuf> = driver_common::util::fs::walk(dir)?
-            .into_iter()
-            .map(|r| dir.join(r))
-            .filter(|p| p.is_dir() && !p.is_symlink())
-            .collect();
-        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
-        for d in dirs.iter().map(PathBuf::as_path).chain([dir]) {
-            if fs::read_dir(d)
-                .map(|mut r| r.next().is_none())
-                .unwrap_or(false)
-            {
-                fs::remove_dir(d).map_err(|e| Error::io(d, e))?;
+        for rel in remove.iter().copied().chain([Path::new(super::MANIFEST)]) {
+            let (parent, name) = gate::dir::split(rel)?;
+            match top.sub(parent) {
+                Ok(d) if d.stat(name)?.is_some() => d.remove_file(name)?,
+                Ok(_) => {}
+                Err(e) if not_found(&e) => {}
+                Err(e) => return Err(e),
             }
+        }
+        // The directories the entries lie in, deepest first, where they are empty now.
+        let manifest = super::MANIFEST.to_string();
+        let mut dirs: Vec<&Path> = self
+            .files
+            .keys()
+            .chain([&manifest])
+            .flat_map(|r| Path::new(r).ancestors().skip(1).collect::<Vec<_>>())
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
+        dirs.sort_by_key(|d| std::cmp::Reverse((d.components().count(), d.to_path_buf())));
+        dirs.dedup();
+        for d in dirs {
+            let (parent, name) = gate::dir::split(d)?;
+            match top.sub(parent) {
+                Ok(p) => {
+                    p.remove_empty_dir(name)?;
+                }
+                Err(e) if not_found(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) {
+            Dir::open(parent)?.remove_empty_dir(name)?;
         }
         Ok(kept)
     }

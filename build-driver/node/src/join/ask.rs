@@ -30,83 +30,14 @@
 
 use super::lines::{BadVersion, Version};
 use driver_common::error::{Error, Result};
+use driver_common::gate::workdir::WorkDir;
+use driver_common::gate::{Owners, Program, env};
 use driver_common::util::process::bounded::{poll, run_bounded};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-/// slurmctld's port when slurm.conf sets none (SlurmctldPort's default).
-pub const DEFAULT_PORT: u16 = 6817;
-
-/// `HOST[:PORT]`, as `--controller` takes it (`[v6addr]:PORT` for IPv6 with a port).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Controller {
-    pub host: String,
-    pub port: u16,
-}
-
-impl Controller {
-    pub fn parse(s: &str) -> Result<Controller> {
-        let bad = |why: &str| {
-            Error::Usage(format!(
-                "--controller `{s}`: {why}; give HOST or HOST:PORT (e.g. ctl.example.org:6817, [::1]:6817)"
-            ))
-        };
-        let (host, port) = if let Some(rest) = s.strip_prefix('[') {
-            let (h, after) = rest.split_once(']').ok_or_else(|| bad("no closing `]`"))?;
-            if h.parse::<std::net::Ipv6Addr>().is_err() {
-                return Err(bad("brackets hold an IPv6 address"));
-            }
-            match after {
-                "" => (h, None),
-                _ => (
-                    h,
-                    Some(
-                        after
-                            .strip_prefix(':')
-                            .ok_or_else(|| bad("after `]` only :PORT may follow"))?,
-                    ),
-                ),
-            }
-        } else if s.matches(':').count() > 1 {
-            if s.parse::<std::net::Ipv6Addr>().is_err() {
-                return Err(bad(
-                    "more than one `:`: an IPv6 address with a port goes in brackets",
-                ));
-            }
-            (s, None)
-        } else {
-            match s.split_once(':') {
-                Some((h, p)) => (h, Some(p)),
-                None => (s, None),
-            }
-        };
-        if host.is_empty() || crate::names::address("--controller", host).is_err() {
-            return Err(bad("not an IP address or a host name"));
-        }
-        let port = match port {
-            None => DEFAULT_PORT,
-            Some(p) => p
-                .parse::<u16>()
-                .ok()
-                .filter(|&p| p != 0)
-                .ok_or_else(|| bad("the port is not a number from 1 to 65535"))?,
-        };
-        Ok(Controller {
-            host: host.to_string(),
-            port,
-        })
-    }
-
-    /// What `--conf-server` takes: `host:port` (`[v6]:port`).
-    pub fn conf_server(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
-    }
-}
+pub use crate::controller::{Controller, DEFAULT_PORT};
 
 /// Why asking the controller failed, in the terms of its fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -235,7 +166,7 @@ pub fn local_version(prefix: &Path) -> Result<Version> {
             detail: format!("no executable {}", slurmd.display()),
         });
     }
-    let mut c = Command::new(&slurmd);
+    let mut c = Program::checked(&slurmd)?.command();
     c.arg("-V");
     let out = run_bounded(c, Duration::from_secs(30))?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -266,11 +197,21 @@ pub type Answer = std::result::Result<Version, (Problem, String)>;
 
 /// Ask (see the module doc). `Err` is an error of the probe itself (a program that cannot
 /// start); what the controller said, or did not, is the [`Answer`].
+/// Asks in a work directory of root's ([`WorkDir`]: under `/tmp`, never `TMPDIR`), with a
+/// copy of the key in it (read without following a link), so nothing the probe's programs
+/// read is another user's.
 pub fn ask(a: &Ask<'_>) -> Result<Answer> {
-    let work = driver_common::util::fs::new_work_dir("slurm-join", 0o700)?;
-    let result = ask_in(a, &work);
-    let _ = std::fs::remove_dir_all(&work);
-    result
+    let work = WorkDir::new("slurm-join")?;
+    let key = work.path.join("slurm.key");
+    let bytes = driver_common::gate::file::read_nofollow(a.key)?;
+    driver_common::util::fs::write_atomic(&key, &bytes, 0o600)?;
+    ask_in(
+        &Ask {
+            key: &key,
+            ..a.clone()
+        },
+        &work.path,
+    )
 }
 
 fn ask_in(a: &Ask<'_>, work: &Path) -> Result<Answer> {
@@ -292,7 +233,7 @@ fn ask_in(a: &Ask<'_>, work: &Path) -> Result<Answer> {
         }
     };
     let log = work.join("sackd.log");
-    let (mut sackd, conf) = sackd_command(a);
+    let (mut sackd, conf) = sackd_command(a)?;
     private(&mut sackd);
     let mut child = driver_common::util::process::spawn_logged(sackd, &log)?;
     let ready = poll(
@@ -312,8 +253,9 @@ fn ask_in(a: &Ask<'_>, work: &Path) -> Result<Answer> {
     );
     let answer = match ready {
         Ok(true) => {
-            let mut sc = Command::new(a.prefix.join("bin/scontrol"));
-            sc.args(["show", "config"]).env("SLURM_CONF", &conf);
+            let mut sc = Program::checked(&a.prefix.join("bin/scontrol"))?.command();
+            sc.args(["show", "config"]);
+            env::allow(&mut sc, "SLURM_CONF", &conf);
             private(&mut sc);
             config_answer(run_bounded(sc, Duration::from_secs(60)))
         }
@@ -346,12 +288,9 @@ fn ask_in(a: &Ask<'_>, work: &Path) -> Result<Answer> {
 /// `src/sackd/sackd.c`); upstream's `etc/sackd.service.in` has systemd make it
 /// (`RuntimeDirectory=slurm`), launchd has no such key.
 pub fn make_run_dir(dir: &Path) -> Result<bool> {
-    use std::os::unix::fs::DirBuilderExt;
-    match std::fs::DirBuilder::new().mode(0o755).create(dir) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(false),
-        Err(e) => Err(Error::io(dir, e)),
-    }
+    let existed = std::fs::symlink_metadata(dir).is_ok();
+    driver_common::gate::dir::make_dirs(dir, 0o755, Owners::caller())?;
+    Ok(!existed)
 }
 
 /// Where sackd puts its socket: below the private run directory when isolated, else the
@@ -368,12 +307,10 @@ fn sack_socket(isolate: bool, run: &Path) -> Result<PathBuf> {
 }
 
 /// The sackd command for the configuration source, and the slurm.conf scontrol reads then.
-fn sackd_command(a: &Ask<'_>) -> (Command, PathBuf) {
-    let mut sackd = Command::new(a.prefix.join("sbin/sackd"));
-    sackd
-        .arg("-D")
-        .env("SLURM_SACK_KEY", a.key)
-        .env_remove("SLURM_CONF");
+fn sackd_command(a: &Ask<'_>) -> Result<(Command, PathBuf)> {
+    let mut sackd = Program::checked(&a.prefix.join("sbin/sackd"))?.command();
+    sackd.arg("-D");
+    env::allow(&mut sackd, "SLURM_SACK_KEY", a.key);
     let conf = match a.source {
         Source::Configless(c) => {
             sackd.arg("--conf-server").arg(c.conf_server());
@@ -386,7 +323,7 @@ fn sackd_command(a: &Ask<'_>) -> (Command, PathBuf) {
             f.clone()
         }
     };
-    (sackd, conf)
+    Ok((sackd, conf))
 }
 
 /// What `scontrol show config` (run once sackd is ready) says about the controller.
@@ -415,29 +352,6 @@ fn config_answer(out: Result<std::process::Output>) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn controller__host_port_forms() {
-        let c = |s| Controller::parse(s).unwrap();
-        assert_eq!(c("ctl").conf_server(), "ctl:6817");
-        assert_eq!(c("ctl:7000").conf_server(), "ctl:7000");
-        assert_eq!(c("127.0.0.1:40001").port, 40001);
-        assert_eq!(c("[::1]:6818").conf_server(), "[::1]:6818");
-        assert_eq!(c("::1").conf_server(), "[::1]:6817");
-        for bad in [
-            "",
-            ":6817",
-            "ctl:",
-            "ctl:0",
-            "ctl:99999",
-            "ctl:x",
-            "a b",
-            "[::1",
-        ] {
-            let e = Controller::parse(bad).unwrap_err().to_string();
-            assert!(e.contains("HOST:PORT"), "{bad}: {e}");
-        }
-    }
 
     /// Outputs recorded from the probe against live 24.11.5 loopback clusters (join::tests).
     #[test]

@@ -83,7 +83,7 @@ fn join__attack_timeout_beyond_the_clock_is_refused_by_the_parser() {
     #[derive(Parser)]
     struct T {
         #[command(flatten)]
-        a: crate::cli::JoinArgs,
+        a: crate::join::JoinArgs,
     }
     let r = T::try_parse_from([
         "t",
@@ -103,7 +103,9 @@ fn join__attack_timeout_beyond_the_clock_is_refused_by_the_parser() {
 #[test]
 fn apply__attack_slurmd_writable_by_others_is_not_run() {
     use std::os::unix::fs::PermissionsExt;
-    let (d, prog) = driver_common::testing::scratch("slurmd");
+    let (d, _) = driver_common::testing::scratch("x");
+    let prog = d.path().join("sbin/slurmd");
+    std::fs::create_dir(d.path().join("sbin")).unwrap();
     let marker = d.path().join("ran");
     std::fs::write(&prog, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
     std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o777)).unwrap();

@@ -43,21 +43,22 @@
 //! LaunchDaemon is refused.
 //!
 //! The checks are those of `join` (the key, the version rule, asked with the prefix's own
-//! sackd and scontrol: join.rs), and with `--apply` those of `service install` (util::trust
-//! on sackd, the log and LaunchDaemons directories; launchctl present) and of the key's
+//! sackd and scontrol: join.rs), and with `--apply` those of `service install` (the whole
+//! install, the log and LaunchDaemons directories trusted by the gate; launchctl trusted) and of the key's
 //! directory, all before anything is written. Then the key (write.rs, atomically) and
 //! sackd as the LaunchDaemon `org.slurm-on-mac.sackd` through [`service::install`], the
 //! very code `slurm-mac service install --daemon sackd` runs: the plist's program arguments
 //! are [`ClientPlan::sackd`]. If the service does not load, the key is taken back.
 
+use super::JoinArgs;
 use super::ask::{Controller, Source, make_run_dir};
 use super::plan::{Install, key_install, quote, render_installs};
 use super::write;
-use crate::cli::{JoinArgs, ServiceOptions};
 use crate::launchd::{Daemon, LAUNCH_DAEMONS};
 use crate::service;
+use crate::service::ServiceOptions;
 use driver_common::error::{Error, Result};
-use driver_common::util::trust::trusted;
+use driver_common::gate::{Owners, chain::trusted};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -77,7 +78,7 @@ pub const RUN_CONF: &str = if cfg!(target_os = "macos") {
 };
 
 /// sackd's log directory when `--log-dir` gives none: root's, on every Mac (Homebrew's
-/// `/opt/homebrew/var/log` belongs to the admin user, which util::trust refuses).
+/// `/opt/homebrew/var/log` belongs to the admin user, which the gate refuses).
 pub const DEFAULT_LOG_DIR: &str = "/var/log/slurm";
 
 /// Everything `join --client` would do.
@@ -199,13 +200,12 @@ fn check_apply(plan: &ClientPlan) -> Result<()> {
     let program = o.prefix.join("sbin").join(Daemon::Sackd.name());
     service::check_options(o, &program)?;
     service::launchctl_of(o)?;
-    let me = nix::unistd::geteuid().as_raw();
     for i in &plan.installs {
         if let Some(dir) = i.to.parent() {
-            trusted(dir, me)?;
+            trusted(dir, Owners::caller())?;
         }
     }
-    trusted(&plan.run_dir, me)
+    trusted(&plan.run_dir, Owners::caller())
 }
 
 /// What [`put_files`] wrote, to take back.

@@ -1,15 +1,17 @@
 //! Carrying out a [`Plan`] (`join --apply`): the files first, each atomically
 //! (util::fs::write_atomic: a `.part` beside it, synced, renamed; the key with mode 0600),
-//! then slurmd. The program and the key's directory must be trusted (util::trust) first. Nothing is left half-done: when a later step fails, every file this run
-//! created is removed again and every file it replaced gets its old bytes back.
+//! then slurmd. The whole install slurmd will use (keg::trusted_install) and each file's
+//! directory are trusted first (driver_common::gate), directories made only below trusted
+//! ones, slurmd started through the gate with a clean environment. Nothing is left
+//! half-done: when a later step fails, every file this run created is removed again and
+//! every file it replaced gets its old bytes back.
 
 use super::plan::{Install, Plan};
 use driver_common::error::{Error, Result};
+use driver_common::gate::{Owners, Program};
 use driver_common::util::fs::write_atomic;
 use driver_common::util::process::bounded::run_bounded;
-use driver_common::util::trust::trusted;
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// What a file held before we wrote it: `None` when it did not exist.
@@ -36,10 +38,11 @@ pub(super) fn undo(done: &[Before]) {
 pub(super) fn put(installs: &[Install], me: u32, done: &mut Vec<Before>) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     for i in installs {
-        let bytes = std::fs::read(&i.from).map_err(|e| Error::io(&i.from, e))?;
+        // The key or the --conf copy: read without following a link (--conf was trusted by
+        // join's checks before this).
+        let bytes = driver_common::gate::file::read_nofollow(&i.from)?;
         if let Some(dir) = i.to.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-            trusted(dir, me)?;
+            driver_common::gate::dir::make_dirs(dir, 0o755, Owners { user: me })?;
         }
         let before = match std::fs::read(&i.to) {
             Ok(b) => {
@@ -67,15 +70,19 @@ pub fn apply(plan: &Plan) -> Result<()> {
         .slurmd
         .first()
         .ok_or_else(|| Error::Usage("join: empty slurmd command".into()))?;
-    crate::keg::trusted_program(std::path::Path::new(program), me)?;
+    let program = Path::new(program);
+    let prefix = program.parent().and_then(Path::parent).unwrap_or(program);
+    crate::keg::trusted_install(prefix, &[])?;
+    for i in &plan.installs {
+        if let Some(dir) = i.to.parent() {
+            driver_common::gate::chain::trusted(dir, Owners { user: me })?;
+        }
+    }
+    let slurmd = Program::checked(program)?;
     let result = (|| {
         put(&plan.installs, me, &mut done)?;
-        let (program, args) = plan
-            .slurmd
-            .split_first()
-            .ok_or_else(|| Error::Usage("join: empty slurmd command".into()))?;
-        let mut c = Command::new(program);
-        c.args(args);
+        let mut c = slurmd.command();
+        c.args(plan.slurmd.iter().skip(1));
         let out = run_bounded(c, Duration::from_secs(60))?;
         if !out.status.success() {
             return Err(Error::Command {
@@ -97,6 +104,15 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
+    /// `<dir>/sbin/slurmd`, a script that runs `body`: a prefix the gate judges.
+    fn stand_in(dir: &Path, body: &str) -> String {
+        let p = dir.join("sbin/slurmd");
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p.display().to_string()
+    }
+
     #[test]
     fn apply__failing_slurmd_leaves_no_file_behind_and_restores_replaced_ones() {
         let (dir, key) = driver_common::testing::scratch("src.key");
@@ -117,7 +133,7 @@ mod tests {
                     mode: 0o644,
                 },
             ],
-            slurmd: vec!["/bin/false".into()],
+            slurmd: vec![stand_in(dir.path(), "exit 1")],
             controller_line: None,
         };
         let e = apply(&plan).unwrap_err();
@@ -137,7 +153,7 @@ mod tests {
                 to: to.clone(),
                 mode: 0o600,
             }],
-            slurmd: vec!["/bin/true".into()],
+            slurmd: vec![stand_in(dir.path(), "exit 0")],
             controller_line: None,
         };
         apply(&plan).unwrap();

@@ -4,6 +4,7 @@
 use super::tests::{me, scratch_keg};
 use super::*;
 use driver_common::testing::{assert_mentions, write as put};
+use std::os::unix::fs::PermissionsExt;
 
 /// Nothing of the copy exists below `root`.
 fn nothing_copied(root: &str) {
@@ -45,7 +46,7 @@ fn copy__attack_a_file_of_another_user_in_the_keg_is_refused() {
     fs::write(&planted, "root's").unwrap();
     std::os::unix::fs::chown(&planted, Some(4242), Some(4242)).unwrap();
     let e = copy_as(&keg, &root, None, me()).unwrap_err().to_string();
-    assert_mentions(&e, &["master.passwd", "uid 4242", "keg's owner"]);
+    assert_mentions(&e, &["master.passwd", "uid 4242", "tree's owner"]);
     nothing_copied(&root);
 }
 

@@ -1,6 +1,7 @@
 use super::*;
 use driver_common::testing::{assert_mentions, write as put};
 use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::PermissionsExt;
 
 pub(super) fn me() -> u32 {
     nix::unistd::geteuid().as_raw()
@@ -153,19 +154,20 @@ fn sysconfdir__a_keg_or_its_copy_reads_its_roots_etc_slurm_an_install_its_etc() 
 }
 
 #[test]
-fn trusted_program__a_keg_others_can_change_is_sent_to_copy_keg() {
+fn trusted_install__a_keg_others_can_change_is_sent_to_copy_keg() {
     let (d, keg, _) = scratch_keg();
     fs::set_permissions(d.path(), fs::Permissions::from_mode(0o777)).unwrap();
-    let e = trusted_program(&keg.dir.join("sbin/slurmd"), me()).unwrap_err();
+    let e = trusted_install(&keg.dir, &[]).unwrap_err();
     let Error::Untrusted { fix, .. } = e else {
         panic!("{e}")
     };
     assert_mentions(&fix, &["copy-keg --keg", keg.dir.to_str().unwrap()]);
     let other = d.path().join("plain");
     put(&other.join("sbin/slurmd"), "x");
-    let e = trusted_program(&other.join("sbin/slurmd"), me()).unwrap_err();
+    let e = trusted_install(&other, &[]).unwrap_err();
     let Error::Untrusted { fix, .. } = e else {
         panic!("{e}")
     };
     assert!(!fix.contains("copy-keg"), "{fix}");
+    assert_mentions(&fix, &["install", "root-owned prefix"]);
 }

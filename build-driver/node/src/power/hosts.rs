@@ -1,9 +1,12 @@
 //! The node names of a hostlist expression as slurmctld passes it (`mac[1-3],mini`). An
 //! expression with brackets goes to `scontrol show hostnames`, Slurm's own parser, so the
 //! tool never disagrees with slurmctld about a range; a plain comma list (no `[`) is split
-//! here, which needs no Slurm install (tests, a hand call).
+//! here, which needs no Slurm install (tests, a hand call). `scontrol` (`--scontrol`, or the
+//! name looked up in the system directories only, never the caller's PATH) goes through the
+//! gate.
 
 use super::PowerError;
+use driver_common::gate::Program;
 use driver_common::util::process::bounded::read_bounded;
 use std::path::Path;
 use std::time::Duration;
@@ -16,8 +19,15 @@ pub fn expand(expr: &str, scontrol: &Path, timeout: Duration) -> Result<Vec<Stri
             scontrol: scontrol.to_path_buf(),
             detail,
         };
-        let sh = xshell::Shell::new().map_err(|e| fail(e.to_string()))?;
-        let cmd = xshell::cmd!(sh, "{scontrol} show hostnames {expr}");
+        let program =
+            Program::system(&scontrol.to_string_lossy()).map_err(|e| fail(e.to_string()))?;
+        let mut cmd = program.command();
+        cmd.args(["show", "hostnames", expr]);
+        // slurmctld gives its programs SLURM_CONF: passed on only when the gate trusts it.
+        if let Some(conf) = std::env::var_os("SLURM_CONF").filter(|c| !c.is_empty()) {
+            driver_common::gate::file::read_trusted(Path::new(&conf))?;
+            driver_common::gate::env::allow(&mut cmd, "SLURM_CONF", conf);
+        }
         let out = read_bounded(cmd, timeout).map_err(|e| fail(e.to_string()))?;
         out.split_whitespace().map(str::to_string).collect()
     } else {

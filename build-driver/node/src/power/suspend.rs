@@ -19,8 +19,10 @@ pub fn run(node: &Node, timeout: Duration) -> Result<(), PowerError> {
     let (program, args) = command
         .split_first()
         .ok_or_else(|| fail("the command is empty".to_string()))?;
-    let sh = xshell::Shell::new().map_err(|e| fail(e.to_string()))?;
-    let cmd = xshell::cmd!(sh, "{program} {args...}");
+    // A name without `/` (`ssh`) comes from the system directories, never the caller's PATH;
+    // either way the gate judges it before it runs, with a clean environment.
+    let mut cmd = driver_common::gate::Program::system(program)?.command();
+    cmd.args(args);
     let out = run_bounded(cmd, timeout).map_err(|e| fail(e.to_string()))?;
     std::io::stdout().write_all(&out.stdout).ok();
     std::io::stderr().write_all(&out.stderr).ok();

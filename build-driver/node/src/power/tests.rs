@@ -1,9 +1,10 @@
 //! `power`: the magic packet's bytes as a loopback UDP receiver gets them, refusals before
 //! anything is sent, suspend commands, and hostlists handed to scontrol.
 
-use super::wol::{Mac, PACKET_LEN, packet};
+use super::PowerArgs;
+use super::mac::Mac;
+use super::wol::{PACKET_LEN, packet};
 use super::{Action, PowerError, hosts, run};
-use crate::cli::PowerArgs;
 use std::net::UdpSocket;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};

@@ -8,25 +8,27 @@
 //! gone, bounded.
 
 use driver_common::error::{Error, Result};
+use driver_common::gate::Program;
 use driver_common::util::process::bounded::{poll, run_bounded};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
-use xshell::{Shell, cmd};
+use xshell::Shell;
 
 /// How long a bootout may take to make the label disappear (ExitTimeOut plus margin).
 pub const BOOTOUT_WAIT: Duration = Duration::from_secs(super::plist::EXIT_TIMEOUT + 30);
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A `launchctl` program (the system's, or a stand-in for tests).
+/// A `launchctl` program (the system's, or a stand-in for tests), trusted by the gate.
 #[derive(Clone, Debug)]
 pub struct Launchctl {
-    pub program: PathBuf,
+    pub program: Program,
 }
 
 impl Launchctl {
-    fn run(&self, sh: &Shell, args: &[&str]) -> Result<std::process::Output> {
-        let program = &self.program;
-        run_bounded(cmd!(sh, "{program} {args...}"), CALL_TIMEOUT)
+    fn run(&self, _sh: &Shell, args: &[&str]) -> Result<std::process::Output> {
+        let mut c = self.program.command();
+        c.args(args);
+        run_bounded(c, CALL_TIMEOUT)
     }
 
     /// Whether launchd has the label in the system domain.
@@ -50,7 +52,7 @@ impl Launchctl {
         if !out.status.success() {
             return Err(Error::Command {
                 step: format!("loading {p}"),
-                program: format!("{} bootstrap system", self.program.display()),
+                program: format!("{} bootstrap system", self.program.shown.display()),
                 detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
             });
         }

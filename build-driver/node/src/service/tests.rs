@@ -1,5 +1,5 @@
+use super::ServiceOptions;
 use super::*;
-use crate::cli::ServiceOptions;
 use crate::service::plist::Daemon;
 use std::os::unix::fs::PermissionsExt;
 
@@ -89,7 +89,8 @@ fn uninstall__a_label_that_never_goes_is_a_timeout_naming_it() {
     let d = tempfile::tempdir().unwrap();
     let sh = Shell::new().unwrap();
     let l = Launchctl {
-        program: fake_launchctl(d.path(), 1_000_000),
+        program: driver_common::gate::Program::checked(&fake_launchctl(d.path(), 1_000_000))
+            .unwrap(),
     };
     std::fs::write(d.path().join("state/org.x"), "").unwrap();
     let e = l

@@ -20,7 +20,8 @@ use super::client::{Ctx, LogMark, file_lines};
 use super::reconf::{self, Change};
 use driver_common::error::{Error, Result};
 use driver_common::util::process::bounded::poll;
-use slurm_mac::power::wol::{Mac, packet};
+use slurm_mac::power::mac::Mac;
+use slurm_mac::power::wol::packet;
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 

@@ -5,9 +5,9 @@
 //! why it is expected), and on a listed gap whose scenario now passes ("remove it from the
 //! list"), so the list can neither hide a regression nor go stale.
 
-use super::Entry;
 use crate::cluster::handle::Cluster;
 use crate::cluster::scenarios::Outcome;
+use crate::expectations::{Entry, file};
 use driver_common::error::{Error, Result};
 use driver_common::personality::Personality;
 use driver_common::staging::Manifest;
@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 /// `ci/expectations/gaps-<line>.toml` below `root`.
 pub fn path(root: &Path, line: &str) -> PathBuf {
-    super::file(root, &format!("gaps-{line}.toml"))
+    file(root, &format!("gaps-{line}.toml"))
 }
 
 /// The expected gaps of one release line.

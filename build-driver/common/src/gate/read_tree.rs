@@ -1,15 +1,17 @@
-//! Reading a keg that another user owns, as root, without being led elsewhere.
+//! Reading a tree that another user owns (a Homebrew keg, a staged build), as root, without
+//! being led elsewhere.
 //!
-//! The keg belongs to the admin user, so anything running as that user can change it while
+//! The tree belongs to its user, so anything running as that user can change it while
 //! root reads it: swap a file for a symlink to `/etc/master.passwd`, or a directory for a
 //! link to `/var/root`. So nothing is opened by path: each directory is opened relative to
 //! its parent's descriptor with `O_NOFOLLOW`, each entry is looked at with `fstatat` without
 //! following links and opened the same way, and what was opened is checked again on its
-//! descriptor (same inode, regular file or directory, owned by the keg's owner). A symlink
+//! descriptor (same inode, regular file or directory, owned by the tree's owner). A symlink
 //! is read as a link, never followed. A file owned by anyone else (root's file hard-linked
-//! into the keg), a device, a FIFO or a socket is refused.
+//! into the tree), a device, a FIFO or a socket is refused.
 
-use driver_common::error::{Error, Result};
+use super::chain::kind;
+use crate::error::{Error, Result};
 use nix::dir::Dir;
 use nix::fcntl::AtFlags;
 use nix::fcntl::{OFlag, openat, readlinkat};
@@ -20,7 +22,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-/// One entry of the keg, by its path relative to the keg.
+/// One entry of the tree, by its path relative to its top.
 #[derive(Debug)]
 pub enum Entry {
     Dir { mode: u32 },
@@ -29,8 +31,8 @@ pub enum Entry {
 }
 
 /// Hands every entry below `top` to `sink`, in walk order (a directory before what it
-/// holds), and returns the keg's owner (the uid of its top directory).
-pub fn keg(top: &Path, sink: &mut dyn FnMut(PathBuf, Entry) -> Result<()>) -> Result<u32> {
+/// holds), and returns the tree's owner (the uid of its top directory).
+pub fn tree(top: &Path, sink: &mut dyn FnMut(PathBuf, Entry) -> Result<()>) -> Result<u32> {
     let fd = nix::fcntl::open(
         top,
         OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
@@ -43,14 +45,8 @@ pub fn keg(top: &Path, sink: &mut dyn FnMut(PathBuf, Entry) -> Result<()>) -> Re
     Ok(owner)
 }
 
-fn kind(st: &FileStat) -> SFlag {
-    SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits())
-}
-
-// `st_mode` is a u16 on macOS and a u32 on Linux.
-#[allow(clippy::useless_conversion)]
 fn mode(st: &FileStat) -> u32 {
-    u32::from(st.st_mode) & 0o7777
+    super::chain::mode(st) & 0o7777
 }
 
 fn walk(
@@ -94,7 +90,7 @@ fn walk(
                 return Err(Error::file(
                     &path,
                     "is not a file, a directory or a symlink (a device, FIFO or socket): a \
-                     keg holds none; remove it, or reinstall the formula",
+                     keg or a staged build holds none; remove it, or build it again",
                 ));
             }
         };
@@ -141,17 +137,17 @@ fn open_checked(
     if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) || kind(&now) != k {
         return Err(Error::file(
             path,
-            "changed while it was being copied: something is modifying the keg; stop it \
-             and run this again",
+            "changed while it was being copied: something is modifying the tree; stop \
+             it and run this again",
         ));
     }
     if now.st_uid != owner {
         return Err(Error::file(
             path,
             format!(
-                "belongs to uid {}, not to the keg's owner (uid {owner}): a keg's files are \
-                 all its owner's, so this one was put there (a hard link?); remove it, or \
-                 reinstall the formula",
+                "belongs to uid {}, not to the tree's owner (uid {owner}): a keg's or a \
+                 staged build's files are all its owner's, so this one was put there (a hard \
+                 link?); remove it, or build it again",
                 now.st_uid
             ),
         ));
