@@ -103,5 +103,4 @@ mod tests {
             assert!(e.contains("HOST:PORT"), "{bad}: {e}");
         }
     }
-
 }
