@@ -50,6 +50,7 @@ mod tls;
 mod upgrade;
 pub mod user;
 
+pub use bench::BenchArgs;
 #[cfg(test)]
 pub use config::free_ports;
 pub use lifecycle::{UpOptions, default_dir, down, up};

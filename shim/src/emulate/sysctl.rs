@@ -457,6 +457,7 @@ pub unsafe extern "C" fn slurm_shim_sysctl(
     newp: *mut c_void,
     _newlen: size_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_sysctl);
     if name.is_null() || namelen == 0 || namelen > 12 {
         return errno::to_c(Err(Errno(libc::EINVAL)));
     }
@@ -480,6 +481,7 @@ pub unsafe extern "C" fn slurm_shim_sysctlbyname(
     newp: *mut c_void,
     _newlen: size_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_sysctlbyname);
     if name.is_null() {
         return errno::to_c(Err(Errno(libc::EINVAL)));
     }
