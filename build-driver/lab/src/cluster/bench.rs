@@ -60,12 +60,7 @@ pub struct BenchArgs {
 }
 
 pub fn run(sh: &Shell, _root: &Path, args: BenchArgs) -> Result<()> {
-    if private_ns::enter(
-        sh,
-        "cluster bench",
-        &std::env::args_os().skip(1).collect::<Vec<_>>(),
-    )? == Entered::Done
-    {
+    if private_ns::enter(sh, "cluster bench", &argv(&args))? == Entered::Done {
         return Ok(());
     }
     if args.rounds == 0 {
@@ -80,6 +75,44 @@ pub fn run(sh: &Shell, _root: &Path, args: BenchArgs) -> Result<()> {
     } else {
         batch::run(sh, &builds, &args)
     }
+}
+
+/// The launch mode with tiny counts (CI's step: seconds of work, so the command cannot rot;
+/// its figures are not judged, only that every series ran and was measured).
+pub fn ci_launch(sh: &Shell, root: &Path, native: &Path, darwin: &Path) -> Result<()> {
+    let args = BenchArgs {
+        native: native.to_path_buf(),
+        darwin: darwin.to_path_buf(),
+        rounds: 1,
+        jobs: 1,
+        clients: 1,
+        launch: true,
+        runs: 3,
+        steps: 3,
+        profile: Profile::Default,
+    };
+    run(sh, root, args)
+}
+
+/// The command line that runs `args` again (inside the private mount namespace).
+fn argv(args: &BenchArgs) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<std::ffi::OsString> = vec!["cluster".into(), "bench".into()];
+    v.extend(["--native".into(), args.native.clone().into_os_string()]);
+    v.extend(["--darwin".into(), args.darwin.clone().into_os_string()]);
+    for (k, n) in [
+        ("rounds", args.rounds),
+        ("jobs", args.jobs),
+        ("clients", args.clients),
+        ("runs", args.runs),
+        ("steps", args.steps),
+    ] {
+        v.push(format!("--{k}={n}").into());
+    }
+    if args.launch {
+        v.push("--launch".into());
+    }
+    v.push(format!("--profile={}", args.profile.name()).into());
+    v
 }
 
 /// One build under test.
@@ -165,6 +198,36 @@ mod tests {
     fn median__odd_and_even() {
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+
+    #[test]
+    fn argv__round_trips_through_the_cli() {
+        use clap::Parser;
+        let args = BenchArgs {
+            native: "/n".into(),
+            darwin: "/d".into(),
+            rounds: 3,
+            jobs: 40,
+            clients: 4,
+            launch: true,
+            runs: 7,
+            steps: 5,
+            profile: Profile::Poc,
+        };
+        let mut line: Vec<std::ffi::OsString> = vec!["cargo xtask".into()];
+        line.extend(argv(&args));
+        let cli = crate::cli::ClusterCli::try_parse_from(line).unwrap();
+        let crate::cli::ClusterCommand::Cluster(c) = cli.command;
+        let crate::cli::ClusterAction::Bench(b) = c.action else {
+            panic!("not bench")
+        };
+        assert_eq!(
+            (
+                b.native, b.darwin, b.rounds, b.jobs, b.clients, b.launch, b.runs, b.steps
+            ),
+            (args.native, args.darwin, 3, 40, 4, true, 7, 5)
+        );
+        assert_eq!(b.profile.name(), "poc");
     }
 
     #[test]

@@ -109,12 +109,32 @@ pub fn run(sh: &Shell, builds: &[Build; 2], args: &BenchArgs) -> Result<()> {
             let dir = work.join(format!("{}-{round}", b.name));
             let r = launch_one(sh, &reaper, &b.prefix, &dir, args)?;
             print_round(round, b.name, &r);
+            measured(b.name, &r)?;
             rounds[i].push(r);
         }
     }
     summary(&rounds);
     drop(reaper);
     std::fs::remove_dir_all(&work).map_err(|e| Error::io(&work, e))?;
+    Ok(())
+}
+
+/// Every series must have had its slurmstepd processes reaped (or the CPU figures would be
+/// silently missing), and the darwin build's must have written shim counts.
+fn measured(build: &str, r: &Round) -> Result<()> {
+    for (name, s) in SERIES.iter().zip(&r.series) {
+        if s.stepd.count == 0 {
+            return Err(Error::Scenario(format!(
+                "{build} {name}: no slurmstepd was reaped, so its CPU time is unknown (is this process slurmd's ancestor?)"
+            )));
+        }
+        if build == "darwin" && s.stepd_calls.processes == 0 {
+            return Err(Error::Scenario(format!(
+                "{build} {name}: no slurmstepd wrote shim call counts ({})",
+                shim_counts::ENV
+            )));
+        }
+    }
     Ok(())
 }
 
