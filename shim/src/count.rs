@@ -21,7 +21,7 @@
 //! has read the variable is counted as usual (the read happens in that first call); calls
 //! made by other `atexit` handlers that run after the dump are lost.
 
-use libc::{c_char, c_int};
+use libc::c_int;
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
@@ -107,7 +107,7 @@ extern "C" fn dump_at_exit() {
         return;
     }
     // SAFETY: getpid cannot fail.
-    let text = format_counts(program_name(), unsafe { libc::getpid() }, &snapshot());
+    let text = format_counts(&program_name(), unsafe { libc::getpid() }, &snapshot());
     if text.is_empty() {
         return;
     }
@@ -133,32 +133,32 @@ pub fn format_counts(program: &str, pid: c_int, counts: &[(&str, u64)]) -> Strin
         .collect()
 }
 
-/// The program's name (the base name of `argv[0]`), `?` if unknown.
-pub fn program_name() -> &'static str {
-    let p = program_name_ptr();
-    if p.is_null() {
-        return "?";
+/// The program's name, `?` if unknown. On Linux the kernel's (`/proc/self/comm`, set at
+/// `exec` from the file name): at exit glibc's `program_invocation_short_name` is gone in
+/// Slurm's daemons, whose `setproctitle` reuses the memory of `argv` (seen: every line of a
+/// run named no program). Elsewhere `getprogname()`.
+pub fn program_name() -> String {
+    #[cfg(target_os = "linux")]
+    {
+        std::fs::read_to_string("/proc/self/comm")
+            .map(|s| s.trim_end().to_string())
+            .ok()
+            .filter(|s| !s.is_empty() && !s.contains(char::is_whitespace))
+            .unwrap_or_else(|| "?".into())
     }
-    // SAFETY: the C library keeps the name, NUL-terminated, for the process's lifetime.
-    unsafe { std::ffi::CStr::from_ptr(p) }
-        .to_str()
-        .unwrap_or("?")
-}
-
-#[cfg(target_os = "linux")]
-fn program_name_ptr() -> *const c_char {
-    unsafe extern "C" {
-        // glibc <errno.h> (_GNU_SOURCE); set before main.
-        static program_invocation_short_name: *const c_char;
+    #[cfg(not(target_os = "linux"))]
+    {
+        // SAFETY: getprogname returns NULL or a C string the C library keeps.
+        let p: *const libc::c_char = unsafe { libc::getprogname() };
+        if p.is_null() {
+            return "?".into();
+        }
+        // SAFETY: as above.
+        unsafe { std::ffi::CStr::from_ptr(p) }
+            .to_str()
+            .unwrap_or("?")
+            .to_string()
     }
-    // SAFETY: a pointer glibc sets before main and never changes.
-    unsafe { program_invocation_short_name }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn program_name_ptr() -> *const c_char {
-    // SAFETY: getprogname has no preconditions.
-    unsafe { libc::getprogname() }
 }
 
 #[cfg(test)]
@@ -172,6 +172,15 @@ mod tests {
             assert_eq!(row_of(e.symbol).map(|r| ENTRIES[r].symbol), Some(e.symbol));
         }
         assert_eq!(row_of("slurm_shim_no_such_api"), None);
+    }
+
+    #[test]
+    fn count__program_name_is_one_word() {
+        let name = program_name();
+        assert!(
+            !name.is_empty() && name != "?" && !name.contains(' '),
+            "{name:?}"
+        );
     }
 
     #[test]
