@@ -375,12 +375,21 @@ fn encode_procs(which: i32, arg: i32) -> Result<Vec<u8>, Errno> {
     // SAFETY: sysconf has no memory-safety preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     // XNU (bsd/kern/kern_sysctl.c, sysctl_doproc) walks its process list in the kernel and
-    // fills a kinfo_proc for the matching processes only; so here a process's `status` is
-    // read only once its `stat` says it matches (a PGRP listing used to read both files of
-    // every process of the machine, twice per proctrack/pgid listing: the size query and the
-    // read).
+    // fills a kinfo_proc for the matching processes only; so here a process's files are read
+    // only once it matches. A PGRP listing (twice per proctrack/pgid listing: the size query
+    // and the read) used to read `stat` and `status` of every process of the machine: the
+    // members are found with `getpgid(2)`, one system call a process (Linux answers it for
+    // any process, getpgid(2)), and `stat` decides again after (a pid reused in between).
     let procs: Box<dyn Iterator<Item = ProcStat>> = if which == mib::KERN_PROC_PID {
         Box::new(procfs::process(arg).into_iter())
+    } else if which == mib::KERN_PROC_PGRP {
+        Box::new(
+            procfs::pids()
+                .into_iter()
+                // SAFETY: getpgid has no memory-safety preconditions.
+                .filter(move |&pid| unsafe { libc::getpgid(pid) } == arg)
+                .filter_map(move |pid| procfs::process_if(pid, |p| selects(which, arg, p))),
+        )
     } else {
         Box::new(
             procfs::pids()
