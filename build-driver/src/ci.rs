@@ -420,6 +420,21 @@ fn cluster_lanes(
             "a build above did not succeed",
         ),
     }
+    match (patched, darwin) {
+        (Some(native), Some(dar)) => {
+            report.step(
+                "cluster bench --launch: native vs darwin, 3 steps a series",
+                || {
+                    slurm_lab::cluster::launch_bench_smoke(sh, root, &native.prefix, &dar.prefix)
+                        .map(|()| "srun -n1, srun -n4, salloc steps measured on both".to_string())
+                },
+            );
+        }
+        _ => report.skip(
+            "cluster bench --launch: native vs darwin, 3 steps a series",
+            "a build above did not succeed",
+        ),
+    }
     report.step_after("cluster soak: darwin, 300 jobs, 2 faults", darwin, |b| {
         slurm_lab::cluster::short_soak(sh, &b.prefix)
             .map(|()| "every job accounted once, nothing left, daemons flat".to_string())

@@ -161,6 +161,7 @@ pub unsafe extern "C" fn slurm_shim_accept4(
     len: *mut socklen_t,
     flags: c_int,
 ) -> c_int {
+    crate::counted!(slurm_shim_accept4);
     // The address pointers are only looked at after the connection was taken, as Linux
     // does (a bad descriptor gives EBADF whatever the pointers are).
     let accepted = match errno::preserve(|| accept4_impl(fd, flags)) {

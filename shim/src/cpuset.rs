@@ -204,6 +204,7 @@ pub unsafe extern "C" fn slurm_shim_sched_getaffinity(
     cpusetsize: size_t,
     mask: *mut slurm_shim_cpu_set_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_sched_getaffinity);
     errno::to_c(
         getaffinity_impl(&RealCpuOs, pid, cpusetsize).and_then(|ncpus| {
             if mask.is_null() {
@@ -231,6 +232,7 @@ pub unsafe extern "C" fn slurm_shim_sched_setaffinity(
     cpusetsize: size_t,
     mask: *const slurm_shim_cpu_set_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_sched_setaffinity);
     let bytes = if cpusetsize == 0 {
         Some(&[][..])
     } else if mask.is_null() {
@@ -248,6 +250,7 @@ pub unsafe extern "C" fn slurm_shim_sched_cpucount(
     setsize: size_t,
     set: *const slurm_shim_cpu_set_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_sched_cpucount);
     let n = setsize / size_of::<c_ulong>();
     if set.is_null() || n == 0 {
         return 0;
@@ -261,6 +264,7 @@ pub unsafe extern "C" fn slurm_shim_sched_cpucount(
 /// `CPU_ALLOC_SIZE(count)` bytes from `calloc`, or NULL with `errno = ENOMEM`.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_sched_cpualloc(count: size_t) -> *mut slurm_shim_cpu_set_t {
+    crate::counted!(slurm_shim_sched_cpualloc);
     let Some(size) = alloc_size(count) else {
         errno::set(libc::ENOMEM);
         return core::ptr::null_mut();
@@ -273,6 +277,7 @@ pub extern "C" fn slurm_shim_sched_cpualloc(count: size_t) -> *mut slurm_shim_cp
 /// glibc's `__sched_cpufree`, behind `CPU_FREE`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_sched_cpufree(set: *mut slurm_shim_cpu_set_t) {
+    crate::counted!(slurm_shim_sched_cpufree);
     // SAFETY: the caller passes NULL or a pointer from slurm_shim_sched_cpualloc (malloc).
     unsafe { libc::free(set.cast::<c_void>()) }
 }

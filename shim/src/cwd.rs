@@ -37,6 +37,7 @@ fn same_file(a: *const c_char, b: *const c_char) -> bool {
 /// `get_current_dir_name(3)`: `$PWD` if it names `"."`, else `getcwd(NULL, 0)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_get_current_dir_name() -> *mut c_char {
+    crate::counted!(slurm_shim_get_current_dir_name);
     // SAFETY: the name is NUL-terminated; the result is NULL or a NUL-terminated string
     // owned by the environment, read before any other call here could change it.
     let pwd = unsafe { libc::getenv(c"PWD".as_ptr()) };

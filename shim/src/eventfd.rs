@@ -350,6 +350,7 @@ pub fn eventfd_write_impl(fd: c_int, value: u64) -> Result<(), Errno> {
 /// `eventfd(2)` for C callers.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_eventfd(initval: c_uint, flags: c_int) -> c_int {
+    crate::counted!(slurm_shim_eventfd);
     errno::to_c(errno::preserve(|| eventfd_impl(initval, flags)).map(IntoRawFd::into_raw_fd))
 }
 
@@ -359,6 +360,7 @@ pub extern "C" fn slurm_shim_eventfd(initval: c_uint, flags: c_int) -> c_int {
 /// `value` must be NULL or point to a writable `uint64_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_eventfd_read(fd: c_int, value: *mut u64) -> c_int {
+    crate::counted!(slurm_shim_eventfd_read);
     if value.is_null() {
         return errno::to_c(Err(Errno(libc::EFAULT)));
     }
@@ -372,5 +374,6 @@ pub unsafe extern "C" fn slurm_shim_eventfd_read(fd: c_int, value: *mut u64) -> 
 /// glibc's `eventfd_write(3)` for C callers.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_eventfd_write(fd: c_int, value: u64) -> c_int {
+    crate::counted!(slurm_shim_eventfd_write);
     errno::to_c(errno::preserve(|| eventfd_write_impl(fd, value)).map(|()| 0))
 }

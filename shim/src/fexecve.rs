@@ -117,6 +117,7 @@ pub unsafe extern "C" fn slurm_shim_fexecve(
     argv: *const *mut c_char,
     envp: *const *mut c_char,
 ) -> c_int {
+    crate::counted!(slurm_shim_fexecve);
     if argv.is_null() || envp.is_null() {
         return errno::to_c(Err(Errno(libc::EINVAL)));
     }

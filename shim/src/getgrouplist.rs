@@ -116,6 +116,7 @@ pub unsafe extern "C" fn slurm_shim_getgrouplist(
     groups: *mut gid_t,
     ngroups: *mut c_int,
 ) -> c_int {
+    crate::counted!(slurm_shim_getgrouplist);
     // Darwin personality: name the call site (group_cache.c's and mcs/group's macOS branches).
     #[cfg(target_os = "linux")]
     crate::emulate::report::applied(

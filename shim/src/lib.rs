@@ -17,6 +17,7 @@ pub mod table;
 
 pub mod cloexec;
 pub mod consts;
+pub mod count;
 #[cfg(target_os = "linux")]
 pub mod emulate;
 

@@ -224,6 +224,7 @@ pub unsafe extern "C" fn slurm_shim_getsockopt(
     value: *mut c_void,
     len: *mut socklen_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_getsockopt);
     if level == libc::SOL_SOCKET && name == flags::SO_PEERCRED {
         if len.is_null() {
             return errno::to_c(Err(Errno(libc::EFAULT)));

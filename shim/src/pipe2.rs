@@ -65,6 +65,7 @@ pub fn pipe2_impl(flags: c_int) -> Result<[OwnedFd; 2], Errno> {
 /// `fds` must be NULL or point to two writable `int`s.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_pipe2(fds: *mut c_int, flags: c_int) -> c_int {
+    crate::counted!(slurm_shim_pipe2);
     // Linux checks the flags before touching `pipefd`, so EINVAL wins over EFAULT.
     if let Err(e) = parse_flags(flags) {
         return errno::to_c(Err(e));

@@ -154,6 +154,7 @@ pub unsafe extern "C" fn slurm_shim_qsort_r(
     compar: Option<unsafe extern "C" fn(*const c_void, *const c_void, *mut c_void) -> c_int>,
     arg: *mut c_void,
 ) {
+    crate::counted!(slurm_shim_qsort_r);
     // SAFETY: the caller's contract is glibc qsort_r's contract.
     unsafe { qsort_r_impl(&RealQsort, base, nmemb, size, compar, arg) }
 }

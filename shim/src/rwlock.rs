@@ -31,6 +31,7 @@ pub unsafe extern "C" fn slurm_shim_pthread_rwlock_init(
     lock: *mut pthread_rwlock_t,
     attr: *const pthread_rwlockattr_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_pthread_rwlock_init);
     if lock.is_null() {
         return libc::EINVAL;
     }

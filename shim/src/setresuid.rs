@@ -404,12 +404,14 @@ fn euid_is_root(os: &impl IdOs) -> Result<bool, Errno> {
 /// `setresuid(2)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_setresuid(ruid: uid_t, euid: uid_t, suid: uid_t) -> c_int {
+    crate::counted!(slurm_shim_setresuid);
     errno::to_c(errno::preserve(|| setres_impl(&RealIdOs, Kind::Uid, ruid, euid, suid)).map(|()| 0))
 }
 
 /// `setresgid(2)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_setresgid(rgid: gid_t, egid: gid_t, sgid: gid_t) -> c_int {
+    crate::counted!(slurm_shim_setresgid);
     let os = RealIdOs;
     errno::to_c(
         errno::preserve(|| {
@@ -446,6 +448,7 @@ pub unsafe extern "C" fn slurm_shim_getresuid(
     euid: *mut uid_t,
     suid: *mut uid_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_getresuid);
     // SAFETY: the caller's pointers are forwarded under the same contract.
     unsafe { write3(errno::preserve(|| RealIdOs.uids()), ruid, euid, suid) }
 }
@@ -457,6 +460,7 @@ pub unsafe extern "C" fn slurm_shim_getresgid(
     egid: *mut gid_t,
     sgid: *mut gid_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_getresgid);
     // SAFETY: the caller's pointers are forwarded under the same contract.
     unsafe { write3(errno::preserve(|| RealIdOs.gids()), rgid, egid, sgid) }
 }

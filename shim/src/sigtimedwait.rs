@@ -101,6 +101,7 @@ pub unsafe extern "C" fn slurm_shim_sigtimedwait(
     info: *mut siginfo_t,
     timeout: *const timespec,
 ) -> c_int {
+    crate::counted!(slurm_shim_sigtimedwait);
     if set.is_null() {
         return errno::to_c(Err(Errno(libc::EFAULT)));
     }

@@ -89,6 +89,7 @@ pub fn socketpair_impl(domain: c_int, ty: c_int, protocol: c_int) -> Result<[Own
 /// `socket(2)` for C callers.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
+    crate::counted!(slurm_shim_socket);
     errno::to_c(socket_impl(domain, ty, protocol).map(IntoRawFd::into_raw_fd))
 }
 
@@ -103,6 +104,7 @@ pub unsafe extern "C" fn slurm_shim_socketpair(
     protocol: c_int,
     sv: *mut c_int,
 ) -> c_int {
+    crate::counted!(slurm_shim_socketpair);
     // Linux checks the type flags first, so EINVAL wins over EFAULT.
     if let Err(e) = split_type(ty) {
         return errno::to_c(Err(e));

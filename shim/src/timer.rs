@@ -946,6 +946,7 @@ pub unsafe extern "C" fn slurm_shim_timer_create(
     sevp: *mut sigevent,
     timerid: *mut slurm_shim_timer_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_timer_create);
     c_result(|| {
         let clock = ClockKind::from_clockid(clockid)?;
         // SAFETY: `sevp` is NULL or the caller's readable sigevent (timer_create's contract).
@@ -968,6 +969,7 @@ pub unsafe extern "C" fn slurm_shim_timer_settime(
     new_value: *const slurm_shim_itimerspec,
     old_value: *mut slurm_shim_itimerspec,
 ) -> c_int {
+    crate::counted!(slurm_shim_timer_settime);
     c_result(|| {
         if new_value.is_null() {
             return Err(Errno(libc::EINVAL));
@@ -989,6 +991,7 @@ pub unsafe extern "C" fn slurm_shim_timer_gettime(
     timerid: slurm_shim_timer_t,
     curr_value: *mut slurm_shim_itimerspec,
 ) -> c_int {
+    crate::counted!(slurm_shim_timer_gettime);
     c_result(|| {
         let value = global().gettime(timerid as usize)?;
         if curr_value.is_null() {
@@ -1003,11 +1006,13 @@ pub unsafe extern "C" fn slurm_shim_timer_gettime(
 /// `timer_getoverrun(2)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_timer_getoverrun(timerid: slurm_shim_timer_t) -> c_int {
+    crate::counted!(slurm_shim_timer_getoverrun);
     c_result(|| global().getoverrun(timerid as usize))
 }
 
 /// `timer_delete(2)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_timer_delete(timerid: slurm_shim_timer_t) -> c_int {
+    crate::counted!(slurm_shim_timer_delete);
     c_result(|| global().delete(timerid as usize).map(|()| 0))
 }

@@ -271,6 +271,7 @@ pub fn sysinfo_impl(os: &impl UptimeOs) -> Result<slurm_shim_sysinfo, Errno> {
 /// `sysinfo(2)` for `struct sysinfo` (mapped to [`slurm_shim_sysinfo`]).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_sysinfo(info: *mut slurm_shim_sysinfo) -> c_int {
+    crate::counted!(slurm_shim_sysinfo);
     // Darwin personality (the only Linux user of the shim): name the call site, so the
     // scenarios show which macOS branch (patch 0012, get_mach_stat.c) ran.
     #[cfg(target_os = "linux")]

@@ -118,9 +118,10 @@ pub enum ClusterAction {
     /// then every job must have one final sacct record, no job process may be left, and the
     /// daemons' descriptors, threads and RSS must be flat. Prints the figures.
     Soak(SoakArgs),
-    /// Throughput benchmark: trivial jobs against a native and a darwin-personality cluster,
-    /// time to drain and submit-to-start latency, printed as darwin/native ratios.
-    Bench(BenchArgs),
+    /// Benchmark of a native and a darwin-personality cluster, printed as darwin/native ratios:
+    /// batch throughput and latency (concurrent submitters: --clients), or step launch
+    /// (--launch: srun -n1, srun -n4, steps in salloc; CPU and shim calls per step).
+    Bench(crate::cluster::BenchArgs),
     /// Accounting benchmark: CPU per poll of a job with many processes, jobacct_gather/darwin
     /// against jobacct_gather/linux, both in one darwin-personality install's slurmstepd.
     BenchAcct(BenchAcctArgs),
@@ -188,25 +189,6 @@ pub struct SoakArgs {
     /// Leave the cluster running afterwards.
     #[arg(long)]
     pub keep: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct BenchArgs {
-    /// The native build's prefix.
-    #[arg(long)]
-    pub native: PathBuf,
-    /// The darwin-personality build's prefix.
-    #[arg(long)]
-    pub darwin: PathBuf,
-    /// Jobs per build and round.
-    #[arg(long, default_value_t = 500)]
-    pub jobs: usize,
-    /// Rounds (each runs both builds, alternating which goes first).
-    #[arg(long, default_value_t = 2)]
-    pub rounds: usize,
-    /// The clusters' profile; the benchmark's own lines (CR_CPU, oversubscription) go on top.
-    #[command(flatten)]
-    pub profile: ProfileArg,
 }
 
 #[derive(Debug, Args)]

@@ -156,6 +156,7 @@ pub fn halt(behaviour: &'static str) -> ! {
 /// `CFRelease(3)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_CFRelease(cf: CFTypeRef) {
+    crate::counted!(slurm_shim_CFRelease);
     if cf.is_null() {
         halt("CFRelease(NULL) halts the process (CoreFoundation CFRuntime.c)");
     }
@@ -169,6 +170,7 @@ pub extern "C" fn slurm_shim_CFRelease(cf: CFTypeRef) {
 /// `CFGetTypeID(3)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_CFGetTypeID(cf: CFTypeRef) -> CFTypeID {
+    crate::counted!(slurm_shim_CFGetTypeID);
     if cf.is_null() {
         halt("CFGetTypeID(NULL) halts the process (CoreFoundation CFRuntime.c)");
     }
@@ -183,12 +185,14 @@ pub extern "C" fn slurm_shim_CFGetTypeID(cf: CFTypeRef) -> CFTypeID {
 /// `CFStringGetTypeID(3)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_CFStringGetTypeID() -> CFTypeID {
+    crate::counted!(slurm_shim_CFStringGetTypeID);
     STRING_TYPE_ID
 }
 
 /// `CFNumberGetTypeID(3)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_CFNumberGetTypeID() -> CFTypeID {
+    crate::counted!(slurm_shim_CFNumberGetTypeID);
     NUMBER_TYPE_ID
 }
 
@@ -208,6 +212,7 @@ pub unsafe extern "C" fn slurm_shim_CFStringCreateWithCString(
     c_str: *const c_char,
     encoding: CFStringEncoding,
 ) -> CFTypeRef {
+    crate::counted!(slurm_shim_CFStringCreateWithCString);
     if c_str.is_null() {
         halt("CFStringCreateWithCString(NULL) halts the process (CoreFoundation reads the string)");
     }
@@ -254,6 +259,7 @@ pub unsafe extern "C" fn slurm_shim_CFStringGetCString(
     size: CFIndex,
     encoding: CFStringEncoding,
 ) -> Boolean {
+    crate::counted!(slurm_shim_CFStringGetCString);
     let Some(Kind::Str(s)) = kind_of(string) else {
         halt(
             "CFStringGetCString of something that is not a live CFString halts the process (CoreFoundation __CFAssertIsString)",
@@ -301,6 +307,7 @@ pub unsafe extern "C" fn slurm_shim_CFNumberGetValue(
     ty: CFNumberType,
     value: *mut c_void,
 ) -> Boolean {
+    crate::counted!(slurm_shim_CFNumberGetValue);
     let Some(Kind::Number(n)) = kind_of(number) else {
         halt(
             "CFNumberGetValue of something that is not a live CFNumber halts the process (CoreFoundation __CFAssertIsNumber)",

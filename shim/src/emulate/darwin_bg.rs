@@ -110,6 +110,7 @@ pub fn darwin_setpriority(which: c_int, who: u32, prio: c_int) -> Option<Result<
 /// `setpriority(2)` with macOS's `PRIO_DARWIN_*` classes.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_setpriority(which: c_int, who: libc::id_t, prio: c_int) -> c_int {
+    crate::counted!(slurm_shim_setpriority);
     match darwin_setpriority(which, who, prio) {
         None => {
             // SAFETY: setpriority has no memory-safety preconditions.

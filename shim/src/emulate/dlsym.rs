@@ -76,6 +76,7 @@ pub fn missing_on_macos(name: &[u8]) -> bool {
 /// `dlsym(3)`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void {
+    crate::counted!(slurm_shim_dlsym);
     if handle == RTLD_MAIN_ONLY && !name.is_null() {
         report::applied("dlsym(RTLD_MAIN_ONLY) (macOS) answered from the main program's segments");
         // SAFETY: a NUL-terminated name, looked up in the global scope.

@@ -45,6 +45,7 @@ pub fn path_of(fd: c_int) -> Result<Vec<u8>, Errno> {
 /// `fcntl(2)`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_fcntl(fd: c_int, cmd: c_int, arg: c_long) -> c_int {
+    crate::counted!(slurm_shim_fcntl);
     if cmd != F_GETPATH {
         // SAFETY: the arguments go to the real call as they came.
         return unsafe { libc::fcntl(fd, cmd, arg) };

@@ -48,6 +48,7 @@ pub unsafe extern "C" fn slurm_shim_getpeereid(
     euid: *mut uid_t,
     egid: *mut gid_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_getpeereid);
     report::applied("getpeereid (macOS) answered with SO_PEERCRED (darwin personality)");
     if euid.is_null() || egid.is_null() {
         return errno::to_c(Err(Errno(libc::EFAULT)));

@@ -133,6 +133,7 @@ macro_rules! hide {
 /// only read with `O_CREAT`/`O_TMPFILE`, as the kernel does.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_open(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
+    crate::counted!(slurm_shim_open);
     hide!("open", path, -1, libc::open(path, flags, mode))
 }
 
@@ -143,6 +144,7 @@ pub unsafe extern "C" fn slurm_shim_open64(
     flags: c_int,
     mode: mode_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_open64);
     hide!("open", path, -1, libc::open64(path, flags, mode))
 }
 
@@ -154,6 +156,7 @@ pub unsafe extern "C" fn slurm_shim_openat(
     flags: c_int,
     mode: mode_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_openat);
     hide!("openat", path, -1, libc::openat(dirfd, path, flags, mode))
 }
 
@@ -163,6 +166,7 @@ pub unsafe extern "C" fn slurm_shim_fopen(
     path: *const c_char,
     mode: *const c_char,
 ) -> *mut libc::FILE {
+    crate::counted!(slurm_shim_fopen);
     hide!("fopen", path, std::ptr::null_mut(), libc::fopen(path, mode))
 }
 
@@ -172,6 +176,7 @@ pub unsafe extern "C" fn slurm_shim_fopen64(
     path: *const c_char,
     mode: *const c_char,
 ) -> *mut libc::FILE {
+    crate::counted!(slurm_shim_fopen64);
     hide!(
         "fopen",
         path,
@@ -183,36 +188,42 @@ pub unsafe extern "C" fn slurm_shim_fopen64(
 /// `opendir(3)`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_opendir(path: *const c_char) -> *mut libc::DIR {
+    crate::counted!(slurm_shim_opendir);
     hide!("opendir", path, std::ptr::null_mut(), libc::opendir(path))
 }
 
 /// `stat(2)`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_stat(path: *const c_char, buf: *mut libc::stat) -> c_int {
+    crate::counted!(slurm_shim_stat);
     hide!("stat", path, -1, libc::stat(path, buf))
 }
 
 /// `lstat(2)`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_lstat(path: *const c_char, buf: *mut libc::stat) -> c_int {
+    crate::counted!(slurm_shim_lstat);
     hide!("lstat", path, -1, libc::lstat(path, buf))
 }
 
 /// `statfs(2)`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_statfs(path: *const c_char, buf: *mut libc::statfs) -> c_int {
+    crate::counted!(slurm_shim_statfs);
     hide!("statfs", path, -1, libc::statfs(path, buf))
 }
 
 /// `statvfs(3)`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_statvfs(path: *const c_char, buf: *mut libc::statvfs) -> c_int {
+    crate::counted!(slurm_shim_statvfs);
     hide!("statvfs", path, -1, libc::statvfs(path, buf))
 }
 
 /// `access(2)`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_access(path: *const c_char, mode: c_int) -> c_int {
+    crate::counted!(slurm_shim_access);
     hide!("access", path, -1, libc::access(path, mode))
 }
 
@@ -223,6 +234,7 @@ pub unsafe extern "C" fn slurm_shim_readlink(
     buf: *mut c_char,
     len: libc::size_t,
 ) -> libc::ssize_t {
+    crate::counted!(slurm_shim_readlink);
     hide!("readlink", path, -1, libc::readlink(path, buf, len))
 }
 
@@ -232,6 +244,7 @@ pub unsafe extern "C" fn slurm_shim_realpath(
     path: *const c_char,
     resolved: *mut c_char,
 ) -> *mut c_char {
+    crate::counted!(slurm_shim_realpath);
     hide!(
         "realpath",
         path,
@@ -243,18 +256,21 @@ pub unsafe extern "C" fn slurm_shim_realpath(
 /// `unlink(2)`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_unlink(path: *const c_char) -> c_int {
+    crate::counted!(slurm_shim_unlink);
     hide!("unlink", path, -1, libc::unlink(path))
 }
 
 /// `mkdir(2)`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_mkdir(path: *const c_char, mode: mode_t) -> c_int {
+    crate::counted!(slurm_shim_mkdir);
     hide!("mkdir", path, -1, libc::mkdir(path, mode))
 }
 
 /// `rmdir(2)`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_rmdir(path: *const c_char) -> c_int {
+    crate::counted!(slurm_shim_rmdir);
     hide!("rmdir", path, -1, libc::rmdir(path))
 }
 
@@ -264,11 +280,13 @@ pub unsafe extern "C" fn slurm_shim_symlink(
     target: *const c_char,
     linkpath: *const c_char,
 ) -> c_int {
+    crate::counted!(slurm_shim_symlink);
     hide!("symlink", linkpath, -1, libc::symlink(target, linkpath))
 }
 
 /// `chdir(2)`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_chdir(path: *const c_char) -> c_int {
+    crate::counted!(slurm_shim_chdir);
     hide!("chdir", path, -1, libc::chdir(path))
 }

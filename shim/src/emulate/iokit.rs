@@ -96,6 +96,7 @@ pub fn live() -> usize {
 /// `IOServiceMatching(3)`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_IOServiceMatching(name: *const c_char) -> CFTypeRef {
+    crate::counted!(slurm_shim_IOServiceMatching);
     if name.is_null() {
         return std::ptr::null();
     }
@@ -127,6 +128,7 @@ pub unsafe extern "C" fn slurm_shim_IOServiceGetMatchingServices(
     matching: CFTypeRef,
     existing: *mut io_object_t,
 ) -> kern_return_t {
+    crate::counted!(slurm_shim_IOServiceGetMatchingServices);
     if matching.is_null() {
         return kIOReturnBadArgument;
     }
@@ -169,6 +171,7 @@ pub unsafe extern "C" fn slurm_shim_IOServiceGetMatchingServices(
 /// `IOIteratorNext(3)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_IOIteratorNext(iterator: io_object_t) -> io_object_t {
+    crate::counted!(slurm_shim_IOIteratorNext);
     let service = {
         let mut n = names();
         match n.objects.get_mut(&iterator) {
@@ -196,6 +199,7 @@ pub extern "C" fn slurm_shim_IORegistryEntryCreateCFProperty(
     _allocator: *const c_void,
     _options: c_uint,
 ) -> CFTypeRef {
+    crate::counted!(slurm_shim_IORegistryEntryCreateCFProperty);
     let Some(Kind::Str(key)) = cf::kind_of(key) else {
         cf::halt(
             "IORegistryEntryCreateCFProperty with a key that is not a live CFString halts the process (CoreFoundation)",
@@ -218,6 +222,7 @@ pub extern "C" fn slurm_shim_IORegistryEntryCreateCFProperty(
 /// `IOObjectRelease(3)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_IOObjectRelease(object: io_object_t) -> kern_return_t {
+    crate::counted!(slurm_shim_IOObjectRelease);
     if object == 0 {
         return KERN_SUCCESS;
     }

@@ -101,6 +101,7 @@ pub unsafe extern "C" fn slurm_shim_proc_pidpath(
     buffer: *mut c_void,
     size: u32,
 ) -> c_int {
+    crate::counted!(slurm_shim_proc_pidpath);
     report::applied(
         "proc_pidpath (macOS libproc) answered from /proc/<pid>/exe (darwin personality)",
     );
@@ -172,6 +173,7 @@ pub unsafe extern "C" fn slurm_shim_proc_pidinfo(
     buffer: *mut c_void,
     size: c_int,
 ) -> c_int {
+    crate::counted!(slurm_shim_proc_pidinfo);
     if let Some(need) = proc_bsdinfo::size_of_flavor(flavor) {
         // SAFETY: the caller's buffer, as proc_pidinfo(3) requires it.
         return unsafe { pidinfo_fixed(pid, flavor, arg, buffer, size, need) };

@@ -21,6 +21,7 @@ pub const NAME: &str = "mlockall";
 /// `mlockall(2)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_mlockall(flags: c_int) -> c_int {
+    crate::counted!(slurm_shim_mlockall);
     if scope::active(NAME) {
         report::applied("mlockall -> ENOSYS (xnu kern_mman.c)");
         errno::set(libc::ENOSYS);
@@ -33,6 +34,7 @@ pub extern "C" fn slurm_shim_mlockall(flags: c_int) -> c_int {
 /// `munlockall(2)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_munlockall() -> c_int {
+    crate::counted!(slurm_shim_munlockall);
     if scope::active(NAME) {
         report::applied("munlockall -> ENOSYS (xnu kern_mman.c)");
         errno::set(libc::ENOSYS);

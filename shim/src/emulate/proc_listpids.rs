@@ -115,6 +115,7 @@ pub unsafe extern "C" fn slurm_shim_proc_listpids(
     buffer: *mut c_void,
     size: c_int,
 ) -> c_int {
+    crate::counted!(slurm_shim_proc_listpids);
     report::applied("proc_listpids (macOS libproc) answered from /proc (darwin personality)");
     // SAFETY: the caller's buffer, as proc_listpids(3) requires it.
     let out = unsafe { caller_buffer(buffer, size) };
@@ -140,6 +141,7 @@ unsafe fn count(kind: u32, arg: u32, buffer: *mut c_void, size: c_int) -> c_int 
 /// `proc_listallpids(3)` (macOS).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_proc_listallpids(buffer: *mut c_void, size: c_int) -> c_int {
+    crate::counted!(slurm_shim_proc_listallpids);
     // SAFETY: the caller's buffer, as proc_listallpids(3) requires it.
     unsafe { count(PROC_ALL_PIDS, 0, buffer, size) }
 }
@@ -151,6 +153,7 @@ pub unsafe extern "C" fn slurm_shim_proc_listpgrppids(
     buffer: *mut c_void,
     size: c_int,
 ) -> c_int {
+    crate::counted!(slurm_shim_proc_listpgrppids);
     // SAFETY: the caller's buffer, as proc_listpgrppids(3) requires it.
     unsafe { count(PROC_PGRP_ONLY, pgrp as u32, buffer, size) }
 }
@@ -162,6 +165,7 @@ pub unsafe extern "C" fn slurm_shim_proc_listchildpids(
     buffer: *mut c_void,
     size: c_int,
 ) -> c_int {
+    crate::counted!(slurm_shim_proc_listchildpids);
     // SAFETY: the caller's buffer, as proc_listchildpids(3) requires it.
     unsafe { count(PROC_PPID_ONLY, ppid as u32, buffer, size) }
 }

@@ -206,6 +206,7 @@ pub unsafe extern "C" fn slurm_shim_proc_pid_rusage(
     flavor: c_int,
     buffer: *mut c_void,
 ) -> c_int {
+    crate::counted!(slurm_shim_proc_pid_rusage);
     report::applied(
         "proc_pid_rusage (macOS libproc) answered from /proc/<pid>/stat, status and io; times in Mach units (darwin personality)",
     );

@@ -86,6 +86,7 @@ pub unsafe extern "C" fn slurm_shim_proc_signal_with_audittoken(
     token: *const audit_token_t,
     sig: c_int,
 ) -> c_int {
+    crate::counted!(slurm_shim_proc_signal_with_audittoken);
     report::applied(
         "proc_signal_with_audittoken (macOS libproc) answered with pidfd_open + start-time check + pidfd_send_signal (darwin personality)",
     );

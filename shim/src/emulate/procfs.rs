@@ -355,10 +355,21 @@ pub fn parse_ids(status: &str, key: &str) -> Option<[u32; 3]> {
 
 /// One process, or `None` if it does not exist (any more).
 pub fn process(pid: i32) -> Option<ProcStat> {
-    let mut st = parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)?;
-    if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
-        st.uids = parse_ids(&status, "Uid:").unwrap_or_default();
-        st.gids = parse_ids(&status, "Gid:").unwrap_or_default();
+    process_if(pid, |_| true)
+}
+
+/// One process whose `stat` passes `keep`, with its ids from `status`; `None` if it does not
+/// exist or is not kept. `status` (the costlier file: the kernel formats some fifty lines) is
+/// read only for a kept process, and both reads go to stack buffers ([`stat_of`],
+/// [`status_of`]): a process group's listing tests every process of the machine.
+pub fn process_if(pid: i32, keep: impl Fn(&ProcStat) -> bool) -> Option<ProcStat> {
+    let mut st = stat_of(pid)?;
+    if !keep(&st) {
+        return None;
+    }
+    if let Some(status) = status_of(pid) {
+        st.uids = status.uids;
+        st.gids = status.gids;
     }
     Some(st)
 }
@@ -414,6 +425,16 @@ mod tests {
             (b'S', 1, 4242, 34816, 4300)
         );
         assert_eq!((s.nice, s.start_ticks), (5, 12345));
+    }
+
+    #[test]
+    fn procfs__process_if_reads_ids_of_kept_processes_only() {
+        // SAFETY: getpid, getpgrp and getuid cannot fail.
+        let (me, group, uid) = unsafe { (libc::getpid(), libc::getpgrp(), libc::getuid()) };
+        let kept = process_if(me, |p| p.pgrp == group).expect("own group");
+        assert_eq!((kept.pid, kept.pgrp, kept.uids[0]), (me, group, uid));
+        assert_eq!(process_if(me, |p| p.pgrp != group), None);
+        assert_eq!(process(me).map(|p| p.uids), Some(kept.uids));
     }
 
     #[test]

@@ -75,6 +75,7 @@ pub unsafe extern "C" fn slurm_shim_pthread_cond_init(
     cond: *mut pthread_cond_t,
     attr: *const pthread_condattr_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_pthread_cond_init);
     if cond.is_null() {
         return libc::EINVAL;
     }
@@ -90,6 +91,7 @@ pub unsafe extern "C" fn slurm_shim_pthread_cond_init(
 /// `pthread_cond_destroy(3p)` as on macOS.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_pthread_cond_destroy(cond: *mut pthread_cond_t) -> c_int {
+    crate::counted!(slurm_shim_pthread_cond_destroy);
     const WHAT: &str = "pthread_cond_destroy of a never-initialised or destroyed condition variable -> EINVAL (libpthread-539 pthread_cond.c: signature check)";
     // SAFETY: `cond` is NULL or the caller's condition variable.
     if let Err(e) = unsafe { check(cond, WHAT) } {
@@ -140,6 +142,7 @@ pub unsafe extern "C" fn slurm_shim_pthread_cond_wait(
     cond: *mut pthread_cond_t,
     m: *mut pthread_mutex_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_pthread_cond_wait);
     // SAFETY: the caller's objects (or NULL), checked before glibc sees them.
     if let Err(e) = unsafe {
         check_wait(
@@ -162,6 +165,7 @@ pub unsafe extern "C" fn slurm_shim_pthread_cond_timedwait(
     m: *mut pthread_mutex_t,
     abstime: *const timespec,
 ) -> c_int {
+    crate::counted!(slurm_shim_pthread_cond_timedwait);
     // SAFETY: the caller's objects (or NULL), checked before glibc sees them.
     if let Err(e) = unsafe {
         check_wait(

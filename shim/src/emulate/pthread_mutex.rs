@@ -75,6 +75,7 @@ pub unsafe extern "C" fn slurm_shim_pthread_mutex_init(
     m: *mut pthread_mutex_t,
     attr: *const pthread_mutexattr_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_pthread_mutex_init);
     if m.is_null() {
         return libc::EINVAL;
     }
@@ -104,6 +105,7 @@ pub unsafe extern "C" fn slurm_shim_pthread_mutex_init(
 /// `pthread_mutex_destroy(3p)` as on macOS.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int {
+    crate::counted!(slurm_shim_pthread_mutex_destroy);
     const WHAT: &str = "pthread_mutex_destroy of a never-initialised or destroyed mutex -> EINVAL (libpthread-539 pthread_mutex.c: signature check)";
     // SAFETY: `m` is NULL or the caller's mutex.
     if let Err(e) = unsafe { check(m, WHAT) } {

@@ -134,6 +134,7 @@ pub unsafe fn init(l: *mut pthread_rwlock_t, attr: *const pthread_rwlockattr_t) 
 /// `pthread_rwlock_destroy(3p)` as on macOS.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_pthread_rwlock_destroy(l: *mut pthread_rwlock_t) -> c_int {
+    crate::counted!(slurm_shim_pthread_rwlock_destroy);
     const WHAT: &str = "pthread_rwlock_destroy of a never-initialised or destroyed rwlock -> EINVAL (libpthread-539 pthread_rwlock.c: signature check)";
     // SAFETY: `l` is NULL or the caller's lock.
     let st = match unsafe { state(l) } {

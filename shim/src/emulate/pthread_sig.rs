@@ -162,6 +162,7 @@ macro_rules! checked_entry {
         $(#[$doc])*
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name($obj: $ty $(, $arg: $aty)*) -> libc::c_int {
+            crate::counted!($name);
             $( if $arg.is_null() { return libc::EINVAL; } )*
             // SAFETY: the object is NULL or the caller's; `$check` refuses NULL itself.
             if let Err(e) = unsafe { $check($obj, $what) } {

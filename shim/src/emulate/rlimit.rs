@@ -386,6 +386,7 @@ fn note_resource(resource: c_int, kind: MacResource) {
 /// `getrlimit(2)` as macOS answers it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_getrlimit(resource: c_int, rlim: *mut rlimit) -> c_int {
+    crate::counted!(slurm_shim_getrlimit);
     if rlim.is_null() {
         return errno::to_c(Err(Errno(libc::EFAULT)));
     }
@@ -409,6 +410,7 @@ pub unsafe extern "C" fn slurm_shim_getrlimit(resource: c_int, rlim: *mut rlimit
 /// `setrlimit(2)` as macOS answers it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_setrlimit(resource: c_int, rlim: *const rlimit) -> c_int {
+    crate::counted!(slurm_shim_setrlimit);
     if rlim.is_null() {
         return errno::to_c(Err(Errno(libc::EFAULT)));
     }
@@ -442,6 +444,7 @@ pub unsafe extern "C" fn slurm_shim_prlimit(
     new: *const rlimit,
     old: *mut rlimit,
 ) -> c_int {
+    crate::counted!(slurm_shim_prlimit);
     if !scope::active(NAME_PRLIMIT) {
         // SAFETY: the caller's pointers go to the real call unchanged.
         return unsafe { libc::prlimit(pid, resource as _, new, old) };

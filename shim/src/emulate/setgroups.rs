@@ -31,6 +31,7 @@ pub fn mac_refuses(n: size_t) -> bool {
 /// `setgroups(2)`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_setgroups(n: size_t, list: *const gid_t) -> c_int {
+    crate::counted!(slurm_shim_setgroups);
     if mac_refuses(n) && scope::active(NAME) {
         report::applied(
             "setgroups() of more than 16 groups -> EINVAL (xnu kern_prot.c setgroups1, NGROUPS 16)",

@@ -47,6 +47,7 @@ pub fn open_max_for(soft: u64) -> c_long {
 /// `sysconf(3)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_sysconf(name: c_int) -> c_long {
+    crate::counted!(slurm_shim_sysconf);
     if scope::active(NAME) {
         if name == libc::_SC_OPEN_MAX {
             if let Some(soft) = soft_nofile() {
@@ -71,6 +72,7 @@ pub extern "C" fn slurm_shim_sysconf(name: c_int) -> c_long {
 /// `getdtablesize(3)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_getdtablesize() -> c_int {
+    crate::counted!(slurm_shim_getdtablesize);
     if scope::active(NAME) {
         if let Some(soft) = soft_nofile() {
             let cap = machine::maxfilesperproc();

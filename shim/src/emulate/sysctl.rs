@@ -358,22 +358,44 @@ fn hardware_value(name: &[u8]) -> Result<Query, Errno> {
 
 /// The processes a `KERN_PROC` query selects.
 pub fn select(which: i32, arg: i32, all: impl Iterator<Item = ProcStat>) -> Vec<ProcStat> {
-    all.filter(|p| match which {
+    all.filter(|p| selects(which, arg, p)).collect()
+}
+
+/// Whether the `KERN_PROC` query (`which`, `arg`) selects the process `p`.
+pub fn selects(which: i32, arg: i32, p: &ProcStat) -> bool {
+    match which {
         mib::KERN_PROC_PID => p.pid == arg,
         mib::KERN_PROC_PGRP => p.pgrp == arg,
         _ => true,
-    })
-    .collect()
+    }
 }
 
 fn encode_procs(which: i32, arg: i32) -> Result<Vec<u8>, Errno> {
     let boot = boottime()?;
     // SAFETY: sysconf has no memory-safety preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    // XNU (bsd/kern/kern_sysctl.c, sysctl_doproc) walks its process list in the kernel and
+    // fills a kinfo_proc for the matching processes only; so here a process's files are read
+    // only once it matches. A PGRP listing (twice per proctrack/pgid listing: the size query
+    // and the read) used to read `stat` and `status` of every process of the machine: the
+    // members are found with `getpgid(2)`, one system call a process (Linux answers it for
+    // any process, getpgid(2)), and `stat` decides again after (a pid reused in between).
     let procs: Box<dyn Iterator<Item = ProcStat>> = if which == mib::KERN_PROC_PID {
         Box::new(procfs::process(arg).into_iter())
+    } else if which == mib::KERN_PROC_PGRP {
+        Box::new(
+            procfs::pids()
+                .into_iter()
+                // SAFETY: getpgid has no memory-safety preconditions.
+                .filter(move |&pid| unsafe { libc::getpgid(pid) } == arg)
+                .filter_map(move |pid| procfs::process_if(pid, |p| selects(which, arg, p))),
+        )
     } else {
-        Box::new(procfs::pids().into_iter().filter_map(procfs::process))
+        Box::new(
+            procfs::pids()
+                .into_iter()
+                .filter_map(move |pid| procfs::process_if(pid, |p| selects(which, arg, p))),
+        )
     };
     let mut out = Vec::new();
     for p in select(which, arg, procs) {
@@ -457,6 +479,7 @@ pub unsafe extern "C" fn slurm_shim_sysctl(
     newp: *mut c_void,
     _newlen: size_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_sysctl);
     if name.is_null() || namelen == 0 || namelen > 12 {
         return errno::to_c(Err(Errno(libc::EINVAL)));
     }
@@ -480,6 +503,7 @@ pub unsafe extern "C" fn slurm_shim_sysctlbyname(
     newp: *mut c_void,
     _newlen: size_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_sysctlbyname);
     if name.is_null() {
         return errno::to_c(Err(Errno(libc::EINVAL)));
     }

@@ -105,6 +105,7 @@ pub fn current_or_default() -> Timebase {
 /// `mach_timebase_info(3)` (macOS).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn slurm_shim_mach_timebase_info(info: *mut Timebase) -> c_int {
+    crate::counted!(slurm_shim_mach_timebase_info);
     report::applied(
         "mach_timebase_info (macOS) answered with the modelled Mac's timebase (Apple Silicon 125/3 unless SLURM_SHIM_MACH_TIMEBASE) (darwin personality)",
     );
@@ -124,6 +125,7 @@ pub unsafe extern "C" fn slurm_shim_mach_timebase_info(info: *mut Timebase) -> c
 /// `mach_absolute_time(3)` (macOS): `CLOCK_MONOTONIC_RAW` in Mach units.
 #[unsafe(no_mangle)]
 pub extern "C" fn slurm_shim_mach_absolute_time() -> u64 {
+    crate::counted!(slurm_shim_mach_absolute_time);
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

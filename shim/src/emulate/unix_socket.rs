@@ -98,6 +98,7 @@ pub unsafe extern "C" fn slurm_shim_connect(
     addr: *const sockaddr,
     len: socklen_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_connect);
     if let Err(e) =
         inet_addr_len::check(addr, len, "connect").and_then(|()| check(addr, len, "connect"))
     {
@@ -115,6 +116,7 @@ pub unsafe extern "C" fn slurm_shim_bind(
     addr: *const sockaddr,
     len: socklen_t,
 ) -> c_int {
+    crate::counted!(slurm_shim_bind);
     if let Err(e) = inet_addr_len::check(addr, len, "bind").and_then(|()| check(addr, len, "bind"))
     {
         errno::set(e);

@@ -1,139 +1,146 @@
-//! `cargo xtask cluster bench --native P1 --darwin P2`: a throughput benchmark, not a test.
+//! `cargo xtask cluster bench --native P1 --darwin P2`: benchmarks, not tests, of a native and a
+//! darwin-personality build of one release, side by side.
 //!
-//! For each round and build (native then darwin, the order alternating between rounds so
-//! neither always runs on a warmer machine), one cluster at a time (lab.rs, in the private
-//! mount namespace) gets `--jobs` trivial batch jobs (default 500), submitted one `sbatch`
-//! after the other as fast as it answers. Each job prints the time it started
-//! (`date +%s.%N`, the first thing its script does).
+//! Two modes, each running one cluster at a time (lab.rs, in the private mount namespace), the
+//! builds' order alternating between rounds so neither always runs on a warmer machine, with
+//! the load average printed beside every figure (the figures are only as quiet as the machine):
 //!
-//! The jobs go to a partition `bench` with `OverSubscribe=FORCE:16` (16 jobs per CPU), and
-//! `SchedulerParameters=batch_sched_delay=0,sched_min_interval=0`: with the defaults a
-//! one-node cluster on 2 CPUs starts 2 trivial jobs every 3 s (measured), a timer that would
-//! hide any cost of the darwin personality; with these settings the daemons' own work is
-//! what limits the rate.
-//!
-//! Printed per build and round: the time from the first submission until the queue is empty
-//! (all jobs ended; polled every 100 ms), jobs per second, and the submit-to-start latency
-//! (the wall-clock time just before its `sbatch` ran to the time its script started) at p50
-//! and p99, then the medians over rounds and the ratios darwin/native (throughput ratio above
-//! 1 means the darwin personality is faster; latency ratio below 1 means it starts jobs
-//! sooner). The load average is printed with each run: the figures are only as quiet as the
-//! machine. Every job must have COMPLETED, or the run fails.
+//! * batch (default, [`batch`]): `--jobs` trivial batch jobs submitted by `--clients`
+//!   concurrent submitters; time to drain, jobs/s and submit-to-start latency.
+//! * step launch (`--launch`, [`launch`]): `srun -n1 /bin/true` and `srun -n4 /bin/true` wall
+//!   time (`--runs` each), `--steps` `srun` steps inside one `salloc -n1`; per build the CPU
+//!   time of slurmd and of slurmstepd per step ([`cpu`]) and, for the darwin build, the shim's
+//!   calls per step by API ([`shim_counts`]).
 
-use super::lab::Lab;
+mod batch;
+mod cpu;
+mod launch;
+mod shim_counts;
+
 use super::private_ns::{self, Entered};
-use crate::cli::BenchArgs;
+use super::profile::Profile;
 use driver_common::error::{Error, Result};
-use driver_common::util::process::bounded::{poll, read_bounded};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use xshell::{Shell, cmd};
+use xshell::Shell;
 
-use super::config::CLIENT_TIMEOUT;
+/// The partition every benchmark job goes to.
 const PARTITION: &str = "bench";
 
-/// One build's figures in one round.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Figures {
-    /// First submission until the queue was empty.
-    pub makespan: Duration,
-    /// Time spent in the `sbatch` calls.
-    pub submit: Duration,
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// The native build's prefix.
+    #[arg(long)]
+    pub native: PathBuf,
+    /// The darwin-personality build's prefix.
+    #[arg(long)]
+    pub darwin: PathBuf,
+    /// Rounds (each runs both builds, alternating which goes first).
+    #[arg(long, default_value_t = 2)]
+    pub rounds: usize,
+    /// Batch mode: jobs per build and round.
+    #[arg(long, default_value_t = 500)]
     pub jobs: usize,
-    pub p50: Duration,
-    pub p99: Duration,
-}
-
-impl Figures {
-    pub fn throughput(&self) -> f64 {
-        self.jobs as f64 / self.makespan.as_secs_f64()
-    }
+    /// Batch mode: concurrent submitters, each submitting its share of --jobs one sbatch
+    /// after the other (1: one client's sequential rate, which caps the figure).
+    #[arg(long, default_value_t = 1)]
+    pub clients: usize,
+    /// Step-launch mode instead of batch: srun -n1, srun -n4 and steps inside salloc -n1.
+    #[arg(long)]
+    pub launch: bool,
+    /// Launch mode: runs of `srun -n1 /bin/true` and of `srun -n4 /bin/true` per build and round.
+    #[arg(long, default_value_t = 200)]
+    pub runs: usize,
+    /// Launch mode: `srun /bin/true` steps inside one `salloc -n1` per build and round.
+    #[arg(long, default_value_t = 50)]
+    pub steps: usize,
+    /// The clusters' profile (`cargo xtask cluster profiles`); the benchmark's own lines
+    /// (CR_CPU, its partition, no scheduler delay) go on top.
+    #[arg(long, value_enum, default_value = "default")]
+    pub profile: Profile,
 }
 
 pub fn run(sh: &Shell, _root: &Path, args: BenchArgs) -> Result<()> {
-    if private_ns::enter(
-        sh,
-        "cluster bench",
-        &std::env::args_os().skip(1).collect::<Vec<_>>(),
-    )? == Entered::Done
-    {
+    if private_ns::enter(sh, "cluster bench", &argv(&args))? == Entered::Done {
         return Ok(());
     }
-    if args.jobs == 0 || args.rounds == 0 {
-        return Err(Error::Usage(
-            "--jobs and --rounds must be at least 1".into(),
-        ));
+    if args.rounds == 0 {
+        return Err(Error::Usage("--rounds must be at least 1".into()));
     }
     let builds = [
-        ("native", absolute(&args.native)?),
-        ("darwin", absolute(&args.darwin)?),
+        Build::new("native", &args.native)?,
+        Build::new("darwin", &args.darwin)?,
     ];
-    for (_, p) in &builds {
-        super::host::check_prefix(p)?;
+    if args.launch {
+        launch::run(sh, &builds, &args)
+    } else {
+        batch::run(sh, &builds, &args)
     }
-    let work = work_dir()?;
-    println!(
-        "bench: {} trivial jobs per build, {} round(s), one cluster at a time; directory {}",
-        args.jobs,
-        args.rounds,
-        work.display()
-    );
-    let mut figures: [Vec<Figures>; 2] = [Vec::new(), Vec::new()];
-    for round in 0..args.rounds {
-        let order: [usize; 2] = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-        for i in order {
-            let (name, prefix) = &builds[i];
-            let dir = work.join(format!("{name}-{round}"));
-            let load = loadavg();
-            let f = bench_one(sh, prefix, &dir, args.profile.profile, args.jobs)?;
-            println!(
-                "  round {} {name:6}: {} jobs in {:.2} s = {:.2} jobs/s; submit {:.2} s; latency p50 {:.3} s p99 {:.3} s; load before {load}",
-                round + 1,
-                f.jobs,
-                f.makespan.as_secs_f64(),
-                f.throughput(),
-                f.submit.as_secs_f64(),
-                f.p50.as_secs_f64(),
-                f.p99.as_secs_f64(),
-            );
-            figures[i].push(f);
-        }
-    }
-    let med = |v: &[Figures], k: fn(&Figures) -> f64| median(v.iter().map(k).collect());
-    let tp = |f: &Figures| f.throughput();
-    let p50 = |f: &Figures| f.p50.as_secs_f64();
-    let p99 = |f: &Figures| f.p99.as_secs_f64();
-    let [n, d] = &figures;
-    println!("bench summary (median of {} round(s)):", args.rounds);
-    for (name, v) in [("native", n), ("darwin", d)] {
-        println!(
-            "  {name:6}: {:.2} jobs/s, latency p50 {:.3} s, p99 {:.3} s",
-            med(v, tp),
-            med(v, p50),
-            med(v, p99)
-        );
-    }
-    println!(
-        "  darwin/native: throughput {:.3}x, latency p50 {:.3}x, p99 {:.3}x (target: throughput >= 0.95x)",
-        med(d, tp) / med(n, tp),
-        med(d, p50) / med(n, p50),
-        med(d, p99) / med(n, p99)
-    );
-    std::fs::remove_dir_all(&work).map_err(|e| Error::io(&work, e))?;
-    Ok(())
 }
 
-fn bench_one(
-    sh: &Shell,
-    prefix: &Path,
-    dir: &Path,
-    profile: super::profile::Profile,
-    jobs: usize,
-) -> Result<Figures> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    // MinJobAge (300 s, config.rs) keeps every finished job visible to `scontrol` for the
-    // COMPLETED check; MaxJobCount makes room for them.
-    let extra = vec![
+/// The launch mode with tiny counts (CI's step: seconds of work, so the command cannot rot;
+/// its figures are not judged, only that every series ran and was measured).
+pub fn ci_launch(sh: &Shell, root: &Path, native: &Path, darwin: &Path) -> Result<()> {
+    let args = BenchArgs {
+        native: native.to_path_buf(),
+        darwin: darwin.to_path_buf(),
+        rounds: 1,
+        jobs: 1,
+        clients: 1,
+        launch: true,
+        runs: 3,
+        steps: 3,
+        profile: Profile::Default,
+    };
+    run(sh, root, args)
+}
+
+/// The command line that runs `args` again (inside the private mount namespace).
+fn argv(args: &BenchArgs) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<std::ffi::OsString> = vec!["cluster".into(), "bench".into()];
+    v.extend(["--native".into(), args.native.clone().into_os_string()]);
+    v.extend(["--darwin".into(), args.darwin.clone().into_os_string()]);
+    for (k, n) in [
+        ("rounds", args.rounds),
+        ("jobs", args.jobs),
+        ("clients", args.clients),
+        ("runs", args.runs),
+        ("steps", args.steps),
+    ] {
+        v.push(format!("--{k}={n}").into());
+    }
+    if args.launch {
+        v.push("--launch".into());
+    }
+    v.push(format!("--profile={}", args.profile.name()).into());
+    v
+}
+
+/// One build under test.
+#[derive(Debug, Clone)]
+pub struct Build {
+    pub name: &'static str,
+    pub prefix: PathBuf,
+}
+
+impl Build {
+    fn new(name: &'static str, prefix: &Path) -> Result<Build> {
+        let prefix = std::path::absolute(prefix).map_err(|e| Error::io(prefix, e))?;
+        super::host::check_prefix(&prefix)?;
+        Ok(Build { name, prefix })
+    }
+}
+
+/// The builds' indices in `round`: native first in even rounds, darwin first in odd ones.
+pub fn order(round: usize) -> [usize; 2] {
+    if round % 2 == 0 { [0, 1] } else { [1, 0] }
+}
+
+/// The benchmark's `slurm.conf` lines on top of the profile: CPUs (not memory) consumable, no
+/// scheduler delay (with the defaults a one-node cluster on 2 CPUs starts 2 trivial jobs every
+/// 3 s: a timer would be measured, not the daemons), room for `jobs` jobs (MinJobAge keeps
+/// finished ones for 300 s, lab.rs), and the partition `bench` with 16 jobs per CPU.
+pub fn conf_lines(jobs: usize) -> Vec<String> {
+    vec![
         "SelectTypeParameters=CR_CPU".to_string(),
         "SchedulerParameters=batch_sched_delay=0,sched_min_interval=0".to_string(),
         format!("MaxJobCount={}", jobs * 2 + 100),
@@ -141,88 +148,7 @@ fn bench_one(
             "PartitionName={PARTITION} Nodes={} OverSubscribe=FORCE:16 MaxTime=INFINITE State=UP",
             super::nodes::node_name(0)
         ),
-    ];
-    let lab = Lab::start(sh, prefix, dir, profile, 1, &extra, &[])?;
-    let result = submit_and_wait(sh, &lab, dir, jobs);
-    let stopped = lab.stop(sh);
-    let f = result?;
-    stopped?;
-    Ok(f)
-}
-
-fn submit_and_wait(sh: &Shell, lab: &Lab, dir: &Path, jobs: usize) -> Result<Figures> {
-    let out_dir = dir.join("out");
-    std::fs::create_dir_all(&out_dir).map_err(|e| Error::io(&out_dir, e))?;
-    let _env = sh.push_env("SLURM_CONF", lab.conf());
-    let (sbatch, squeue, sacct_like) =
-        (lab.tool("sbatch"), lab.tool("squeue"), lab.tool("scontrol"));
-    let pattern = out_dir.join("%j.out");
-    let t0 = Instant::now();
-    let mut submitted = Vec::with_capacity(jobs);
-    for _ in 0..jobs {
-        let at = now();
-        let id = super::jobs::sbatch_id(
-            cmd!(
-                sh,
-                "{sbatch} --parsable -J bench -p {PARTITION} -o {pattern} --wrap 'date +%s.%N'"
-            )
-            .quiet(),
-        )?;
-        submitted.push((id, at));
-    }
-    let submit = t0.elapsed();
-    poll(
-        "the queue to drain",
-        Duration::from_secs(60 + jobs as u64 * 5),
-        Duration::from_millis(100),
-        || {
-            let q = read_bounded(cmd!(sh, "{squeue} -h -o %i").quiet(), CLIENT_TIMEOUT)?;
-            Ok(q.trim().is_empty().then_some(()))
-        },
-    )?;
-    let makespan = t0.elapsed();
-    // Every job must have completed: the states of all jobs still known to slurmctld.
-    let states = read_bounded(cmd!(sh, "{sacct_like} show job -o").quiet(), CLIENT_TIMEOUT)?;
-    let completed = states
-        .lines()
-        .filter(|l| l.split_whitespace().any(|w| w == "JobState=COMPLETED"))
-        .count();
-    if completed != jobs {
-        return Err(Error::Scenario(format!(
-            "{completed} of {jobs} jobs COMPLETED; the others: {}",
-            states
-                .lines()
-                .filter(|l| !l.contains("JobState=COMPLETED"))
-                .take(5)
-                .collect::<Vec<_>>()
-                .join("\n")
-        )));
-    }
-    let mut latencies = Vec::with_capacity(jobs);
-    for (id, at) in &submitted {
-        let f = out_dir.join(format!("{id}.out"));
-        let text = std::fs::read_to_string(&f).map_err(|e| Error::io(&f, e))?;
-        let started: f64 = text
-            .trim()
-            .parse()
-            .map_err(|e| Error::parse(format!("{}: a time stamp", f.display()), e))?;
-        latencies.push((started - at).max(0.0));
-    }
-    Ok(Figures {
-        makespan,
-        submit,
-        jobs,
-        p50: Duration::from_secs_f64(percentile(&mut latencies, 50.0)),
-        p99: Duration::from_secs_f64(percentile(&mut latencies, 99.0)),
-    })
-}
-
-/// Seconds since the epoch, as `date +%s.%N` prints them.
-fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
+    ]
 }
 
 /// Nearest-rank percentile (`p` in 0..=100) of a non-empty sample.
@@ -247,10 +173,6 @@ pub(super) fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "unknown".into())
-}
-
-fn absolute(p: &Path) -> Result<PathBuf> {
-    std::path::absolute(p).map_err(|e| Error::io(p, e))
 }
 
 pub(super) fn work_dir() -> Result<PathBuf> {
@@ -279,14 +201,39 @@ mod tests {
     }
 
     #[test]
-    fn throughput__jobs_per_second() {
-        let f = Figures {
-            makespan: Duration::from_secs(50),
-            submit: Duration::from_secs(10),
-            jobs: 500,
-            p50: Duration::ZERO,
-            p99: Duration::ZERO,
+    fn argv__round_trips_through_the_cli() {
+        use clap::Parser;
+        let args = BenchArgs {
+            native: "/n".into(),
+            darwin: "/d".into(),
+            rounds: 3,
+            jobs: 40,
+            clients: 4,
+            launch: true,
+            runs: 7,
+            steps: 5,
+            profile: Profile::Poc,
         };
-        assert_eq!(f.throughput(), 10.0);
+        let mut line: Vec<std::ffi::OsString> = vec!["cargo xtask".into()];
+        line.extend(argv(&args));
+        let cli = crate::cli::ClusterCli::try_parse_from(line).unwrap();
+        let crate::cli::ClusterCommand::Cluster(c) = cli.command;
+        let crate::cli::ClusterAction::Bench(b) = c.action else {
+            panic!("not bench")
+        };
+        assert_eq!(
+            (
+                b.native, b.darwin, b.rounds, b.jobs, b.clients, b.launch, b.runs, b.steps
+            ),
+            (args.native, args.darwin, 3, 40, 4, true, 7, 5)
+        );
+        assert_eq!(b.profile.name(), "poc");
+    }
+
+    #[test]
+    fn order__alternates_by_round() {
+        assert_eq!(order(0), [0, 1]);
+        assert_eq!(order(1), [1, 0]);
+        assert_eq!(order(2), [0, 1]);
     }
 }

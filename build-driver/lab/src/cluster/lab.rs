@@ -65,6 +65,11 @@ impl Lab {
         self.layout.conf()
     }
 
+    /// The PID of a daemon of the cluster, from its record.
+    pub fn pid_of(&self, d: super::daemon::Daemon) -> Option<u32> {
+        self.cluster.as_ref()?.record(d).map(|r| r.pid)
+    }
+
     /// A client program of the prefix.
     pub fn tool(&self, name: &str) -> PathBuf {
         self.prefix.join("bin").join(name)

@@ -253,7 +253,7 @@ pub fn processes_where(keep: impl Fn(u32, char, u32, u32) -> bool) -> Vec<u32> {
 
 /// `comm` may hold spaces and parentheses: the fields start after the last `)`.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-fn parse_stat_after_comm(text: &str) -> Option<Vec<String>> {
+pub(super) fn parse_stat_after_comm(text: &str) -> Option<Vec<String>> {
     let rest = &text[text.rfind(')')? + 1..];
     Some(rest.split_whitespace().map(str::to_string).collect())
 }
