@@ -121,7 +121,7 @@ pub enum ClusterAction {
     /// Benchmark of a native and a darwin-personality cluster, printed as darwin/native ratios:
     /// batch throughput and latency (concurrent submitters: --clients), or step launch
     /// (--launch: srun -n1, srun -n4, steps in salloc; CPU and shim calls per step).
-    Bench(crate::cluster::BenchArgs),
+    Bench(BenchArgs),
     /// Accounting benchmark: CPU per poll of a job with many processes, jobacct_gather/darwin
     /// against jobacct_gather/linux, both in one darwin-personality install's slurmstepd.
     BenchAcct(BenchAcctArgs),
@@ -220,4 +220,38 @@ pub struct ClusterCli {
 #[derive(Debug, Subcommand)]
 pub enum ClusterCommand {
     Cluster(ClusterArgs),
+}
+
+/// `cluster bench`'s arguments (the bench: cluster/bench.rs).
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// The native build's prefix.
+    #[arg(long)]
+    pub native: PathBuf,
+    /// The darwin-personality build's prefix.
+    #[arg(long)]
+    pub darwin: PathBuf,
+    /// Rounds (each runs both builds, alternating which goes first).
+    #[arg(long, default_value_t = 2)]
+    pub rounds: usize,
+    /// Batch mode: jobs per build and round.
+    #[arg(long, default_value_t = 500)]
+    pub jobs: usize,
+    /// Batch mode: concurrent submitters, each submitting its share of --jobs one sbatch
+    /// after the other (1: one client's sequential rate, which caps the figure).
+    #[arg(long, default_value_t = 1)]
+    pub clients: usize,
+    /// Step-launch mode instead of batch: srun -n1, srun -n4 and steps inside salloc -n1.
+    #[arg(long)]
+    pub launch: bool,
+    /// Launch mode: runs of `srun -n1 /bin/true` and of `srun -n4 /bin/true` per build and round.
+    #[arg(long, default_value_t = 200)]
+    pub runs: usize,
+    /// Launch mode: `srun /bin/true` steps inside one `salloc -n1` per build and round.
+    #[arg(long, default_value_t = 50)]
+    pub steps: usize,
+    /// The clusters' profile (`cargo xtask cluster profiles`); the benchmark's own lines
+    /// (CR_CPU, its partition, no scheduler delay) go on top.
+    #[arg(long, value_enum, default_value = "default")]
+    pub profile: Profile,
 }

@@ -51,7 +51,7 @@ mod tls;
 mod upgrade;
 pub mod user;
 
-pub use bench::{BenchArgs, ci_launch as launch_bench_smoke};
+pub use bench::ci_launch as launch_bench_smoke;
 #[cfg(test)]
 pub use config::free_ports;
 pub use lifecycle::{UpOptions, default_dir, down, up};
