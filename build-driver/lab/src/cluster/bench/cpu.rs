@@ -13,6 +13,7 @@
 //!   for: its tasks (`/bin/true` here, the same program for both builds). Other children
 //!   (the benchmark's clients, the daemons) are left to whoever waits for them.
 
+#[cfg(target_os = "linux")]
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -49,6 +50,27 @@ impl Reaped {
     }
 }
 
+/// Makes this process a child subreaper (Linux's `prctl(PR_SET_CHILD_SUBREAPER)`; the lab's
+/// clusters run on Linux only).
+#[cfg(target_os = "linux")]
+fn become_subreaper() -> Result<()> {
+    // SAFETY: prctl with an integer argument; no memory is passed.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        return Err(Error::io(
+            Path::new("prctl(PR_SET_CHILD_SUBREAPER)"),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn become_subreaper() -> Result<()> {
+    Err(Error::Unsupported(
+        "cluster bench reaps slurmstepd as a child subreaper, which needs Linux".into(),
+    ))
+}
+
 /// Reaps the slurmstepd processes that come to this process (see the module doc).
 pub struct StepdReaper {
     stop: Arc<AtomicBool>,
@@ -59,13 +81,7 @@ pub struct StepdReaper {
 impl StepdReaper {
     /// Make this process a child subreaper and start reaping.
     pub fn start() -> Result<StepdReaper> {
-        // SAFETY: prctl with an integer argument; no memory is passed.
-        if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
-            return Err(Error::io(
-                Path::new("prctl(PR_SET_CHILD_SUBREAPER)"),
-                std::io::Error::last_os_error(),
-            ));
-        }
+        become_subreaper()?;
         let stop = Arc::new(AtomicBool::new(false));
         let totals = Arc::new(Mutex::new(Reaped::default()));
         let thread = {
