@@ -400,7 +400,11 @@ mod tests {
             })
             .collect();
         copies.sort();
-        assert!(!copies.is_empty(), "no copy of patch 0064 under {}", patches.display());
+        assert!(
+            !copies.is_empty(),
+            "no copy of patch 0064 under {}",
+            patches.display()
+        );
         let mut seen = 0;
         for p in copies {
             let text = std::fs::read_to_string(&p).unwrap();
@@ -439,7 +443,10 @@ mod tests {
             .find(|l| l.starts_with("0064-"))
             .expect("0064 in patches/series");
         for line in ["24.11", "25.05", "25.11", "26.05", "26.11"] {
-            assert!(entry.contains(line), "0064 does not apply to {line}: {entry}");
+            assert!(
+                entry.contains(line),
+                "0064 does not apply to {line}: {entry}"
+            );
         }
     }
 }
