@@ -207,7 +207,13 @@ mod tests {
             } else {
                 format!("{src}/{}.rs", e.module)
             };
-            let text = std::fs::read_to_string(&file).unwrap();
+            // The module's file and its children's (timer.rs keeps its C ABI in timer/abi.rs).
+            let mut text = std::fs::read_to_string(&file).unwrap();
+            if let Ok(children) = std::fs::read_dir(file.trim_end_matches(".rs")) {
+                for c in children.flatten() {
+                    text.push_str(&std::fs::read_to_string(c.path()).unwrap());
+                }
+            }
             let head = format!("extern \"C\" fn {}(", e.symbol);
             let Some(at) = text.find(&head) else {
                 // Made by emulate::pthread_sig's `checked_entry!`, which counts `$name`.
