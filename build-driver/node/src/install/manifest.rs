@@ -7,7 +7,6 @@ use driver_common::gate::{self, dir::Dir};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// One installed entry.
@@ -33,7 +32,8 @@ fn not_found(e: &Error) -> bool {
     matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
 }
 
-/// [`entry`] of `name` in `d`, through its descriptor.
+/// The entry `name` in `d` (its sha256 and mode, or its link target), read through the
+/// directory's descriptor without following a link.
 fn entry_in(d: &Dir, name: &std::ffi::OsStr) -> Result<Option<Entry>> {
     let Some(st) = d.stat(name)? else {
         return Ok(None);
@@ -56,22 +56,13 @@ fn entry_in(d: &Dir, name: &std::ffi::OsStr) -> Result<Option<Entry>> {
     }))
 }
 
+/// The entry at `path` ([`entry_in`] of its directory); `None` when it is neither a file
+/// nor a link.
 fn entry(path: &Path) -> Result<Option<Entry>> {
-    let meta = fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
-    if meta.file_type().is_symlink() {
-        let t = fs::read_link(path).map_err(|e| Error::io(path, e))?;
-        return Ok(Some(Entry {
-            content: format!("link:{}", t.display()),
-            mode: 0,
-        }));
-    }
-    if !meta.is_file() {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return Ok(None);
-    }
-    Ok(Some(Entry {
-        content: format!("sha256:{}", driver_common::util::fs::sha256_file(path)?),
-        mode: meta.permissions().mode() & 0o7777,
-    }))
+    };
+    entry_in(&Dir::open(parent)?, name)
 }
 
 impl Manifest {
