@@ -1,5 +1,7 @@
-//! What root executes or reads under the prefix: `sbin/` (slurmd, sackd, slurmstepd),
-//! `lib/` (libslurm and the plugins of `lib/slurm`, recursively) and `etc/` (slurm.conf, the
+//! What root executes or reads under the prefix, judged as every root command judges it
+//! before it starts a program (`keg::install_of`, `driver_common::gate::keg`): `sbin/`,
+//! `bin/`, `libexec/`, `lib/` (libslurm and the plugins of `lib/slurm`, recursively), the
+//! spool and log directories and `etc/` (slurm.conf, the
 //! key; for a Homebrew keg or its copy, the root's `etc/slurm`, which its programs read).
 //! A keg another user owns is one finding whose fix is its root-owned copy (`copy-keg`), and
 //! another prefix a user owns one finding whose fix is `install` into a root-owned prefix.
@@ -11,16 +13,13 @@
 
 use super::{Check, Finding, Problem};
 use driver_common::error::Error;
-use driver_common::gate::{Owners, chain::trusted};
+use driver_common::gate::{self, Owners};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// What must be there for a node: slurmd runs, sackd answers join's probe, the plugins load
 /// (the configuration's directory, [`crate::keg::sysconfdir`], is checked too).
 const REQUIRED: &[&str] = &["sbin/slurmd", "sbin/sackd", "lib/slurm"];
-
-/// Deeper than any install's `lib/slurm` (one level of plugins, a few of helpers).
-const MAX_DEPTH: usize = 8;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileProblem {
@@ -87,32 +86,27 @@ pub fn check(prefix: &Path) -> Vec<Finding> {
             problems.insert(p.clone(), FileProblem::Missing { path: p });
         }
     }
-    let mut paths = Vec::new();
-    for top in [prefix.join("sbin"), prefix.join("lib"), etc] {
-        walk(&top, 0, &mut paths, &mut problems);
-    }
-    for p in &paths {
-        if let Err(e) = trusted(p, Owners::ROOT) {
-            let problem = match e {
-                Error::Untrusted { path, why, fix } => FileProblem::Untrusted { path, why, fix },
-                other => FileProblem::Unreadable {
-                    path: p.clone(),
-                    error: other.to_string(),
-                },
-            };
-            let at = match &problem {
-                FileProblem::Untrusted { path, .. } => path.clone(),
-                _ => p.clone(),
-            };
-            problems.entry(at).or_insert(problem);
-        }
+    // The very judgement every root command makes before it starts a program of the prefix
+    // (keg::install_of, gate::keg), as root would be judged: one finding per culprit.
+    for e in gate::keg::examine(&crate::keg::install_of(prefix, &[]), Owners::ROOT) {
+        let problem = match e {
+            Error::Untrusted { path, why, fix } => FileProblem::Untrusted { path, why, fix },
+            other => FileProblem::Unreadable {
+                path: prefix.to_path_buf(),
+                error: other.to_string(),
+            },
+        };
+        let at = match &problem {
+            FileProblem::Untrusted { path, .. } => path.clone(),
+            _ => prefix.to_path_buf(),
+        };
+        problems.entry(at).or_insert(problem);
     }
     if problems.is_empty() {
         return vec![Finding::ok(
             Check::Files,
             format!(
-                "{} paths under {} (sbin, lib, etc) are root's and not writable by group or others, up to /",
-                paths.len(),
+                "everything root would run or load under {} (sbin, bin, libexec, lib, etc) and the spool and log directories are root's and not writable by group or others, up to /",
                 prefix.display()
             ),
         )];
@@ -148,41 +142,6 @@ fn user_prefix(prefix: &Path) -> Option<FileProblem> {
         ),
         fix: crate::keg::user_prefix_fix(prefix),
     })
-}
-
-/// `dir` itself and everything below it (links are listed, not followed: the trust rule
-/// judges where they lead).
-fn walk(
-    dir: &Path,
-    depth: usize,
-    out: &mut Vec<PathBuf>,
-    problems: &mut BTreeMap<PathBuf, FileProblem>,
-) {
-    let Ok(m) = std::fs::symlink_metadata(dir) else {
-        return;
-    };
-    out.push(dir.to_path_buf());
-    if !m.is_dir() || depth >= MAX_DEPTH {
-        return;
-    }
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) => {
-            problems.insert(
-                dir.to_path_buf(),
-                FileProblem::Unreadable {
-                    path: dir.to_path_buf(),
-                    error: e.to_string(),
-                },
-            );
-            return;
-        }
-    };
-    let mut below: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    below.sort();
-    for p in below {
-        walk(&p, depth + 1, out, problems);
-    }
 }
 
 #[cfg(test)]
