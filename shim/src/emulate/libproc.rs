@@ -84,7 +84,14 @@ pub fn fd_type(pid: i32, fd: i32) -> u32 {
 
 /// The descriptor list `proc_pidinfo(PROC_PIDLISTFDS)` gives.
 pub fn list_fds(pid: i32) -> Result<Vec<proc_fdinfo>, Errno> {
-    let fds = procfs::fds(pid).ok_or(Errno(libc::ESRCH))?;
+    let mut fds = procfs::fds(pid).ok_or(Errno(libc::ESRCH))?;
+    // SAFETY: getpid has no preconditions.
+    if pid == unsafe { libc::getpid() } {
+        // /proc/self/fd lists the descriptor that reads it, closed by now; XNU's list is
+        // taken in the kernel and names only open ones.
+        // SAFETY: F_GETFD only asks about the number.
+        fds.retain(|&fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0);
+    }
     Ok(fds
         .into_iter()
         .map(|fd| proc_fdinfo {
