@@ -24,13 +24,43 @@ use driver_common::error::{Error, Result};
 
 /// User plus system time of process `pid` so far (`None` if it is gone).
 pub fn process_cpu(pid: u32) -> Option<Duration> {
+    stat_cpu(pid, Own::Process)
+}
+
+/// User plus system time of the children process `pid` waited for (`None` if it is gone):
+/// for slurmd, its prolog and epilog (the script launcher and the script, which
+/// `run_command()` waits for); not slurmstepd, which is not slurmd's child.
+pub fn children_cpu(pid: u32) -> Option<Duration> {
+    stat_cpu(pid, Own::Children)
+}
+
+/// Whose time a `stat` line's fields give.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Own {
+    /// utime and stime, fields 14 and 15 of stat(5).
+    Process,
+    /// cutime and cstime, fields 16 and 17: the waited-for children's.
+    Children,
+}
+
+fn stat_cpu(pid: u32, own: Own) -> Option<Duration> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let f = super::super::procs::parse_stat_after_comm(&text)?;
-    // Fields 14 and 15 of stat(5); the list starts at field 3.
-    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
     // SAFETY: sysconf has no memory-safety preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Some(Duration::from_nanos(ticks * 1_000_000_000 / hz))
+    Some(Duration::from_nanos(
+        stat_ticks(&text, own)? * 1_000_000_000 / hz,
+    ))
+}
+
+/// The clock ticks of `own` in a `/proc/<pid>/stat` line.
+pub fn stat_ticks(text: &str, own: Own) -> Option<u64> {
+    let f = super::super::procs::parse_stat_after_comm(text)?;
+    // The list starts at field 3.
+    let at = match own {
+        Own::Process => 11,
+        Own::Children => 13,
+    };
+    Some(f.get(at)?.parse::<u64>().ok()? + f.get(at + 1)?.parse::<u64>().ok()?)
 }
 
 /// The slurmstepd processes reaped so far and their CPU time (with their tasks').
@@ -182,6 +212,15 @@ fn reap_stepd(pid: u32) -> Option<Duration> {
 #[allow(non_snake_case)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stat_ticks__own_and_waited_for_children() {
+        // fields 14-17 (utime, stime, cutime, cstime) are 11, 12, 13 and 14
+        let line = "4242 (slurm d) S 1 4242 4242 0 -1 4194560 5 6 7 8 11 12 13 14 20 0 1 0 99";
+        assert_eq!(stat_ticks(line, Own::Process), Some(23));
+        assert_eq!(stat_ticks(line, Own::Children), Some(27));
+        assert_eq!(stat_ticks("4242 (x) S 1", Own::Children), None);
+    }
 
     #[test]
     fn is_zombie_stepd__name_and_state() {

@@ -12,8 +12,9 @@
 //! * `salloc`: one `salloc -n1` whose shell runs `--steps` `srun /bin/true` steps, each timed
 //!   by the shell (`date +%s%N` before and after).
 //!
-//! Per series: p50 and p99 of the wall times; the CPU time of slurmd and of slurmstepd per
-//! step ([`super::cpu`]); for a build linking the shim (darwin personality), the shim's calls
+//! Per series: p50 and p99 of the wall times; the CPU time per step of slurmd, of its prolog
+//! and epilog (the children it waits for; they hid the darwin build's closeall() loops, whose
+//! fix is patch 0027's), and of slurmstepd ([`super::cpu`]); for a build linking the shim (darwin personality), the shim's calls
 //! per step by API of the series' slurmstepd processes ([`super::shim_counts`]). slurmd
 //! writes its counts when it exits, so its calls are per step over the whole run. The load
 //! average is printed before and after each series. Then, over the rounds: medians per build,
@@ -43,6 +44,9 @@ pub struct Series {
     pub walls: Vec<f64>,
     /// slurmd's CPU time during the series.
     pub slurmd_cpu: Duration,
+    /// The CPU time of the children slurmd waited for during the series: its prolog and
+    /// epilog (script launcher and script).
+    pub scripts_cpu: Duration,
     /// The slurmstepd processes reaped for the series and their CPU time.
     pub stepd: Reaped,
     /// The series' slurmstepd processes' shim calls.
@@ -63,6 +67,11 @@ impl Series {
     /// slurmd's CPU per step, milliseconds.
     pub fn slurmd_ms(&self) -> f64 {
         ms(self.slurmd_cpu) / self.steps().max(1) as f64
+    }
+
+    /// slurmd's scripts' CPU per step, milliseconds.
+    pub fn scripts_ms(&self) -> f64 {
+        ms(self.scripts_cpu) / self.steps().max(1) as f64
     }
 
     /// slurmstepd's CPU (with its tasks') per reaped stepd, milliseconds.
@@ -178,6 +187,7 @@ fn series_all(
     for name in SERIES {
         let load_before = loadavg();
         let cpu0 = cpu::process_cpu(slurmd).unwrap_or_default();
+        let scripts0 = cpu::children_cpu(slurmd).unwrap_or_default();
         let reaped0 = reaper.totals();
         let from = shim_counts::length(counts);
         let walls = match name {
@@ -197,8 +207,10 @@ fn series_all(
         };
         let stepd = reaper.settle(reaped0, walls.len(), Duration::from_secs(10));
         let cpu1 = cpu::process_cpu(slurmd).unwrap_or_default();
+        let scripts1 = cpu::children_cpu(slurmd).unwrap_or_default();
         round.series.push(Series {
             slurmd_cpu: cpu1.saturating_sub(cpu0),
+            scripts_cpu: scripts1.saturating_sub(scripts0),
             stepd,
             stepd_calls: shim_counts::calls_of(&shim_counts::read_from(counts, from), "slurmstepd"),
             walls,
@@ -251,12 +263,13 @@ pub fn step_times(out: &str) -> Vec<f64> {
 fn print_round(round: usize, build: &str, r: &Round) {
     for (name, s) in SERIES.iter().zip(&r.series) {
         println!(
-            "  round {} {build:6} {name:12}: {} steps, p50 {:.1} ms, p99 {:.1} ms; CPU per step: slurmd {:.2} ms, slurmstepd (with its tasks) {:.2} ms ({} reaped); load {} -> {}",
+            "  round {} {build:6} {name:12}: {} steps, p50 {:.1} ms, p99 {:.1} ms; CPU per step: slurmd {:.2} ms, its prolog and epilog {:.2} ms, slurmstepd (with its tasks) {:.2} ms ({} reaped); load {} -> {}",
             round + 1,
             s.steps(),
             s.p(50.0) * 1000.0,
             s.p(99.0) * 1000.0,
             s.slurmd_ms(),
+            s.scripts_ms(),
             s.stepd_ms(),
             s.stepd.count,
             s.load_before,
@@ -290,19 +303,20 @@ fn summary(rounds: &[Vec<Round>; 2]) {
         median(rounds[b].iter().map(|r| f(&r.series[k])).collect())
     };
     for (k, name) in SERIES.iter().enumerate() {
-        let figs: Vec<[f64; 4]> = (0..2)
+        let figs: Vec<[f64; 5]> = (0..2)
             .map(|b| {
                 [
                     med(b, k, &|s| s.p(50.0) * 1000.0),
                     med(b, k, &|s| s.p(99.0) * 1000.0),
                     med(b, k, &Series::slurmd_ms),
                     med(b, k, &Series::stepd_ms),
+                    med(b, k, &Series::scripts_ms),
                 ]
             })
             .collect();
         let [n, d] = [figs[0], figs[1]];
         println!(
-            "  {name:12}: native p50 {:.1} ms p99 {:.1} ms, darwin p50 {:.1} ms p99 {:.1} ms: darwin/native p50 {:.3}x, p99 {:.3}x; CPU per step slurmd {:.2} vs {:.2} ms, slurmstepd {:.2} vs {:.2} ms",
+            "  {name:12}: native p50 {:.1} ms p99 {:.1} ms, darwin p50 {:.1} ms p99 {:.1} ms: darwin/native p50 {:.3}x, p99 {:.3}x; CPU per step slurmd {:.2} vs {:.2} ms, its prolog and epilog {:.2} vs {:.2} ms, slurmstepd {:.2} vs {:.2} ms",
             n[0],
             n[1],
             d[0],
@@ -311,6 +325,8 @@ fn summary(rounds: &[Vec<Round>; 2]) {
             d[1] / n[1],
             n[2],
             d[2],
+            n[4],
+            d[4],
             n[3],
             d[3],
         );
@@ -333,6 +349,7 @@ mod tests {
         let s = Series {
             walls: vec![0.1; 4],
             slurmd_cpu: Duration::from_millis(8),
+            scripts_cpu: Duration::from_millis(12),
             stepd: Reaped {
                 count: 2,
                 cpu: Duration::from_millis(10),
@@ -340,6 +357,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(s.slurmd_ms(), 2.0);
+        assert_eq!(s.scripts_ms(), 3.0);
         assert_eq!(s.stepd_ms(), 5.0);
     }
 }
