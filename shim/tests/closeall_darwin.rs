@@ -1,6 +1,7 @@
-//! Patch 0027's `_darwin_fd_end()` (a static function its fd.c hunk adds, in 24.11's variant
-//! so far: the other lines get it with their `lines verify`): where closeall() on macOS stops
-//! closing. The function is taken from the variant's added lines and compiled as
+//! Patch 0027's `_darwin_fd_end()` (a static function its fd.c hunk adds, in the main file
+//! and 24.11's variant; 25.05's and 25.11's variants keep the first form until their
+//! `lines verify`): where closeall() on macOS stops closing. Every copy of the function is
+//! the main file's; the function is taken from the main file's added lines and compiled as
 //! Slurm's darwin build compiles fd.c (darwin personality: the shim's libproc answers from
 //! /proc), and for aarch64-macos against the SDK headers zig bundles (lane 4: the macOS
 //! declarations it uses exist and match).
@@ -16,18 +17,18 @@ mod common;
 
 use std::path::Path;
 
-const VARIANT_24_11: &str = "patches/24.11/0027-closeall-bound-by-getdtablesize-on-macos.patch";
+const PATCH: &str = "0027-closeall-bound-by-getdtablesize-on-macos.patch";
+const MAIN_FILE: &str = "patches/0027-closeall-bound-by-getdtablesize-on-macos.patch";
+
+/// The lines whose variant of patch 0027 still has the first form (getdtablesize() only):
+/// recorded, so that a variant losing the second form fails here, and one gaining it says
+/// to shorten the list.
+const FIRST_FORM: &[&str] = &["25.05", "25.11"];
 
 /// The `#if defined(__APPLE__)` block the patch adds after fd.c's includes (its added
 /// lines, from `#include <libproc.h>` to the `#endif` after the function).
 fn added_block(rel: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let added: Vec<&str> = text
-        .lines()
-        .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
-        .map(|l| &l[1..])
-        .collect();
+    let added = added_lines(rel);
     let from = added
         .iter()
         .position(|l| *l == "#include <libproc.h>")
@@ -46,8 +47,18 @@ fn added_block(rel: &str) -> String {
     added[from..to].join("\n") + "\n"
 }
 
+/// The lines a patch file adds, without their `+`.
+fn added_lines(rel: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+        .map(|l| l[1..].to_string())
+        .collect()
+}
+
 fn header() -> String {
-    let main = added_block(VARIANT_24_11);
+    let main = added_block(MAIN_FILE);
     // what fd.c includes before the block
     format!("#include <errno.h>\n#include <stddef.h>\n#include <unistd.h>\n{main}")
 }
@@ -135,6 +146,60 @@ fn darwin_fd_end__is_one_past_the_highest_open_descriptor_in_the_darwin_build() 
         "the answer came from the shim's libproc: {}",
         run.log
     );
+}
+
+/// Every variant that defines `_darwin_fd_end()` defines the main file's, and calls it where
+/// closeall() takes its bound; the variants without it are exactly [`FIRST_FORM`].
+#[test]
+fn darwin_fd_end__every_copy_is_the_main_files() {
+    let main = added_block(MAIN_FILE);
+    let calls = |rel: &str| {
+        added_lines(rel)
+            .iter()
+            .filter(|l| l.contains("= _darwin_fd_end();"))
+            .count()
+    };
+    assert_eq!(
+        calls(MAIN_FILE),
+        1,
+        "{MAIN_FILE}: closeall_except()'s bound"
+    );
+    let patches = Path::new(env!("CARGO_MANIFEST_DIR")).join("../patches");
+    let mut first_form = Vec::new();
+    let mut second_form = Vec::new();
+    for entry in std::fs::read_dir(&patches).unwrap() {
+        let dir = entry.unwrap().path();
+        let line = dir.file_name().unwrap().to_string_lossy().into_owned();
+        if !dir.join(PATCH).is_file() {
+            continue;
+        }
+        let rel = format!("patches/{line}/{PATCH}");
+        if !added_lines(&rel)
+            .iter()
+            .any(|l| l.contains("_darwin_fd_end"))
+        {
+            first_form.push(line);
+            continue;
+        }
+        assert_eq!(
+            added_block(&rel),
+            main,
+            "{rel}: its _darwin_fd_end() differs from the main file's"
+        );
+        assert!(
+            calls(&rel) >= 1,
+            "{rel}: defines _darwin_fd_end() but never takes it as the bound"
+        );
+        second_form.push(line);
+    }
+    first_form.sort();
+    second_form.sort();
+    println!("second form in the variants of {second_form:?}; first form in {first_form:?}");
+    assert_eq!(
+        first_form, FIRST_FORM,
+        "the variants of patch 0027 without _darwin_fd_end(): update FIRST_FORM when a line gains it"
+    );
+    assert!(!second_form.is_empty(), "no variant was compared");
 }
 
 #[test]
