@@ -18,7 +18,6 @@ mod common;
 use std::path::Path;
 
 const PATCH: &str = "0027-closeall-bound-by-getdtablesize-on-macos.patch";
-const MAIN_FILE: &str = "patches/0027-closeall-bound-by-getdtablesize-on-macos.patch";
 
 /// The lines whose variant of patch 0027 still has the first form (getdtablesize() only):
 /// recorded, so that a variant losing the second form fails here, and one gaining it says
@@ -47,6 +46,11 @@ fn added_block(rel: &str) -> String {
     added[from..to].join("\n") + "\n"
 }
 
+/// The main file of patch 0027, relative to the checkout.
+fn main_file() -> String {
+    format!("patches/{PATCH}")
+}
+
 /// The lines a patch file adds, without their `+`.
 fn added_lines(rel: &str) -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel);
@@ -58,7 +62,7 @@ fn added_lines(rel: &str) -> Vec<String> {
 }
 
 fn header() -> String {
-    let main = added_block(MAIN_FILE);
+    let main = added_block(&main_file());
     // what fd.c includes before the block
     format!("#include <errno.h>\n#include <stddef.h>\n#include <unistd.h>\n{main}")
 }
@@ -152,17 +156,18 @@ fn darwin_fd_end__is_one_past_the_highest_open_descriptor_in_the_darwin_build() 
 /// closeall() takes its bound; the variants without it are exactly [`FIRST_FORM`].
 #[test]
 fn darwin_fd_end__every_copy_is_the_main_files() {
-    let main = added_block(MAIN_FILE);
+    let main = added_block(&main_file());
     let calls = |rel: &str| {
         added_lines(rel)
             .iter()
             .filter(|l| l.contains("= _darwin_fd_end();"))
             .count()
     };
+    let main_file = main_file();
     assert_eq!(
-        calls(MAIN_FILE),
+        calls(&main_file),
         1,
-        "{MAIN_FILE}: closeall_except()'s bound"
+        "{main_file}: closeall_except()'s bound"
     );
     let patches = Path::new(env!("CARGO_MANIFEST_DIR")).join("../patches");
     let mut first_form = Vec::new();
