@@ -1,6 +1,6 @@
 //! Patch 0027's `_darwin_fd_end()` (a static function its fd.c hunk adds, in the main file,
-//! for 26.05, and 24.11's variant; 25.05's, 25.11's and 26.11's variants keep the first form
-//! until their `lines verify`): where closeall() on macOS stops closing. Every copy of the function is
+//! for 26.05 and 26.11, and in 24.11's, 25.05's and 25.11's variants): where closeall() on
+//! macOS stops closing. Every copy of the function is
 //! the main file's; the function is taken from the main file's added lines and compiled as
 //! Slurm's darwin build compiles fd.c (darwin personality: the shim's libproc answers from
 //! /proc), and for aarch64-macos against the SDK headers zig bundles (lane 4: the macOS
@@ -21,8 +21,8 @@ const PATCH: &str = "0027-closeall-bound-by-getdtablesize-on-macos.patch";
 
 /// The lines whose variant of patch 0027 still has the first form (getdtablesize() only):
 /// recorded, so that a variant losing the second form fails here, and one gaining it says
-/// to shorten the list.
-const FIRST_FORM: &[&str] = &["25.05", "25.11", "26.11"];
+/// to shorten the list. None since every line's `lines verify` ran the second form.
+const FIRST_FORM: &[&str] = &[];
 
 /// The `#if defined(__APPLE__)` block the patch adds after fd.c's includes (its added
 /// lines, from `#include <libproc.h>` to the `#endif` after the function).
