@@ -387,7 +387,7 @@ pub fn site_scenarios(sh: &Shell, prefix: &Path) -> Result<()> {
 /// (with slurmctld and slurmdbd), the third of the darwin personality; with PMI-2 across
 /// them (smd-401, smd-402: under a second together).
 pub fn multi_node_smoke(sh: &Shell, native: &Path, darwin: &Path) -> Result<()> {
-    let mut up = native_and_darwin("ci_multi_node", native, darwin);
+    let mut up = native_and_darwin(&line_name("ci_multi_node", darwin)?, native, darwin);
     up.nodes = Some(3);
     test(
         sh,
@@ -405,6 +405,20 @@ pub fn multi_node_smoke(sh: &Shell, native: &Path, darwin: &Path) -> Result<()> 
 }
 
 /// `up`'s options for cluster `name`: a native head and darwin nodes (`--mix native=..,darwin=..`).
+/// A cluster name of `what` for the version `prefix` holds (`ci_soak_25_05_8`), so that two
+/// `lines verify` runs of different lines at once do not refuse each other's cluster.
+fn line_name(what: &str, prefix: &Path) -> Result<String> {
+    let version = driver_common::staging::Manifest::read(prefix)?.version;
+    Ok(format!("{what}_{}", version_slug(&version)))
+}
+
+/// `version` as a name part: lowercase, `_` for every other character (`26_11_snapshot`).
+fn version_slug(version: &str) -> String {
+    version
+        .to_ascii_lowercase()
+        .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+}
+
 fn native_and_darwin(name: &str, native: &Path, darwin: &Path) -> UpOptions {
     let mut up = UpOptions::new(PathBuf::new(), name.to_string(), default_dir(name));
     up.builds = [("native", native), ("darwin", darwin)]
@@ -421,7 +435,7 @@ fn native_and_darwin(name: &str, native: &Path, darwin: &Path) -> UpOptions {
 /// both builds made with `build-slurm --with-s2n`): smd-407 and the mix scenarios on a
 /// two-node `--tls` cluster.
 pub fn tls_mix(sh: &Shell, native: &Path, darwin: &Path) -> Result<()> {
-    let mut up = native_and_darwin("tls_mix", native, darwin);
+    let mut up = native_and_darwin(&line_name("tls_mix", darwin)?, native, darwin);
     up.nodes = Some(2);
     up.tls = true;
     test(
@@ -439,18 +453,18 @@ pub fn tls_mix(sh: &Shell, native: &Path, darwin: &Path) -> Result<()> {
 /// minutes after every start, on the native build as on the darwin one (docs/CLUSTER.md, "Soak"), so
 /// a two-minute run cannot tell a leak from that rise; the local 10,000-job run judges it.
 pub fn short_soak(sh: &Shell, prefix: &Path) -> Result<()> {
-    soak::run(sh, short_soak_args(prefix)?)
+    soak::run(sh, short_soak_args(prefix, &line_name("ci_soak", prefix)?)?)
 }
 
 /// The short soak's arguments, through the command line (so they stay what docs/CLUSTER.md says).
-fn short_soak_args(prefix: &Path) -> Result<crate::cli::SoakArgs> {
+fn short_soak_args(prefix: &Path, name: &str) -> Result<crate::cli::SoakArgs> {
     use clap::Parser;
     let line = [
         "cargo xtask",
         "cluster",
         "soak",
         "--name",
-        "ci_soak",
+        name,
         "--jobs",
         "300",
         "--faults",
@@ -512,13 +526,31 @@ mod tests {
 
     #[test]
     fn short_soak_args__parse_with_faults_and_a_fixed_seed() {
-        let a = short_soak_args(Path::new("/p")).unwrap();
+        let a = short_soak_args(Path::new("/p"), "ci_soak_24_11_5").unwrap();
         assert_eq!(
             (a.jobs, a.faults, a.fault_count, a.seed),
             (300, true, Some(2), Some(20261201))
         );
         assert_eq!(a.shape.prefix.as_deref(), Some(Path::new("/p")));
         assert_eq!(a.judge, "slurmd");
+        assert_eq!(a.target.name.as_deref(), Some("ci_soak_24_11_5"));
+    }
+
+    /// Each line's clusters of a `lines verify` have their own names (two lines verified at
+    /// once refused each other's `ci_soak` and `ci_multi_node` before), and every such name is
+    /// one Slurm and SQL accept.
+    #[test]
+    fn version_slug__distinct_per_line_and_a_valid_cluster_name() {
+        let versions = ["24.11.5", "25.05.8", "25.11.7", "26.05.3", "26.11-snapshot"];
+        let slugs: std::collections::BTreeSet<String> =
+            versions.iter().map(|v| version_slug(v)).collect();
+        assert_eq!(slugs.len(), versions.len(), "{slugs:?}");
+        assert_eq!(version_slug("26.11-snapshot"), "26_11_snapshot");
+        for what in ["ci_soak", "ci_multi_node", "tls_mix"] {
+            for s in &slugs {
+                check_name(&format!("{what}_{s}")).unwrap();
+            }
+        }
     }
 
     #[test]
