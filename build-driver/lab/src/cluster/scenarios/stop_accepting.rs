@@ -5,7 +5,8 @@
 //! that report even after the shutdown had closed the new connection's input, so a slurmd
 //! told to stop (SIGTERM) while it accepted a connection never ended: its watch thread
 //! queued a poll that returned at once, again and again, using a whole core until SIGKILL.
-//! Upstream fixed it in 26.05 (commit 2f28cabc6f); 0073 is the same condition for 24.11.
+//! Upstream fixed it in 26.05 (commit 2f28cabc6f); 0073 is the same condition for 24.11,
+//! 25.05 and 25.11.
 //!
 //! To reach it every time, slurmd is stopped (SIGSTOP) while connections queue on its port,
 //! then sent SIGTERM and continued: it handles the signal and the pending accepts in the
