@@ -97,9 +97,15 @@ impl Manifest {
         if !self.patched {
             s.push_str("_nopatch");
         }
-        s.to_ascii_lowercase()
-            .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+        name_part(&s)
     }
+}
+
+/// `s` as part of a cluster name (Slurm- and SQL-safe): lowercase, `_` for every character
+/// other than a letter or digit (`26.11-snapshot` -> `26_11_snapshot`).
+pub fn name_part(s: &str) -> String {
+    s.to_ascii_lowercase()
+        .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
 }
 
 /// The programs the summary looks for: `(dir under the prefix, name)`.

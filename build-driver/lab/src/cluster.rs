@@ -58,6 +58,7 @@ pub use lifecycle::{UpOptions, default_dir, down, up};
 
 use crate::cli::{ClusterAction, ClusterArgs, ClusterTarget, ProfileArg, ShapeArgs};
 use driver_common::error::{Error, Result};
+use driver_common::staging::name_part;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use xshell::Shell;
@@ -409,14 +410,7 @@ pub fn multi_node_smoke(sh: &Shell, native: &Path, darwin: &Path) -> Result<()> 
 /// `lines verify` runs of different lines at once do not refuse each other's cluster.
 fn line_name(what: &str, prefix: &Path) -> Result<String> {
     let version = driver_common::staging::Manifest::read(prefix)?.version;
-    Ok(format!("{what}_{}", version_slug(&version)))
-}
-
-/// `version` as a name part: lowercase, `_` for every other character (`26_11_snapshot`).
-fn version_slug(version: &str) -> String {
-    version
-        .to_ascii_lowercase()
-        .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+    Ok(format!("{what}_{}", name_part(&version)))
 }
 
 fn native_and_darwin(name: &str, native: &Path, darwin: &Path) -> UpOptions {
@@ -540,12 +534,12 @@ mod tests {
     /// once refused each other's `ci_soak` and `ci_multi_node` before), and every such name is
     /// one Slurm and SQL accept.
     #[test]
-    fn version_slug__distinct_per_line_and_a_valid_cluster_name() {
+    fn name_part__distinct_per_line_and_a_valid_cluster_name() {
         let versions = ["24.11.5", "25.05.8", "25.11.7", "26.05.3", "26.11-snapshot"];
         let slugs: std::collections::BTreeSet<String> =
-            versions.iter().map(|v| version_slug(v)).collect();
+            versions.iter().map(|v| name_part(v)).collect();
         assert_eq!(slugs.len(), versions.len(), "{slugs:?}");
-        assert_eq!(version_slug("26.11-snapshot"), "26_11_snapshot");
+        assert_eq!(name_part("26.11-snapshot"), "26_11_snapshot");
         for what in ["ci_soak", "ci_multi_node", "tls_mix"] {
             for s in &slugs {
                 check_name(&format!("{what}_{s}")).unwrap();
