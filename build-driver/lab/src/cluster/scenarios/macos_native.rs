@@ -17,6 +17,7 @@ use super::client::{Ctx, JOB_TIMEOUT, POLL, q};
 use driver_common::error::{Error, Result};
 use driver_common::util::process::bounded::poll;
 use driver_common::util::signal::process_exists;
+#[cfg(target_os = "linux")]
 use std::path::Path;
 use std::time::Duration;
 
