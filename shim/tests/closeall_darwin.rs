@@ -21,7 +21,7 @@ const PATCH: &str = "0027-closeall-bound-by-getdtablesize-on-macos.patch";
 
 /// The lines whose variant of patch 0027 still has the first form (getdtablesize() only):
 /// recorded, so that a variant losing the second form fails here, and one gaining it says
-/// to shorten the list. None since every line's `lines verify` ran the second form.
+/// to shorten the list. None: every line's variant (or the main file) has the second form.
 const FIRST_FORM: &[&str] = &[];
 
 /// The `#if defined(__APPLE__)` block the patch adds after fd.c's includes (its added

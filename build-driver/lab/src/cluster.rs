@@ -405,7 +405,6 @@ pub fn multi_node_smoke(sh: &Shell, native: &Path, darwin: &Path) -> Result<()> 
     )
 }
 
-/// `up`'s options for cluster `name`: a native head and darwin nodes (`--mix native=..,darwin=..`).
 /// A cluster name of `what` for the version `prefix` holds (`ci_soak_25_05_8`), so that two
 /// `lines verify` runs of different lines at once do not refuse each other's cluster.
 fn line_name(what: &str, prefix: &Path) -> Result<String> {
@@ -413,6 +412,7 @@ fn line_name(what: &str, prefix: &Path) -> Result<String> {
     Ok(format!("{what}_{}", name_part(&version)))
 }
 
+/// `up`'s options for cluster `name`: a native head and darwin nodes (`--mix native=..,darwin=..`).
 fn native_and_darwin(name: &str, native: &Path, darwin: &Path) -> UpOptions {
     let mut up = UpOptions::new(PathBuf::new(), name.to_string(), default_dir(name));
     up.builds = [("native", native), ("darwin", darwin)]
