@@ -17,7 +17,9 @@
 //! `dladdr` (object, nearest dynamic symbol, offset; a static function shows as its
 //! nearest exported neighbour), and the offset in the object for `addr2line`.
 //!
-//! Cost: a model called for every process of every accounting poll reports on every call.
+//! Cost: without a log (the variable unset or empty, [`log_wanted`]) a report is one
+//! `getenv` and nothing else. With one, a model called for every process of every
+//! accounting poll reports on every call.
 //! `dladdr` walks an object's symbol table (tens of microseconds per frame in slurmstepd),
 //! so each (behaviour, raw stack of return addresses) is resolved once ([`stack_key`]);
 //! later calls through the same stack cost one `backtrace` and a table probe.
@@ -114,6 +116,13 @@ pub fn apply(model: &str, behaviour: &'static str) -> bool {
 }
 
 fn log_once(behaviour: &'static str, verb: &str, subject: Option<&[u8]>) {
+    // SAFETY: the name is NUL-terminated; getenv returns NULL or a C string, and takes no
+    // lock (safe in a child of `fork`).
+    let log = unsafe { libc::getenv(c"SLURM_SHIM_EMULATION_LOG".as_ptr()) };
+    // SAFETY: a non-NULL result of getenv is a NUL-terminated string.
+    if !log_wanted((!log.is_null()).then(|| unsafe { CStr::from_ptr(log) }.to_bytes())) {
+        return; // nowhere to write: resolving the site would be spent for nothing
+    }
     let mut frames = [std::ptr::null_mut::<c_void>(); FRAMES];
     let frames = raw_frames(&mut frames);
     let stack = stack_key(behaviour, frames);
@@ -134,6 +143,14 @@ fn log_once(behaviour: &'static str, verb: &str, subject: Option<&[u8]>) {
         );
         write_line(&line);
     }
+}
+
+/// Whether a report has somewhere to go: [`LOG_ENV`]'s value (`None`: unset) names a file.
+/// Unset or empty means no log, and then [`applied`] and [`apply`] resolve no call site
+/// (31 `dladdr` lookups for each new stack in each new process: about 2 ms of a batch
+/// job's slurmstepd and script launcher in the darwin personality, `docs/RESULTS.md`).
+pub fn log_wanted(value: Option<&[u8]>) -> bool {
+    value.is_some_and(|v| !v.is_empty())
 }
 
 /// Whether `SLURM_SHIM_EMULATION=observe`, read once. glibc's `getenv` takes no lock, so this
@@ -361,6 +378,13 @@ fn write_line(line: &str) {
 #[allow(non_snake_case)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn report__no_log_unset_or_empty() {
+        assert!(!log_wanted(None));
+        assert!(!log_wanted(Some(b"")));
+        assert!(log_wanted(Some(b"/tmp/emulation.log")));
+    }
 
     #[test]
     fn report__first_time_once_per_behaviour_and_site() {

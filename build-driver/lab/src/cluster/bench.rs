@@ -11,6 +11,10 @@
 //!   time (`--runs` each), `--steps` `srun` steps inside one `salloc -n1`; per build the CPU
 //!   time of slurmd and of slurmstepd per step ([`cpu`]) and, for the darwin build, the shim's
 //!   calls per step by API ([`shim_counts`]).
+//!
+//! Both run the daemons without the shim's emulation log ([`no_emulation_log`]): it is the
+//! lab's diagnostic, which no Mac runs, and with it each new process of the darwin build
+//! resolves its first reports' call sites with `dladdr` (about 2 ms a batch job).
 
 mod batch;
 mod cpu;
@@ -23,6 +27,12 @@ pub use crate::cli::BenchArgs;
 use driver_common::error::{Error, Result};
 use std::path::{Path, PathBuf};
 use xshell::Shell;
+
+/// The daemons' environment entry that turns the shim's emulation log off (an empty
+/// `SLURM_SHIM_EMULATION_LOG`: shim/src/emulate/report.rs, `log_wanted`).
+pub fn no_emulation_log() -> (String, String) {
+    (super::config::EMULATION_LOG_ENV.to_string(), String::new())
+}
 
 /// The partition every benchmark job goes to.
 const PARTITION: &str = "bench";

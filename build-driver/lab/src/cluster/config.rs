@@ -148,10 +148,14 @@ pub fn emulation_log(layout: &Layout) -> PathBuf {
         .unwrap_or_else(|| layout.emulation_log())
 }
 
-/// Give `cmd` the cluster's emulation log unless the caller set one (which it inherits). The
-/// file is made writable by every user first (clients and steps run as the test user).
+/// Give `cmd` the cluster's emulation log unless the caller set one (which it inherits) or
+/// `cmd` has one already (a daemon environment's, [`super::lifecycle::UpOptions`]; empty
+/// means none: the benchmarks measure without the lab's diagnostic). The file is made
+/// writable by every user first (clients and steps run as the test user).
 pub fn set_emulation_log(cmd: &mut std::process::Command, layout: &Layout) {
-    if std::env::var_os(EMULATION_LOG_ENV).is_some() {
+    if std::env::var_os(EMULATION_LOG_ENV).is_some()
+        || cmd.get_envs().any(|(k, _)| k == EMULATION_LOG_ENV)
+    {
         return;
     }
     let log = layout.emulation_log();
@@ -286,6 +290,34 @@ mod tests {
     use super::*;
 
     const SLURMD_C: &str = "NodeName=vm CPUs=8 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=2 RealMemory=24105\nUpTime=0-00:07:18\n";
+
+    #[test]
+    fn set_emulation_log__keeps_a_daemon_environments_value() {
+        if std::env::var_os(EMULATION_LOG_ENV).is_some() {
+            eprintln!("skipped: the caller's {EMULATION_LOG_ENV} is inherited and wins");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout {
+            root: dir.path().to_path_buf(),
+        };
+        std::fs::create_dir_all(layout.logs()).unwrap();
+        let log_of = |cmd: &std::process::Command| {
+            cmd.get_envs()
+                .find(|(k, _)| *k == EMULATION_LOG_ENV)
+                .and_then(|(_, v)| v.map(|v| v.to_os_string()))
+        };
+        let mut given = std::process::Command::new("true");
+        given.env(EMULATION_LOG_ENV, "");
+        set_emulation_log(&mut given, &layout);
+        assert_eq!(log_of(&given), Some("".into()));
+        let mut plain = std::process::Command::new("true");
+        set_emulation_log(&mut plain, &layout);
+        assert_eq!(
+            log_of(&plain),
+            Some(layout.emulation_log().into_os_string())
+        );
+    }
 
     #[test]
     fn parse_slurmd_c__reads_the_topology() {

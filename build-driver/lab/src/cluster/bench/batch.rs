@@ -116,7 +116,7 @@ fn bench_one(sh: &Shell, prefix: &Path, dir: &Path, args: &BenchArgs) -> Result<
         args.profile,
         1,
         &conf_lines(args.jobs),
-        &[],
+        &[super::no_emulation_log()],
     )?;
     let result = submit_and_wait(sh, &lab, dir, args.jobs, args.clients);
     let stopped = lab.stop(sh);

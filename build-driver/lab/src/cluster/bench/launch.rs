@@ -156,10 +156,13 @@ fn launch_one(
 ) -> Result<Round> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let counts = dir.join("shim-counts");
-    let env = [(
-        shim_counts::ENV.to_string(),
-        counts.to_string_lossy().into_owned(),
-    )];
+    let env = [
+        (
+            shim_counts::ENV.to_string(),
+            counts.to_string_lossy().into_owned(),
+        ),
+        super::no_emulation_log(),
+    ];
     let jobs = 2 * args.runs + 1;
     let lab = Lab::start(sh, prefix, dir, args.profile, 1, &conf_lines(jobs), &env)?;
     let result = series_all(sh, &lab, reaper, &counts, args);
