@@ -120,9 +120,10 @@ fn log_once(behaviour: &'static str, verb: &str, subject: Option<&[u8]>) {
     // lock (safe in a child of `fork`).
     let log = unsafe { libc::getenv(c"SLURM_SHIM_EMULATION_LOG".as_ptr()) };
     // SAFETY: a non-NULL result of getenv is a NUL-terminated string.
-    if !log_wanted((!log.is_null()).then(|| unsafe { CStr::from_ptr(log) }.to_bytes())) {
+    let log = (!log.is_null()).then(|| unsafe { CStr::from_ptr(log) });
+    let Some(log) = log.filter(|l| log_wanted(Some(l.to_bytes()))) else {
         return; // nowhere to write: resolving the site would be spent for nothing
-    }
+    };
     let mut frames = [std::ptr::null_mut::<c_void>(); FRAMES];
     let frames = raw_frames(&mut frames);
     let stack = stack_key(behaviour, frames);
@@ -141,7 +142,7 @@ fn log_once(behaviour: &'static str, verb: &str, subject: Option<&[u8]>) {
             subject.as_deref(),
             site.as_ref(),
         );
-        write_line(&line);
+        write_line(log, &line);
     }
 }
 
@@ -350,13 +351,8 @@ fn cstr(p: *const c_char) -> Option<String> {
     (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
 }
 
-fn write_line(line: &str) {
-    let Some(path) = std::env::var_os(LOG_ENV) else {
-        return;
-    };
-    let Ok(path) = std::ffi::CString::new(path.as_encoded_bytes()) else {
-        return;
-    };
+/// Appends `line` to the log file `path` (read by [`log_once`] with `getenv`, once).
+fn write_line(path: &CStr, line: &str) {
     // SAFETY: `path` is NUL-terminated; flags and mode are plain values.
     let fd = unsafe {
         libc::open(
