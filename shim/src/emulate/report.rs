@@ -45,7 +45,7 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Environment variable naming the log file.
-pub const LOG_ENV: &str = "SLURM_SHIM_EMULATION_LOG";
+pub const LOG_ENV: &CStr = c"SLURM_SHIM_EMULATION_LOG";
 
 /// How many distinct (behaviour, call site) pairs are remembered.
 pub const SITES: usize = 512;
@@ -118,7 +118,7 @@ pub fn apply(model: &str, behaviour: &'static str) -> bool {
 fn log_once(behaviour: &'static str, verb: &str, subject: Option<&[u8]>) {
     // SAFETY: the name is NUL-terminated; getenv returns NULL or a C string, and takes no
     // lock (safe in a child of `fork`).
-    let log = unsafe { libc::getenv(c"SLURM_SHIM_EMULATION_LOG".as_ptr()) };
+    let log = unsafe { libc::getenv(LOG_ENV.as_ptr()) };
     // SAFETY: a non-NULL result of getenv is a NUL-terminated string.
     let log = (!log.is_null()).then(|| unsafe { CStr::from_ptr(log) });
     let Some(log) = log.filter(|l| log_wanted(Some(l.to_bytes()))) else {
